@@ -1,0 +1,297 @@
+//! The engine-neutral vocabulary every adapter maps onto (DESIGN.md §2).
+//!
+//! A [`Snapshot`] is one scrape of one target after its engine adapter ran. It keeps
+//! every *series* apart (a data-parallel `engine` rank, a `finished_reason`, …) under a
+//! [`ShardKey`], because PromQL computes `rate()` per series before it sums: summing
+//! ranks first would disagree with Prometheus whenever one rank restarts.
+//!
+//! A quantity an engine lacks is simply not in the maps. Adapters never put a different
+//! quantity under a canonical name (TGI's `mean_time_per_token` is not [`HistogramKind::Tpot`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Which inference server produced a scrape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    Vllm,
+    Sglang,
+    Tgi,
+    Trtllm,
+    Nim,
+}
+
+impl Engine {
+    pub const ALL: [Engine; 5] = [Engine::Vllm, Engine::Sglang, Engine::Tgi, Engine::Trtllm, Engine::Nim];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Vllm => "vllm",
+            Engine::Sglang => "sglang",
+            Engine::Tgi => "tgi",
+            Engine::Trtllm => "trtllm",
+            Engine::Nim => "nim",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Engine> {
+        Engine::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+macro_rules! kinds {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $s:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $name { $($(#[$vmeta])* $variant),+ }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The canonical name used in `goodput inspect --format json` and the docs.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $s),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+kinds! {
+    /// Histograms, each with the observation semantics of engine-metrics.md §0.
+    HistogramKind {
+        Ttft => "ttft",
+        /// Per-request TPOT: `(last − first token) / (output tokens − 1)`, one observation per request.
+        Tpot => "tpot",
+        /// Inter-token latency, one observation per request per engine step (vLLM) or per token (SGLang).
+        Itl => "itl",
+        E2e => "e2e",
+        QueueTime => "queue_time",
+        PrefillTime => "prefill_time",
+        DecodeTime => "decode_time",
+        RequestPromptTokens => "request_prompt_tokens",
+        RequestGenerationTokens => "request_generation_tokens",
+    }
+}
+
+kinds! {
+    /// Monotonic counters. `RequestsFinished` shards carry their [`FinishReason`].
+    CounterKind {
+        PromptTokens => "prompt_tokens",
+        GenerationTokens => "generation_tokens",
+        RequestsFinished => "requests_finished",
+        Preemptions => "preemptions",
+        SpecDrafts => "spec_drafts",
+        SpecDraftTokens => "spec_draft_tokens",
+        SpecAcceptedTokens => "spec_accepted_tokens",
+        PrefixCacheQueries => "prefix_cache_queries",
+        PrefixCacheHits => "prefix_cache_hits",
+        /// vLLM `--enable-mfu-metrics`: FLOPs per GPU.
+        EstimatedFlopsPerGpu => "estimated_flops_per_gpu",
+        EstimatedReadBytesPerGpu => "estimated_read_bytes_per_gpu",
+        EstimatedWriteBytesPerGpu => "estimated_write_bytes_per_gpu",
+    }
+}
+
+kinds! {
+    /// Instantaneous gauges.
+    GaugeKind {
+        /// Fraction 0–1 of KV-cache blocks in use.
+        KvCacheUsage => "kv_cache_usage",
+        Running => "running",
+        Waiting => "waiting",
+        /// KV capacity in tokens (`num_gpu_blocks × block_size` from `cache_config_info`).
+        KvCapacityTokens => "kv_capacity_tokens",
+    }
+}
+
+/// Why a request finished. Only `Abort` and `Error` count as failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FinishReason {
+    Stop,
+    Length,
+    /// Succeeded, and the engine does not say why it stopped (TGI `tgi_request_success`).
+    Success,
+    Abort,
+    Error,
+    /// A reason string this version of goodput does not know; treated as success.
+    Other,
+}
+
+impl FinishReason {
+    pub fn from_label(s: &str) -> FinishReason {
+        match s {
+            "stop" => FinishReason::Stop,
+            "length" => FinishReason::Length,
+            "abort" | "aborted" | "cancelled" => FinishReason::Abort,
+            "error" | "failed" => FinishReason::Error,
+            _ => FinishReason::Other,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::Success => "success",
+            FinishReason::Abort => "abort",
+            FinishReason::Error => "error",
+            FinishReason::Other => "other",
+        }
+    }
+
+    pub fn is_failure(self) -> bool {
+        matches!(self, FinishReason::Abort | FinishReason::Error)
+    }
+}
+
+/// Identifies one source series inside a model: the labels left after the model label
+/// was taken out, rendered as `k="v",…` in the scrape's order, e.g. `engine="0"`.
+/// Empty for engines with one series per quantity.
+pub type ShardKey = String;
+
+/// One source series' value, with the `_created` timestamp when the engine exposes one
+/// (a change of it means the counter restarted even if its value did not go down).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shard<T> {
+    pub key: ShardKey,
+    pub created: Option<f64>,
+    pub value: T,
+}
+
+/// A cumulative histogram, buckets sorted by `le` and ending with `+Inf`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Histogram {
+    pub buckets: Vec<Bucket>,
+    pub sum: f64,
+    pub count: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bucket {
+    /// Upper bound, parsed numerically (`"2"` == `"2.0"`).
+    pub le: f64,
+    /// Cumulative count of observations `<= le`.
+    pub count: f64,
+}
+
+impl Histogram {
+    /// Adds another histogram with the same bucket bounds; bounds it lacks are merged in
+    /// as Prometheus's `sum by (le)` would (a missing `le` contributes nothing).
+    pub fn add(&mut self, other: &Histogram) {
+        for b in &other.buckets {
+            match self.buckets.binary_search_by(|x| x.le.total_cmp(&b.le)) {
+                Ok(i) => self.buckets[i].count += b.count,
+                Err(i) => self.buckets.insert(i, *b),
+            }
+        }
+        self.sum += other.sum;
+        self.count += other.count;
+    }
+}
+
+/// A counter series with the finish reason it counts (only for `RequestsFinished`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterValue {
+    pub value: f64,
+    pub reason: Option<FinishReason>,
+}
+
+/// Everything known about one served model in one scrape.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelSnapshot {
+    pub histograms: BTreeMap<HistogramKind, Vec<Shard<Histogram>>>,
+    pub counters: BTreeMap<CounterKind, Vec<Shard<CounterValue>>>,
+    pub gauges: BTreeMap<GaugeKind, Vec<Shard<f64>>>,
+    /// `vllm:spec_decode_num_accepted_tokens_per_pos_total`, keyed by position.
+    pub spec_accepted_per_position: BTreeMap<u32, Vec<Shard<f64>>>,
+}
+
+impl ModelSnapshot {
+    /// All shards of a histogram summed (what `sum by (le)` gives on one scrape).
+    pub fn histogram_total(&self, kind: HistogramKind) -> Option<Histogram> {
+        let shards = self.histograms.get(&kind)?;
+        let mut total = Histogram::default();
+        for s in shards {
+            total.add(&s.value);
+        }
+        Some(total)
+    }
+
+    /// All shards of a counter summed.
+    pub fn counter_total(&self, kind: CounterKind) -> Option<f64> {
+        self.counters.get(&kind).map(|v| v.iter().map(|s| s.value.value).sum())
+    }
+
+    /// All shards of a gauge summed (ranks of one model add up; usage is averaged).
+    pub fn gauge_total(&self, kind: GaugeKind) -> Option<f64> {
+        let v = self.gauges.get(&kind)?;
+        if v.is_empty() {
+            return None;
+        }
+        let sum: f64 = v.iter().map(|s| s.value).sum();
+        Some(match kind {
+            // Each data-parallel rank owns its own KV pool; the model's usage is the mean.
+            GaugeKind::KvCacheUsage => sum / v.len() as f64,
+            _ => sum,
+        })
+    }
+
+    pub fn has_histogram(&self, kind: HistogramKind) -> bool {
+        self.histograms.get(&kind).is_some_and(|v| !v.is_empty())
+    }
+}
+
+/// One scrape of one target on the canonical vocabulary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub engine: Engine,
+    /// Keyed by model name; engines without a model label (TGI) use the target's
+    /// configured model or `""`.
+    pub models: BTreeMap<String, ModelSnapshot>,
+    /// `process_start_time_seconds`; a change means the engine restarted.
+    pub process_start: Option<f64>,
+    /// Number of metric families and samples in the scrape.
+    pub families: usize,
+    pub samples: usize,
+    /// Things a user should know: unknown versions, ignored series, duplicates.
+    pub warnings: Vec<String>,
+}
+
+impl Snapshot {
+    /// Canonical names this snapshot lacks in every model (the `absent` list of `inspect`).
+    pub fn absent(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let any_h = |k| self.models.values().any(|m| m.has_histogram(k));
+        let any_c = |k| self.models.values().any(|m| m.counters.get(&k).is_some_and(|v| !v.is_empty()));
+        let any_g = |k| self.models.values().any(|m| m.gauges.get(&k).is_some_and(|v| !v.is_empty()));
+        for &k in HistogramKind::ALL {
+            if !any_h(k) {
+                out.push(k.as_str());
+            }
+        }
+        for &k in CounterKind::ALL {
+            if !any_c(k) {
+                out.push(k.as_str());
+            }
+        }
+        for &k in GaugeKind::ALL {
+            if !any_g(k) {
+                out.push(k.as_str());
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,13 @@
+//! goodput: the truth about an LLM-serving fleet, from its engines' /metrics.
+//!
+//! Modules follow the data flow of DESIGN.md §2, one direction, no back edges:
+//!
+//! ```text
+//! config ─► scrape ─► parse ─► adapt ─► window ─► evaluate ─► report ─► export / alert
+//! ```
+//!
+//! Everything from [`parse`] to [`evaluate`] is pure: no I/O, no wall clock. The daemon,
+//! `replay` and the tests drive the same code with real or virtual time.
+
+pub mod canonical;
+pub mod parse;
