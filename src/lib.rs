@@ -6,8 +6,10 @@
 //! config ─► scrape ─► parse ─► adapt ─► window ─► evaluate ─► report ─► export / alert
 //! ```
 //!
-//! Everything from [`parse`] to [`evaluate`] is pure: no I/O, no wall clock. The daemon,
+//! Everything from [`parse`] to `evaluate` is pure: no I/O, no wall clock. The daemon,
 //! `replay` and the tests drive the same code with real or virtual time.
 
 pub mod canonical;
+pub mod cli;
+pub mod logging;
 pub mod parse;

@@ -1,0 +1,10 @@
+//! `goodput demo`.
+
+use super::CliResult;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> CliResult {
+    Err("`goodput demo` is not built yet".into())
+}

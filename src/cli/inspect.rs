@@ -1,0 +1,10 @@
+//! `goodput inspect SOURCE`.
+
+use super::CliResult;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> CliResult {
+    Err("`goodput inspect` is not built yet".into())
+}
