@@ -13,3 +13,5 @@ pub mod canonical;
 pub mod cli;
 pub mod logging;
 pub mod parse;
+pub mod duration;
+pub mod report;
