@@ -9,9 +9,13 @@
 //! Everything from [`parse`] to `evaluate` is pure: no I/O, no wall clock. The daemon,
 //! `replay` and the tests drive the same code with real or virtual time.
 
+pub mod adapt;
 pub mod canonical;
 pub mod cli;
+pub mod duration;
+pub mod evaluate;
+pub mod export;
 pub mod logging;
 pub mod parse;
-pub mod duration;
 pub mod report;
+pub mod window;
