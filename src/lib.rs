@@ -10,6 +10,7 @@
 //! `replay` and the tests drive the same code with real or virtual time.
 
 pub mod adapt;
+pub mod alert;
 pub mod canonical;
 pub mod cli;
 pub mod duration;
