@@ -142,12 +142,8 @@ impl Http {
     }
 
     async fn names(&self, am: &Am) -> Option<Vec<String>> {
-        let mut v: Vec<String> = self
-            .alerts(am)
-            .await?
-            .iter()
-            .filter_map(|a| a["labels"]["alertname"].as_str().map(String::from))
-            .collect();
+        let mut v: Vec<String> =
+            self.alerts(am).await?.iter().filter_map(|a| a["labels"]["alertname"].as_str().map(String::from)).collect();
         v.sort();
         Some(v)
     }
@@ -277,7 +273,8 @@ async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
     // While it is down: KV recovers, goodput stays bad, and a second target goes down.
     let outage = [input("llama", true, 0.62, 0.42), input("mistral", false, 0.0, 1.0)];
     let end = Instant::now() + Duration::from_secs(6);
-    let _ = tick_until(&mut engine, &delivery, &outage, Duration::from_secs(6), || async { Instant::now() >= end }).await;
+    let _ =
+        tick_until(&mut engine, &delivery, &outage, Duration::from_secs(6), || async { Instant::now() >= end }).await;
     let expected = vec![DIV.to_string(), DOWN.to_string()];
     assert_eq!(http.names(&steady).await, Some(expected.clone()), "the steady Alertmanager is current");
     let stats = delivery.stats();

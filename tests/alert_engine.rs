@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use goodput::alert::rule::RuleKind;
 use goodput::alert::validate::{required_windows, validate};
 use goodput::alert::view::{api_response, samples};
 use goodput::alert::{
     AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, Clause, KvUsage, Severity, SloReport, SloSpec,
     WindowInput,
 };
-use goodput::alert::rule::RuleKind;
 use goodput::duration::Window;
 
 fn win(s: u64) -> Window {
@@ -83,7 +83,9 @@ fn firing(yaml: &str, slos: &[SloSpec], inputs: &[AlertInput]) -> Vec<String> {
 fn defaults_enable_every_rule_and_overrides_merge() {
     let rules = AlertingConfig::default().rule_set();
     assert_eq!(rules.rules.len(), AlertName::ALL.len());
-    let c = cfg("rules:\n  LLMKVCacheSaturated: {for: 30s}\n  LLMQueueGrowing: {enabled: false}\n  LLMErrorBudgetBurnFast: {factor: 10, severity: ticket}\n");
+    let c = cfg(
+        "rules:\n  LLMKVCacheSaturated: {for: 30s}\n  LLMQueueGrowing: {enabled: false}\n  LLMErrorBudgetBurnFast: {factor: 10, severity: ticket}\n",
+    );
     let rs = c.rule_set();
     assert_eq!(rs.rules.len(), AlertName::ALL.len() - 1);
     let kv = rs.rules.iter().find(|r| r.name == AlertName::KvCacheSaturated).unwrap();
@@ -157,7 +159,10 @@ fn latency_rules_compare_p99_with_each_slo() {
     w.ttft_p99 = Some(0.6);
     w.tpot_p99 = Some(0.04);
     let strict = SloSpec { name: "strict".into(), ttft: Some(2.0), tpot: Some(0.03), e2e: None, objective: 0.9 };
-    assert_eq!(firing("", &[chat(0.99), strict.clone()], &[input(vec![w.clone()])]), ["LLMTPOTAboveSLO", "LLMTTFTAboveSLO"]);
+    assert_eq!(
+        firing("", &[chat(0.99), strict.clone()], &[input(vec![w.clone()])]),
+        ["LLMTPOTAboveSLO", "LLMTTFTAboveSLO"]
+    );
     w.ttft_p99 = Some(f64::NAN);
     assert_eq!(firing("", &[chat(0.99), strict], &[input(vec![w])]), ["LLMTPOTAboveSLO"]);
 }
@@ -211,7 +216,9 @@ fn target_down_preemptions_and_queue() {
 
 #[test]
 fn state_machine_follows_prometheus_for_semantics() {
-    let c = cfg("resend_interval: 1m\nrunbook_base_url: https://rb.example/alerts\nrules: {LLMKVCacheSaturated: {for: 2m}}");
+    let c = cfg(
+        "resend_interval: 1m\nrunbook_base_url: https://rb.example/alerts\nrules: {LLMKVCacheSaturated: {for: 2m}}",
+    );
     let mut e = AlertEngine::new(c.rule_set(), vec![], c.runbook_base_url.clone(), c.resend_interval);
     let mut hot = window(60);
     hot.kv_usage = Some(KvUsage { last: 0.95, max: 0.97 });

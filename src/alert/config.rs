@@ -185,9 +185,7 @@ fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, 
 
 fn de_opt_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Window>, D::Error> {
     let dur = de_duration(d)?;
-    Window::new(dur)
-        .map(Some)
-        .ok_or_else(|| serde::de::Error::custom("a window must be longer than 0s"))
+    Window::new(dur).map(Some).ok_or_else(|| serde::de::Error::custom("a window must be longer than 0s"))
 }
 
 fn mins(m: u64) -> Duration {
@@ -199,7 +197,13 @@ fn win(secs: u64) -> Window {
 }
 
 /// Fills a rule's common knobs from the override or the rule's defaults.
-fn rule(name: AlertName, enabled: Option<bool>, for_: Option<Duration>, sev: Option<Severity>, kind: RuleKind) -> Option<Rule> {
+fn rule(
+    name: AlertName,
+    enabled: Option<bool>,
+    for_: Option<Duration>,
+    sev: Option<Severity>,
+    kind: RuleKind,
+) -> Option<Rule> {
     if enabled == Some(false) {
         return None;
     }

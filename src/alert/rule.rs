@@ -86,17 +86,37 @@ impl LatencyClause {
 #[derive(Debug, Clone, PartialEq)]
 pub enum RuleKind {
     /// Last KV usage above `threshold`.
-    KvCacheSaturated { threshold: f64 },
+    KvCacheSaturated {
+        threshold: f64,
+    },
     /// Joint attainment estimate below `threshold` while output tokens/s exceed the floor.
-    GoodputDivergence { threshold: f64, window: Window, throughput_floor: f64 },
+    GoodputDivergence {
+        threshold: f64,
+        window: Window,
+        throughput_floor: f64,
+    },
     /// p99 above the SLO's threshold for that clause.
-    LatencyAboveSlo { clause: LatencyClause, window: Window },
+    LatencyAboveSlo {
+        clause: LatencyClause,
+        window: Window,
+    },
     /// Burn rate above `factor` in both windows, each with at least `min_requests` finished.
-    ErrorBudgetBurn { factor: f64, long_window: Window, short_window: Window, min_requests: f64 },
+    ErrorBudgetBurn {
+        factor: f64,
+        long_window: Window,
+        short_window: Window,
+        min_requests: f64,
+    },
     TargetDown,
-    PreemptionsSustained { per_second: f64, window: Window },
+    PreemptionsSustained {
+        per_second: f64,
+        window: Window,
+    },
     /// Waiting requests rose over the window and are at least `min_waiting`.
-    QueueGrowing { min_waiting: f64, window: Window },
+    QueueGrowing {
+        min_waiting: f64,
+        window: Window,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -284,7 +304,14 @@ fn eval_rule(cx: &Ctx<'_>, slos: &[SloSpec], out: &mut Vec<Condition>) {
                     out.push(cx.condition(
                         Some(&spec.name),
                         p99,
-                        format!("p99 {} of {} is {} (SLO {}: {})", clause.as_str(), cx.who(), secs(p99), spec.name, secs(limit)),
+                        format!(
+                            "p99 {} of {} is {} (SLO {}: {})",
+                            clause.as_str(),
+                            cx.who(),
+                            secs(p99),
+                            spec.name,
+                            secs(limit)
+                        ),
                         format!(
                             "Over {window}, p99 {} is {}, above the {} threshold of SLO {}.",
                             clause.as_str(),

@@ -85,7 +85,12 @@ pub struct AlertEngine {
 }
 
 impl AlertEngine {
-    pub fn new(rules: RuleSet, slos: Vec<SloSpec>, runbook_base_url: Option<String>, resend_interval: Duration) -> Self {
+    pub fn new(
+        rules: RuleSet,
+        slos: Vec<SloSpec>,
+        runbook_base_url: Option<String>,
+        resend_interval: Duration,
+    ) -> Self {
         AlertEngine { rules, slos, runbook_base_url, resend_interval, active: BTreeMap::new() }
     }
 

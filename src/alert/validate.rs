@@ -71,7 +71,8 @@ pub fn validate(cfg: &AlertingConfig, slos: &[SloSpec], windows: &[Window]) -> F
             }
             RuleKind::ErrorBudgetBurn { factor, long_window, short_window, min_requests } => {
                 if !(*factor > 0.0) {
-                    f.errors.push(format!("alerting.rules.{name}.factor is {factor}; write a burn factor > 0, e.g. 14.4"));
+                    f.errors
+                        .push(format!("alerting.rules.{name}.factor is {factor}; write a burn factor > 0, e.g. 14.4"));
                 }
                 non_negative(&mut f, "min_requests", *min_requests);
                 if short_window >= long_window {

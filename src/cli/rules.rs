@@ -86,7 +86,12 @@ pub fn load_spec(path: &std::path::Path, selector: Option<String>) -> Result<Rul
     let windows = cfg
         .windows
         .iter()
-        .map(|w| parse_duration(w).ok().and_then(Window::new).ok_or_else(|| format!("windows: {w:?} is not a window; write e.g. 5m")))
+        .map(|w| {
+            parse_duration(w)
+                .ok()
+                .and_then(Window::new)
+                .ok_or_else(|| format!("windows: {w:?} is not a window; write e.g. 5m"))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(RulesSpec { slos, windows, alerting: cfg.alerting, selector })
 }

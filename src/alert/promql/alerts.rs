@@ -21,7 +21,15 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn alert(&mut self, rule: &Rule, expr: String, slo: Option<&str>, fleet: bool, summary: String, description: String) {
+    fn alert(
+        &mut self,
+        rule: &Rule,
+        expr: String,
+        slo: Option<&str>,
+        fleet: bool,
+        summary: String,
+        description: String,
+    ) {
         let mut labels = BTreeMap::new();
         labels.insert("severity".to_string(), rule.severity.as_str().to_string());
         if let Some(s) = slo {
@@ -120,7 +128,8 @@ pub fn rules(spec: &RulesSpec, m: &Metrics) -> Vec<PromRule> {
             RuleKind::ErrorBudgetBurn { factor, long_window, short_window, min_requests } => {
                 for s in &spec.slos {
                     let (f, op) = burn_op(*factor, s.objective);
-                    let burn = |w| format!("llm_slo:error_budget_burn_rate{{slo=\"{}\", window=\"{w}\"}} {op} {f}", s.name);
+                    let burn =
+                        |w| format!("llm_slo:error_budget_burn_rate{{slo=\"{}\", window=\"{w}\"}} {op} {f}", s.name);
                     let enough = |w| format!("llm_slo:requests_finished{{window=\"{w}\"}} >= {}", num(*min_requests));
                     let expr = format!(
                         "{DROP} ({} and on (model) {} and on (model) {} and on (model) {})",
@@ -153,7 +162,11 @@ pub fn rules(spec: &RulesSpec, m: &Metrics) -> Vec<PromRule> {
                 );
             }
             RuleKind::PreemptionsSustained { per_second, window } => {
-                let expr = to_target(&format!("{} > {}", m.sum_by("instance, model", "rate", PREEMPTIONS, "", *window), num(*per_second)));
+                let expr = to_target(&format!(
+                    "{} > {}",
+                    m.sum_by("instance, model", "rate", PREEMPTIONS, "", *window),
+                    num(*per_second)
+                ));
                 b.alert(
                     rule,
                     expr,

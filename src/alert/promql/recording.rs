@@ -45,17 +45,27 @@ pub fn rules(spec: &RulesSpec, m: &Metrics) -> Vec<PromRule> {
     let mut out = Vec::new();
     for w in &qwins {
         let wl = w.label();
-        for (name, metric) in [("llm_slo:ttft_seconds", TTFT), ("llm_slo:tpot_seconds", TPOT), ("llm_slo:e2e_seconds", E2E)] {
+        for (name, metric) in
+            [("llm_slo:ttft_seconds", TTFT), ("llm_slo:tpot_seconds", TPOT), ("llm_slo:e2e_seconds", E2E)]
+        {
             for q in QUANTILES {
                 let inner = m.sum_by("le, model", "rate", &format!("{metric}_bucket"), "", *w);
-                out.push(record(name, format!("histogram_quantile({q}, {inner})"), &[("quantile", q), ("window", &wl)]));
+                out.push(record(
+                    name,
+                    format!("histogram_quantile({q}, {inner})"),
+                    &[("quantile", q), ("window", &wl)],
+                ));
             }
         }
     }
     for w in &wins {
         let wl = w.label();
         let win = [("window", wl.as_str())];
-        out.push(record("llm_slo:tokens_per_second", m.sum_by("model", "rate", GENERATION_TOKENS, "", *w), &[("direction", "output"), ("window", &wl)]));
+        out.push(record(
+            "llm_slo:tokens_per_second",
+            m.sum_by("model", "rate", GENERATION_TOKENS, "", *w),
+            &[("direction", "output"), ("window", &wl)],
+        ));
         out.push(record("llm_slo:requests_per_second", m.sum_by("model", "rate", FINISHED, "", *w), &win));
         out.push(record("llm_slo:requests_finished", m.sum_by("model", "increase", FINISHED, "", *w), &win));
         let good = m.sum_by("model", "rate", FINISHED, &format!("finished_reason=~\"{GOOD_FINISH}\""), *w);
@@ -94,7 +104,11 @@ fn slo_rules(out: &mut Vec<PromRule>, m: &Metrics, s: &crate::alert::input::SloS
     parts.push(success.clone());
     let k = parts.len();
     let joint = |bound: &str, expr: String| {
-        record("llm_slo:attainment_ratio", expr, &[("slo", &s.name), ("clause", "joint"), ("bound", bound), ("window", &wl)])
+        record(
+            "llm_slo:attainment_ratio",
+            expr,
+            &[("slo", &s.name), ("clause", "joint"), ("bound", bound), ("window", &wl)],
+        )
     };
     out.push(joint("estimate", parts.join(" * on (model) ")));
     out.push(joint("lower", format!("clamp_min({} - {}, 0)", parts.join(" + on (model) "), k - 1)));
@@ -110,7 +124,10 @@ fn slo_rules(out: &mut Vec<PromRule>, m: &Metrics, s: &crate::alert::input::SloS
     for b in ["lower", "estimate", "upper"] {
         out.push(record(
             "llm_slo:goodput_tokens_per_second",
-            format!("{} * on (model) llm_slo:tokens_per_second{{direction=\"output\", window=\"{wl}\"}}", att("joint", Some(b))),
+            format!(
+                "{} * on (model) llm_slo:tokens_per_second{{direction=\"output\", window=\"{wl}\"}}",
+                att("joint", Some(b))
+            ),
             &[("slo", &s.name), ("bound", b), ("window", &wl)],
         ));
     }
