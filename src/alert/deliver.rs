@@ -160,6 +160,19 @@ impl Delivery {
     pub fn idle(&self) -> bool {
         self.dests.iter().all(|d| lock(&d.queue).is_empty())
     }
+
+    /// Waits until everything queued is delivered or `deadline` passes (for shutdown);
+    /// returns whether it all went out.
+    pub async fn flush(&self, deadline: Duration) -> bool {
+        let end = tokio::time::Instant::now() + deadline;
+        while !self.idle() {
+            if tokio::time::Instant::now() >= end {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        true
+    }
 }
 
 impl Drop for Delivery {

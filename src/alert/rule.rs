@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::input::{AlertInput, Clause, SloSpec};
-use crate::duration::{Window, format_duration};
+use crate::duration::Window;
 
 /// Every alert this daemon raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -382,9 +382,4 @@ fn eval_rule(cx: &Ctx<'_>, slos: &[SloSpec], out: &mut Vec<Condition>) {
             }
         }
     }
-}
-
-/// Human form of a rule's `for`, for docs and messages.
-pub fn for_label(d: Duration) -> String {
-    format_duration(d)
 }

@@ -56,7 +56,7 @@ pub fn validate(cfg: &AlertingConfig, slos: &[SloSpec], windows: &[Window]) -> F
             }
         };
         let non_negative = |f: &mut Findings, what: &str, v: f64| {
-            if !(v >= 0.0) {
+            if v.is_nan() || v < 0.0 {
                 f.errors.push(format!("alerting.rules.{name}.{what} is {v}; write a number ≥ 0"));
             }
         };
@@ -70,7 +70,7 @@ pub fn validate(cfg: &AlertingConfig, slos: &[SloSpec], windows: &[Window]) -> F
                 non_negative(&mut f, "threshold", *v)
             }
             RuleKind::ErrorBudgetBurn { factor, long_window, short_window, min_requests } => {
-                if !(*factor > 0.0) {
+                if factor.is_nan() || *factor <= 0.0 {
                     f.errors
                         .push(format!("alerting.rules.{name}.factor is {factor}; write a burn factor > 0, e.g. 14.4"));
                 }
