@@ -328,3 +328,36 @@ fn disabled_rules_and_bad_configs() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ttft"));
 }
+
+#[test]
+fn clamped_factor_and_selector_reach_the_promql() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.yml");
+    std::fs::write(&cfg, "slos: [{name: batch, ttft: 5s, objective: 0.9}]\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(["rules", "--format", "prometheus", "--selector", "job=\"vllm\"", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let v: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+    let rules = v["groups"][1]["rules"].as_array().unwrap();
+    let expr = |name: &str| rules.iter().find(|r| r["alert"] == name).unwrap()["expr"].as_str().unwrap().to_string();
+    // 14.4 exceeds 1/(1 − 0.9), the highest possible burn: clamped, compared with >=.
+    let max = 1.0 / (1.0 - 0.9_f64);
+    assert!(expr("LLMErrorBudgetBurnFast").contains(&format!(">= {max}")), "{}", expr("LLMErrorBudgetBurnFast"));
+    // 6 is reachable: kept, compared with >.
+    assert!(expr("LLMErrorBudgetBurnSlow").contains("> 6 "), "{}", expr("LLMErrorBudgetBurnSlow"));
+    assert!(expr("LLMTargetDown").contains("up{job=\"vllm\"} == 0"));
+    let records = v["groups"][0]["rules"].as_array().unwrap();
+    let mut seen = 0;
+    for r in records {
+        for piece in r["expr"].as_str().unwrap().split("vllm:").skip(1) {
+            let rest = piece.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+            assert!(rest.starts_with("{job=\"vllm\""), "unselected series in {}", r["expr"]);
+            seen += 1;
+        }
+    }
+    assert!(seen > 20);
+}
