@@ -107,6 +107,8 @@ impl Delivery {
 
     /// Starts one worker per full POST URL.
     pub fn start_urls(urls: Vec<String>, opts: DeliveryOptions) -> Result<Delivery, String> {
+        let rt = tokio::runtime::Handle::try_current()
+            .map_err(|_| "alert delivery must be started inside the tokio runtime".to_string())?;
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -122,7 +124,7 @@ impl Delivery {
                 stats: Mutex::new(DestinationStats { url: url.clone(), ..Default::default() }),
                 url,
             });
-            tasks.push(tokio::spawn(worker(d.clone(), client.clone(), opts.clone())));
+            tasks.push(rt.spawn(worker(d.clone(), client.clone(), opts.clone())));
             dests.push(d);
         }
         Ok(Delivery { dests, tasks })
