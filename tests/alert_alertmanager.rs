@@ -213,7 +213,7 @@ async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
     }
 
     let yaml = format!(
-        "alertmanagers: [{{url: {}}}, {{url: {}}}]\nresend_interval: 1s\nrunbook_base_url: https://runbooks.example/llm/\n\
+        "alertmanager: {{url: '{}/'}}\nalertmanagers: [{{url: {}}}]\nresend_interval: 1s\nrunbook_base_url: https://runbooks.example/llm/\n\
          rules:\n  LLMKVCacheSaturated: {{for: 1s}}\n  LLMGoodputDivergence: {{for: 1s, window: 1m}}\n  LLMTargetDown: {{for: 1s}}\n",
         steady.url(),
         flaky.url()
@@ -222,9 +222,7 @@ async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
     let mut opts = goodput::alert::deliver::DeliveryOptions::from_config(&cfg);
     opts.initial_backoff = Duration::from_millis(200);
     opts.max_backoff = Duration::from_secs(1);
-    let mut urls: Vec<String> = cfg.alertmanager_urls().iter().map(|u| format!("{u}/api/v2/alerts")).collect();
-    urls.sort();
-    let delivery = Delivery::start_urls(urls, opts).unwrap();
+    let delivery = Delivery::start_with(&cfg, opts).unwrap();
     let slos = vec![SloSpec { name: "chat".into(), ttft: Some(0.5), tpot: Some(0.05), e2e: None, objective: 0.99 }];
     let mut engine = AlertEngine::new(cfg.rule_set(), slos, cfg.runbook_base_url.clone(), cfg.resend_interval);
 

@@ -99,10 +99,15 @@ pub struct Delivery {
 impl Delivery {
     /// Starts one worker per Alertmanager and webhook in `cfg`. Call inside a tokio runtime.
     pub fn start(cfg: &AlertingConfig) -> Result<Delivery, String> {
+        Self::start_with(cfg, DeliveryOptions::from_config(cfg))
+    }
+
+    /// [`Delivery::start`] with explicit options (tests shorten the backoff).
+    pub fn start_with(cfg: &AlertingConfig, opts: DeliveryOptions) -> Result<Delivery, String> {
         let mut urls: Vec<String> =
             cfg.alertmanager_urls().iter().map(|u| format!("{}/api/v2/alerts", u.trim_end_matches('/'))).collect();
         urls.extend(cfg.webhook.iter().map(|w| w.url.clone()));
-        Self::start_urls(urls, DeliveryOptions::from_config(cfg))
+        Self::start_urls(urls, opts)
     }
 
     /// Starts one worker per full POST URL.
