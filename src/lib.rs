@@ -19,4 +19,5 @@ pub mod gpu;
 pub mod logging;
 pub mod parse;
 pub mod report;
+pub mod slo;
 pub mod window;
