@@ -17,5 +17,6 @@ pub mod evaluate;
 pub mod export;
 pub mod logging;
 pub mod parse;
+pub mod replay;
 pub mod report;
 pub mod window;
