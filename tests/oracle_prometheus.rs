@@ -116,6 +116,8 @@ fn evaluate(targets: &[TargetRec], instants: &[i64], mode: RateMode) -> HashMap<
 
 struct Outcome {
     points: usize,
+    /// Points where both sides have a finite number (not both absent, not both NaN).
+    finite: usize,
     mismatches: Vec<String>,
     rate_points: usize,
     rate_mismatches: usize,
@@ -127,12 +129,13 @@ fn compare(
     instants: &[i64],
     targets: &[TargetRec],
 ) -> Outcome {
-    let mut o = Outcome { points: 0, mismatches: Vec::new(), rate_points: 0, rate_mismatches: 0 };
+    let mut o = Outcome { points: 0, finite: 0, mismatches: Vec::new(), rate_points: 0, rate_mismatches: 0 };
     for (q, values) in oracle {
         for t in instants {
             let theirs = values.get(t).copied();
             let mine = ours.get(t).and_then(|r| pick(r, q, &targets[q.target].model));
             o.points += 1;
+            o.finite += usize::from(theirs.is_some_and(f64::is_finite) && mine.is_some_and(f64::is_finite));
             let is_rate = !matches!(q.pick, Pick::Quantile(..));
             o.rate_points += usize::from(is_rate);
             if !agree(theirs, mine) {
@@ -178,8 +181,8 @@ fn evaluation_matches_prometheus_at_every_instant() {
 
     let ours = evaluate(&targets, &instants, RateMode::Prometheus);
     let got = compare(&oracle, &ours, &instants, &targets);
-    println!("snapshots: {} points compared, {} mismatches", got.points, got.mismatches.len());
-    assert!(got.points >= 500, "only {} points", got.points);
+    println!("snapshots: {} points compared ({} finite), {} mismatches", got.points, got.finite, got.mismatches.len());
+    assert!(got.finite >= 500, "only {} finite points", got.finite);
     assert!(got.mismatches.is_empty(), "{} of {} points disagree:\n{}", got.mismatches.len(), got.points, got.mismatches[..got.mismatches.len().min(20)].join("\n"));
 
     // Teeth: the same comparison with rate() minus its extrapolation must fail.
