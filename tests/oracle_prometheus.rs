@@ -196,7 +196,8 @@ fn evaluation_matches_prometheus_at_every_instant() {
     let body = std::fs::read(&first_file).expect("read recording");
     let adapter_ready = parse(&body, &Limits::default()).ok().is_some_and(|e| adapt(&e, EngineHint::Auto, "").is_ok());
     if !adapter_ready {
-        eprintln!("NOTE: the vLLM adapter is not built yet; the parse+adapt replay path is not compared");
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "NOTE: the vLLM adapter is not built yet; the parse+adapt replay path is not compared");
         return;
     }
     let rec = Recording::scan(&rec_dir).expect("scan recording");

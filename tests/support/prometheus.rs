@@ -21,7 +21,8 @@ pub fn require_tool(tool: &str) -> Option<PathBuf> {
         if std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() == Ok("1") {
             panic!("GOODPUT_REQUIRE_TOOLS=1 and {note}");
         }
-        eprintln!("SKIPPED: {note}");
+        // Straight to stderr: libtest hides eprintln! of passing tests.
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {note}");
     }
     found
 }
