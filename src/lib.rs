@@ -15,6 +15,7 @@ pub mod cli;
 pub mod duration;
 pub mod evaluate;
 pub mod export;
+pub mod gpu;
 pub mod logging;
 pub mod parse;
 pub mod replay;
