@@ -54,9 +54,11 @@ fn queries(targets: &[TargetRec]) -> Vec<Query> {
                     });
                 }
             }
-            for (fam, pick) in
-                [(recording::PROMPT, Pick::Input), (recording::GENERATION, Pick::Output), (recording::SUCCESS, Pick::Requests)]
-            {
+            for (fam, pick) in [
+                (recording::PROMPT, Pick::Input),
+                (recording::GENERATION, Pick::Output),
+                (recording::SUCCESS, Pick::Requests),
+            ] {
                 out.push(Query { target: ti, window: wi, promql: format!("sum(rate({fam}_total{sel}))"), pick });
             }
         }
@@ -183,12 +185,24 @@ fn evaluation_matches_prometheus_at_every_instant() {
     let got = compare(&oracle, &ours, &instants, &targets);
     println!("snapshots: {} points compared ({} finite), {} mismatches", got.points, got.finite, got.mismatches.len());
     assert!(got.finite >= 500, "only {} finite points", got.finite);
-    assert!(got.mismatches.is_empty(), "{} of {} points disagree:\n{}", got.mismatches.len(), got.points, got.mismatches[..got.mismatches.len().min(20)].join("\n"));
+    assert!(
+        got.mismatches.is_empty(),
+        "{} of {} points disagree:\n{}",
+        got.mismatches.len(),
+        got.points,
+        got.mismatches[..got.mismatches.len().min(20)].join("\n")
+    );
 
     // Teeth: the same comparison with rate() minus its extrapolation must fail.
     let naive = evaluate(&targets, &instants, RateMode::NaiveForTests);
     let bad = compare(&oracle, &naive, &instants, &targets);
-    println!("naive rate: {} of {} points disagree ({} of {} rate points)", bad.mismatches.len(), bad.points, bad.rate_mismatches, bad.rate_points);
+    println!(
+        "naive rate: {} of {} points disagree ({} of {} rate points)",
+        bad.mismatches.len(),
+        bad.points,
+        bad.rate_mismatches,
+        bad.rate_points
+    );
     assert!(bad.rate_mismatches * 2 > bad.rate_points, "a naive rate was not caught");
 
     // The file path (parse + adapt + replay) once the vLLM adapter exists.
@@ -197,7 +211,10 @@ fn evaluation_matches_prometheus_at_every_instant() {
     let adapter_ready = parse(&body, &Limits::default()).ok().is_some_and(|e| adapt(&e, EngineHint::Auto, "").is_ok());
     if !adapter_ready {
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), "NOTE: the vLLM adapter is not built yet; the parse+adapt replay path is not compared");
+        let _ = writeln!(
+            std::io::stderr(),
+            "NOTE: the vLLM adapter is not built yet; the parse+adapt replay path is not compared"
+        );
         return;
     }
     let rec = Recording::scan(&rec_dir).expect("scan recording");
@@ -209,5 +226,9 @@ fn evaluation_matches_prometheus_at_every_instant() {
         replay(&rec_dir, &rec, &replay_targets, cfg(), step_ms).expect("replay").map(|f| (f.t_ms, f.report)).collect();
     let via_files = compare(&oracle, &frames, &instants, &targets);
     println!("replay from files: {} points compared, {} mismatches", via_files.points, via_files.mismatches.len());
-    assert!(via_files.mismatches.is_empty(), "{}", via_files.mismatches[..via_files.mismatches.len().min(20)].join("\n"));
+    assert!(
+        via_files.mismatches.is_empty(),
+        "{}",
+        via_files.mismatches[..via_files.mismatches.len().min(20)].join("\n")
+    );
 }

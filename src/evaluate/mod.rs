@@ -107,10 +107,7 @@ fn window_report(
         }
     }
     let counter_rate = |want: CounterKind| {
-        rates()
-            .filter(|(q, _)| matches!(q, Quantity::Counter(k, _) if *k == want))
-            .map(|(_, r)| r)
-            .reduce(|a, b| a + b)
+        rates().filter(|(q, _)| matches!(q, Quantity::Counter(k, _) if *k == want)).map(|(_, r)| r).reduce(|a, b| a + b)
     };
     WindowReport {
         window,

@@ -55,6 +55,7 @@ impl RangeAcc {
 }
 
 /// How a range's increase becomes a rate.
+#[allow(clippy::manual_non_exhaustive)] // the hidden variant is a test switch, not a placeholder
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RateMode {
     /// Prometheus's `extrapolatedRate`.
@@ -184,6 +185,8 @@ pub fn histogram_quantile(q: f64, buckets: &[(f64, f64)]) -> Quantile {
     let mut rank = q * observations;
     // sort.Search over all but the +Inf bucket: the first with count >= rank.
     let n = co.len() - 1;
+    // A binary search like Go's sort.Search, so NaN counts land where upstream puts them.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     let idx = co[..n].partition_point(|x| !(x.1 >= rank));
     if idx == n {
         let lower = co[n - 1].0;

@@ -72,7 +72,8 @@ impl RangeView {
                 match &mut s.acc {
                     None => s.acc = Some(RangeAcc::new(p.t_ms, v)),
                     Some(acc) => {
-                        let forced = !Arc::ptr_eq(s.layout, &p.layout) && p.layout.restarted_since(col, s.layout, s.col);
+                        let forced =
+                            !Arc::ptr_eq(s.layout, &p.layout) && p.layout.restarted_since(col, s.layout, s.col);
                         acc.push(p.t_ms, v, forced);
                     }
                 }
@@ -83,11 +84,7 @@ impl RangeView {
                 kv_usage.entry(model.clone()).or_default().push(sum / n as f64);
             }
         }
-        let series = keys
-            .into_iter()
-            .zip(slots)
-            .filter_map(|(k, s)| s.acc.map(|a| (k.clone(), a)))
-            .collect();
+        let series = keys.into_iter().zip(slots).filter_map(|(k, s)| s.acc.map(|a| (k.clone(), a))).collect();
         RangeView { series, kv_usage }
     }
 

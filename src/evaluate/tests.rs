@@ -30,7 +30,11 @@ fn snap(shards: &[S], process_start: f64) -> Arc<Snapshot> {
         let buckets =
             [0.1, 0.2, f64::INFINITY].iter().zip(s.buckets).map(|(&le, count)| Bucket { le, count }).collect();
         let h = Histogram { buckets, sum: 0.0, count: s.buckets[2] };
-        m.histograms.entry(HistogramKind::Ttft).or_default().push(Shard { key: key.clone(), created: Some(s.created), value: h });
+        m.histograms.entry(HistogramKind::Ttft).or_default().push(Shard {
+            key: key.clone(),
+            created: Some(s.created),
+            value: h,
+        });
         m.counters.entry(CounterKind::PromptTokens).or_default().push(Shard {
             key: key.clone(),
             created: Some(s.created),
@@ -63,7 +67,11 @@ fn cfg(secs: u64) -> EvalConfig {
 
 fn shard(engine: u8, i: f64) -> S {
     // Engine 0 observes 10 requests per scrape in (0, 0.1], engine 1 in (0.1, 0.2].
-    let b = if engine == 0 { [1000.0 + 10.0 * i, 1000.0 + 10.0 * i, 1000.0 + 10.0 * i] } else { [0.0, 1000.0 + 10.0 * i, 1000.0 + 10.0 * i] };
+    let b = if engine == 0 {
+        [1000.0 + 10.0 * i, 1000.0 + 10.0 * i, 1000.0 + 10.0 * i]
+    } else {
+        [0.0, 1000.0 + 10.0 * i, 1000.0 + 10.0 * i]
+    };
     S { engine, tokens: 1000.0 + 100.0 * i, buckets: b, created: 1.0, kv: if engine == 0 { 0.8 } else { 0.6 } }
 }
 
@@ -127,7 +135,8 @@ fn a_decrease_is_a_reset() {
         w.push(5_000 + i as i64 * 10_000, snap(&[s], 1.0));
     }
     let view = RangeView::collect(&w, 60_000, 60_000);
-    let acc = view.series.iter().find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None)).unwrap().1;
+    let acc =
+        view.series.iter().find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None)).unwrap().1;
     assert_eq!(acc.raw_increase(), 450.0);
     // First value 1000 > 450: zero point far, so 450 × 60/50 / 60 s = 9.
     let r = evaluate_target(&w, 60_000, &cfg(60));
@@ -149,7 +158,12 @@ fn a_changed_created_or_process_start_is_a_reset_even_without_a_decrease() {
             w.push(5_000 + i as i64 * 10_000, snap(&[s], start));
         }
         let view = RangeView::collect(&w, 60_000, 60_000);
-        let acc = view.series.iter().find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None)).unwrap().1;
+        let acc = view
+            .series
+            .iter()
+            .find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None))
+            .unwrap()
+            .1;
         assert_eq!(acc.raw_increase(), 165.0, "by_created={by_created}");
     }
 }
@@ -159,7 +173,8 @@ fn an_absent_shard_is_a_series_with_fewer_samples() {
     let mut w = TargetWindows::new(Duration::from_secs(60));
     for i in 0..6 {
         // Engine 1 misses the scrapes at 25 and 35 s.
-        let shards = if i == 2 || i == 3 { vec![shard(0, i as f64)] } else { vec![shard(0, i as f64), shard(1, i as f64)] };
+        let shards =
+            if i == 2 || i == 3 { vec![shard(0, i as f64)] } else { vec![shard(0, i as f64), shard(1, i as f64)] };
         w.push(5_000 + i * 10_000, snap(&shards, 1.0));
     }
     let r = evaluate_target(&w, 60_000, &cfg(60));

@@ -32,12 +32,24 @@ pub const SCRAPE_ERRORS: &str = "llm_slo_scrape_errors_total";
 
 /// Every family this module emits, in output order, with HELP and TYPE.
 pub const FAMILIES: &[(&str, &str, &str)] = &[
-    (TTFT, "Time to first token quantile over the window, PromQL-exact histogram_quantile of the engine's buckets.", "gauge"),
+    (
+        TTFT,
+        "Time to first token quantile over the window, PromQL-exact histogram_quantile of the engine's buckets.",
+        "gauge",
+    ),
     (TPOT, "Per-request time per output token quantile over the window (PromQL-exact).", "gauge"),
     (ITL, "Inter-token latency quantile over the window (PromQL-exact).", "gauge"),
     (E2E, "End-to-end request latency quantile over the window (PromQL-exact).", "gauge"),
-    (BRACKET, "Bounds of the histogram bucket that holds each exported quantile; the quantile is interpolated inside.", "gauge"),
-    (TOKENS, "Token throughput, sum over shards of rate(tokens[window]); direction=input is prompt, output is generated.", "gauge"),
+    (
+        BRACKET,
+        "Bounds of the histogram bucket that holds each exported quantile; the quantile is interpolated inside.",
+        "gauge",
+    ),
+    (
+        TOKENS,
+        "Token throughput, sum over shards of rate(tokens[window]); direction=input is prompt, output is generated.",
+        "gauge",
+    ),
     (REQUESTS, "Finished requests per second over the window, every finish reason.", "gauge"),
     (KV_UTILIZATION, "KV-cache usage (0-1) over the window's scrapes: last, mean, max.", "gauge"),
     (KV_BAND_TIME, "Share of the window's scrapes with KV-cache usage in each band.", "gauge"),
@@ -118,7 +130,8 @@ fn window_samples(
         emit(family, with(&[("quantile", q.clone())]), lq.value);
         if let Some((lower, upper)) = lq.bracket {
             for (side, v) in [("lower", lower), ("upper", upper)] {
-                let l = with(&[("metric", lq.metric.as_str().to_string()), ("quantile", q.clone()), ("side", side.into())]);
+                let l =
+                    with(&[("metric", lq.metric.as_str().to_string()), ("quantile", q.clone()), ("side", side.into())]);
                 emit(BRACKET, l, v);
             }
         }

@@ -117,7 +117,8 @@ pub fn replay(
 fn load(path: &Path, target: &ReplayTarget) -> Result<Arc<crate::canonical::Snapshot>, ScrapeFailure> {
     let fail = |reason: &str, message: String| ScrapeFailure { reason: reason.into(), message };
     let body = std::fs::read(path).map_err(|e| fail("read_error", format!("{}: {e}", path.display())))?;
-    let exposition = parse(&body, &Limits::default()).map_err(|e| fail("parse_error", format!("{}: {e}", path.display())))?;
+    let exposition =
+        parse(&body, &Limits::default()).map_err(|e| fail("parse_error", format!("{}: {e}", path.display())))?;
     let snap = adapt(&exposition, target.hint, &target.default_model)
         .map_err(|e| fail("adapt_error", format!("{}: {e}", path.display())))?;
     Ok(Arc::new(snap))

@@ -94,7 +94,11 @@ impl Layout {
             }
             for &kind in STORED_GAUGES {
                 for shard in m.gauges.get(&kind).into_iter().flatten() {
-                    keys.push(SeriesKey { model: model.clone(), quantity: Quantity::Gauge(kind), shard: shard.key.clone() });
+                    keys.push(SeriesKey {
+                        model: model.clone(),
+                        quantity: Quantity::Gauge(kind),
+                        shard: shard.key.clone(),
+                    });
                     created.push(None);
                     values.push(shard.value);
                 }
@@ -113,8 +117,7 @@ impl Layout {
     /// process start time.
     pub fn restarted_since(&self, j: usize, prev: &Layout, i: usize) -> bool {
         // A NaN marker says nothing; only two real, different timestamps mean a restart.
-        let changed =
-            |a: Option<f64>, b: Option<f64>| matches!((a, b), (Some(a), Some(b)) if a != b && !a.is_nan() && !b.is_nan());
+        let changed = |a: Option<f64>, b: Option<f64>| matches!((a, b), (Some(a), Some(b)) if a != b && !a.is_nan() && !b.is_nan());
         changed(prev.process_start, self.process_start) || changed(prev.created[i], self.created[j])
     }
 

@@ -14,7 +14,10 @@ use crate::canonical::{
 pub(crate) fn vllm_like(shards: usize, tick: f64) -> Snapshot {
     let hist = |n: usize| Histogram {
         buckets: (0..n)
-            .map(|i| Bucket { le: if i + 1 == n { f64::INFINITY } else { 0.001 * 2f64.powi(i as i32) }, count: tick * i as f64 })
+            .map(|i| Bucket {
+                le: if i + 1 == n { f64::INFINITY } else { 0.001 * 2f64.powi(i as i32) },
+                count: tick * i as f64,
+            })
             .collect(),
         sum: tick,
         count: tick * n as f64,
@@ -32,7 +35,11 @@ pub(crate) fn vllm_like(shards: usize, tick: f64) -> Snapshot {
             (HistogramKind::DecodeTime, 22),
             (HistogramKind::RequestPromptTokens, 15),
         ] {
-            m.histograms.entry(kind).or_default().push(Shard { key: key.clone(), created: Some(1.7e9), value: hist(n) });
+            m.histograms.entry(kind).or_default().push(Shard {
+                key: key.clone(),
+                created: Some(1.7e9),
+                value: hist(n),
+            });
         }
         for (kind, reason) in [
             (CounterKind::PromptTokens, None),
@@ -46,9 +53,17 @@ pub(crate) fn vllm_like(shards: usize, tick: f64) -> Snapshot {
                 Some(r) => format!("{key},finished_reason=\"{}\"", r.as_str()),
                 None => key.clone(),
             };
-            m.counters.entry(kind).or_default().push(Shard { key, created: Some(1.7e9), value: CounterValue { value: tick, reason } });
+            m.counters.entry(kind).or_default().push(Shard {
+                key,
+                created: Some(1.7e9),
+                value: CounterValue { value: tick, reason },
+            });
         }
-        m.gauges.entry(GaugeKind::KvCacheUsage).or_default().push(Shard { key: key.clone(), created: None, value: 0.8 });
+        m.gauges.entry(GaugeKind::KvCacheUsage).or_default().push(Shard {
+            key: key.clone(),
+            created: None,
+            value: 0.8,
+        });
         m.gauges.entry(GaugeKind::Running).or_default().push(Shard { key, created: None, value: 3.0 });
     }
     Snapshot {

@@ -11,11 +11,8 @@ use std::time::{Duration, Instant};
 
 /// Finds `tool` on PATH; `None` means skip, and panics when GOODPUT_REQUIRE_TOOLS=1.
 pub fn require_tool(tool: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file());
+    let found =
+        std::env::var_os("PATH").iter().flat_map(std::env::split_paths).map(|d| d.join(tool)).find(|p| p.is_file());
     if found.is_none() {
         let note = format!("{tool} not found on PATH (Debian: apt-get install -y prometheus)");
         if std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() == Ok("1") {

@@ -22,7 +22,10 @@ pub const HISTS: [(&str, HistogramKind, &[f64]); 4] = [
     (
         "vllm:time_to_first_token_seconds",
         HistogramKind::Ttft,
-        &[0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0],
+        &[
+            0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
+            80.0, 160.0, 640.0, 2560.0,
+        ],
     ),
     (
         "vllm:request_time_per_output_token_seconds",
@@ -37,7 +40,10 @@ pub const HISTS: [(&str, HistogramKind, &[f64]); 4] = [
     (
         "vllm:e2e_request_latency_seconds",
         HistogramKind::E2e,
-        &[0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0],
+        &[
+            0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
+            960.0, 1920.0, 7680.0,
+        ],
     ),
 ];
 pub const PROMPT: &str = "vllm:prompt_tokens";
@@ -105,7 +111,9 @@ pub const INTERVAL_MS: i64 = 5_000;
 pub fn generate(scrapes: usize, seed: u64) -> Vec<TargetRec> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::new();
-    for (ti, (name, model, phase_ms)) in [("a", "meta-llama/Llama-3.1-8B-Instruct", 1_317), ("b", "qwen", 3_871)].into_iter().enumerate() {
+    for (ti, (name, model, phase_ms)) in
+        [("a", "meta-llama/Llama-3.1-8B-Instruct", 1_317), ("b", "qwen", 3_871)].into_iter().enumerate()
+    {
         let process_start = (BASE_MS - 600_000) as f64 / 1000.0;
         let mut ranks: Vec<Rank> = (0..2).map(|_| Rank::new(process_start + 1.5)).collect();
         let mut recs = Vec::new();
@@ -184,7 +192,8 @@ fn families(t: &TargetRec, s: &Scrape) -> Vec<(String, &'static str, Vec<(String
             lines.push((format!("{name}_sum"), base(r), rank.sums[h]));
         }
         out.push((name.to_string(), "histogram", lines));
-        let created = s.ranks.iter().enumerate().map(|(r, k)| (format!("{name}_created"), base(r), k.created)).collect();
+        let created =
+            s.ranks.iter().enumerate().map(|(r, k)| (format!("{name}_created"), base(r), k.created)).collect();
         out.push((format!("{name}_created"), "gauge", created));
     }
     for (fam, get) in [(PROMPT, 0usize), (GENERATION, 1)] {
