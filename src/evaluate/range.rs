@@ -41,23 +41,23 @@ impl RangeView {
         let mut kv_usage: BTreeMap<Arc<str>, Vec<f64>> = BTreeMap::new();
         let mut map: Vec<usize> = Vec::new();
         let mut current: Option<&Arc<Layout>> = None;
-        for p in store.range(now_ms, range_ms) {
-            if !current.is_some_and(|l| Arc::ptr_eq(l, &p.layout)) {
+        store.for_each_in_range(now_ms, range_ms, |t_ms, layout, values| {
+            if !current.is_some_and(|l| Arc::ptr_eq(l, layout)) {
                 // Column → slot, resolved once per run of points sharing a layout.
                 map.clear();
-                for (col, key) in p.layout.keys.iter().enumerate() {
+                for (col, key) in layout.keys.iter().enumerate() {
                     let slot = *index.entry(key).or_insert_with(|| {
                         keys.push(key);
-                        slots.push(Slot { acc: None, layout: &p.layout, col });
+                        slots.push(Slot { acc: None, layout, col });
                         slots.len() - 1
                     });
                     map.push(slot);
                 }
-                current = Some(&p.layout);
+                current = Some(layout);
             }
             let mut kv: Vec<(&Arc<str>, f64, usize)> = Vec::new();
-            for (col, &v) in p.values.iter().enumerate() {
-                let key = &p.layout.keys[col];
+            for (col, &v) in values.iter().enumerate() {
+                let key = &layout.keys[col];
                 if key.quantity == Quantity::Gauge(GaugeKind::KvCacheUsage) {
                     match kv.iter_mut().find(|e| Arc::ptr_eq(e.0, &key.model)) {
                         Some(e) => {
@@ -70,20 +70,19 @@ impl RangeView {
                 }
                 let s = &mut slots[map[col]];
                 match &mut s.acc {
-                    None => s.acc = Some(RangeAcc::new(p.t_ms, v)),
+                    None => s.acc = Some(RangeAcc::new(t_ms, v)),
                     Some(acc) => {
-                        let forced =
-                            !Arc::ptr_eq(s.layout, &p.layout) && p.layout.restarted_since(col, s.layout, s.col);
-                        acc.push(p.t_ms, v, forced);
+                        let forced = !Arc::ptr_eq(s.layout, layout) && layout.restarted_since(col, s.layout, s.col);
+                        acc.push(t_ms, v, forced);
                     }
                 }
-                s.layout = &p.layout;
+                s.layout = layout;
                 s.col = col;
             }
             for (model, sum, n) in kv {
                 kv_usage.entry(model.clone()).or_default().push(sum / n as f64);
             }
-        }
+        });
         let series = keys.into_iter().zip(slots).filter_map(|(k, s)| s.acc.map(|a| (k.clone(), a))).collect();
         RangeView { series, kv_usage }
     }

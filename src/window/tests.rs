@@ -86,7 +86,7 @@ fn fill(shards: usize, points: i64, interval_ms: i64) -> TargetWindows {
 
 #[test]
 fn one_hour_at_one_second_stays_small() {
-    for (shards, limit_mb) in [(1usize, 3.0f64), (2, 6.0)] {
+    for (shards, limit_mb) in [(1usize, 1.0f64), (2, 2.0)] {
         let w = fill(shards, 3700, 1000);
         assert_eq!(w.len(), 3600, "points older than the hour are dropped");
         let mb = w.heap_bytes() as f64 / 1e6;
@@ -94,15 +94,19 @@ fn one_hour_at_one_second_stays_small() {
         println!("{shards} rank(s): {mb:.2} MB for 1 h at 1 s, {per_point} B per scrape");
         assert!(mb < limit_mb, "{shards} rank(s): {mb:.2} MB");
         // 91 stored series per rank: 85 buckets + 5 counters + 1 gauge.
-        assert_eq!(w.range(i64::MAX, i64::MAX).next().unwrap().values.len(), 91 * shards);
+        let mut cols = 0;
+        w.for_each_in_range(i64::MAX, i64::MAX, |_, _, v| cols = v.len());
+        assert_eq!(cols, 91 * shards);
     }
 }
 
 #[test]
 fn steady_scrapes_share_one_layout() {
     let w = fill(1, 10, 1000);
-    let pts: Vec<&Point> = w.range(1_000_000, 1_000_000).collect();
-    assert!(pts.windows(2).all(|p| Arc::ptr_eq(&p[0].layout, &p[1].layout)));
+    let mut layouts: Vec<&Arc<Layout>> = Vec::new();
+    w.for_each_in_range(1_000_000, 1_000_000, |_, l, _| layouts.push(l));
+    assert_eq!(layouts.len(), 10);
+    assert!(layouts.windows(2).all(|p| Arc::ptr_eq(p[0], p[1])));
 }
 
 #[test]
@@ -112,7 +116,7 @@ fn ranges_are_left_open_and_end_at_now() {
         w.push(t, Arc::new(vllm_like(1, 1.0)));
     }
     // (10 s, 60 s]: 20 s and 60 s, not 10 s (the open edge) nor 70 s (after now).
-    let ts: Vec<i64> = w.range(60_000, 50_000).map(|p| p.t_ms).collect();
+    let ts = w.times_in_range(60_000, 50_000);
     assert_eq!(ts, vec![20_000, 60_000]);
 }
 
@@ -124,7 +128,7 @@ fn pruning_and_ordering() {
     }
     w.push(90_000, Arc::new(vllm_like(1, 1.0))); // not newer: ignored
     w.push(50_000, Arc::new(vllm_like(1, 1.0)));
-    let ts: Vec<i64> = w.range(i64::MAX, i64::MAX).map(|p| p.t_ms).collect();
+    let ts = w.times_in_range(i64::MAX, i64::MAX);
     // 0 and 30 s are at or before 90 s − 60 s.
     assert_eq!(ts, vec![60_000, 90_000]);
     assert_eq!(w.engine(), Some(Engine::Vllm));
@@ -153,4 +157,38 @@ fn evaluating_a_full_hour_reads_every_point_once_per_window() {
     assert_eq!(r[0].windows.len(), 4);
     // 4 latency histograms × 4 quantiles in every window.
     assert!(r[0].windows.iter().all(|w| w.latency.len() == 16));
+}
+
+#[test]
+fn every_range_decodes_the_values_that_were_pushed() {
+    // Values that exercise deltas, raw fallbacks, resets and a layout change, with a
+    // window short enough that pruning turns deltas into keyframes along the way.
+    let mut w = TargetWindows::new(Duration::from_secs(100));
+    let mut pushed: Vec<(i64, Vec<u64>)> = Vec::new();
+    for i in 0..400i64 {
+        let tick = if i % 97 == 50 { 0.0 } else { (i * i) as f64 }; // a reset now and then
+        let mut snap = vllm_like(if (150..160).contains(&i) { 2 } else { 1 }, tick);
+        if i % 13 == 0 {
+            snap.models.values_mut().for_each(|m| {
+                m.gauges.get_mut(&GaugeKind::KvCacheUsage).unwrap()[0].value = i as f64 / 400.0;
+                m.counters.get_mut(&CounterKind::PromptTokens).unwrap()[0].value.value = tick + 0.5;
+            });
+        }
+        let t = i * 1000 + 3;
+        // What the column must give back: the snapshot's numbers before any encoding.
+        let (_, raw) = Layout::extract(&snap, None);
+        pushed.push((t, raw.iter().map(|x| x.to_bits()).collect()));
+        w.push(t, Arc::new(snap));
+        for range in [1_000, 7_000, 64_000, 99_000] {
+            let mut seen = Vec::new();
+            w.for_each_in_range(t, range, |ts, _, v| {
+                seen.push((ts, v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()))
+            });
+            let want: Vec<_> = pushed.iter().filter(|(ts, _)| *ts > t - range).cloned().collect();
+            assert_eq!(seen, want, "t={t} range={range}");
+        }
+    }
+    let deltas = w.points.iter().filter(|p| !p.column.is_raw()).count();
+    assert!(deltas > 50 && deltas < w.len(), "{deltas} of {} points are deltas", w.len());
+    assert!(w.points.front().unwrap().column.is_raw());
 }
