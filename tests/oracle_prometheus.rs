@@ -3,6 +3,19 @@
 //! restart), answers `query_range` for TTFT/TPOT/ITL/E2E quantiles at several φ and
 //! windows and for token and request rates. goodput's evaluation of the same scrapes
 //! must agree within 1e-9 relative at every instant; a naive rate must not.
+//!
+//! Debian ships Prometheus 2.42; goodput follows 3.x. The recording keeps to where both
+//! agree, and so does any real, steadily scraped target:
+//! - Scrape times are never on a whole second. Windows and steps are whole seconds, so no
+//!   sample sits on t − w, where 2.x's closed ranges and 3.x's left-open ones differ.
+//! - Instants start once every series covers the longest window. 2.42 applies the
+//!   zero-point clip before the 1.1× gap rule and 3.x after it. They can differ only for
+//!   a series that starts inside the range.
+//! - The restarted rank has served nothing at its first scrape, so every non-zero series
+//!   drops. Prometheus sees the reset from the decrease, goodput from `_created`.
+//!
+//! Instants are query_range's own grid (start + k·step, with start a multiple of the
+//! step). The 5 min lookback and staleness never apply: every query is a range selector.
 
 mod support;
 

@@ -133,3 +133,56 @@ fn small_deltas_are_ignored_without_advancing_prev() {
     assert!(!almost_equal(0.0, 1e-300, 1e-12));
     assert!(almost_equal(f64::NAN, f64::NAN, 1e-12));
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn buckets() -> impl Strategy<Value = Vec<(f64, f64)>> {
+        // Finite bounds 0.001..1000, increments 0..50 per bucket, then +Inf.
+        proptest::collection::vec((0.001f64..1000.0, 0.0f64..50.0), 1..20).prop_map(|raw| {
+            let mut les: Vec<f64> = raw.iter().map(|r| r.0).collect();
+            les.sort_by(f64::total_cmp);
+            les.dedup();
+            let mut cum = 0.0;
+            let mut out: Vec<(f64, f64)> = les
+                .into_iter()
+                .zip(raw.iter().map(|r| r.1))
+                .map(|(le, inc)| {
+                    cum += inc;
+                    (le, cum)
+                })
+                .collect();
+            out.push((f64::INFINITY, cum + 1.0));
+            out
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn quantiles_rise_with_phi_and_sit_in_their_bracket(b in buckets(), q1 in 0.0f64..=1.0, q2 in 0.0f64..=1.0) {
+            let (lo, hi) = if q1 <= q2 { (q1, q2) } else { (q2, q1) };
+            let a = histogram_quantile(lo, &b);
+            let c = histogram_quantile(hi, &b);
+            prop_assert!(a.value <= c.value, "{a:?} > {c:?}");
+            for x in [a, c] {
+                let (l, u) = x.bracket.expect("a bracket for a finite quantile");
+                prop_assert!(l <= x.value && x.value <= u, "{x:?}");
+            }
+        }
+
+        #[test]
+        fn rate_of_a_steady_counter_is_its_slope(start in 1_000.0f64..1e6, slope in 0.1f64..100.0, n in 3usize..30, phase in 1i64..999) {
+            // Samples every second, the first `phase` ms after the range start: every edge
+            // is under 1.1 spacings and the zero point is far, so rate is exactly the slope.
+            let range_ms = n as i64 * 1000;
+            let mut a = RangeAcc::new(phase, start);
+            for i in 1..n {
+                a.push(phase + i as i64 * 1000, start + slope * i as f64, false);
+            }
+            let r = extrapolated_rate(&a, range_ms, range_ms).unwrap();
+            prop_assert!((r - slope).abs() <= 1e-9 * slope, "{r} vs {slope}");
+        }
+    }
+}
