@@ -137,7 +137,12 @@ impl Frame {
                 serde_json::json!({"name": s.name, "labels": labels, "value": s.value})
             })
             .collect();
-        let t = self.t_ms as f64 / 1000.0;
+        // Whole seconds print as integers; a sub-second step keeps its fraction.
+        let t = if self.t_ms % 1000 == 0 {
+            serde_json::json!(self.t_ms / 1000)
+        } else {
+            serde_json::json!(self.t_ms as f64 / 1000.0)
+        };
         serde_json::json!({"t": t, "samples": samples}).to_string()
     }
 }
