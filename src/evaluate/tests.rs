@@ -62,6 +62,7 @@ fn cfg(secs: u64) -> EvalConfig {
         windows: vec![Window::new(Duration::from_secs(secs)).unwrap()],
         quantiles: vec![0.5, 0.75, 0.99],
         kv: KvThresholds::default(),
+        ..EvalConfig::default()
     }
 }
 
