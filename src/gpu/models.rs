@@ -186,7 +186,7 @@ mod tests {
         // Batch 8: hit = 8·(1−0.75^8) = 7.19922; bytes = 2·(1.6333 + 7.19922·5.6333)B.
         let want = 2.0 * (1.633_333_333e9 + 8.0 * (1.0 - 0.75f64.powi(8)) * 5.633_333_333e9);
         assert!((m.weight_bytes_per_step(8.0) - want).abs() < 1e4);
-        assert_eq!(builtin("meta-llama/Llama-3.1-8B").unwrap().weight_bytes_per_step(64.0), 16.06e9);
+        assert!((builtin("meta-llama/Llama-3.1-8B").unwrap().weight_bytes_per_step(64.0) - 16.06e9).abs() < 1.0);
     }
 
     #[test]
