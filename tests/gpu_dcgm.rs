@@ -26,7 +26,12 @@ fn raw(body: &str, name: &str) -> f64 {
 }
 
 fn cfg(uuids: &[&str]) -> DcgmConfig {
-    DcgmConfig { url: "http://127.0.0.1:9400/metrics".into(), pod: None, namespace: None, uuids: uuids.iter().map(|s| s.to_string()).collect() }
+    DcgmConfig {
+        url: "http://127.0.0.1:9400/metrics".into(),
+        pod: None,
+        namespace: None,
+        uuids: uuids.iter().map(|s| s.to_string()).collect(),
+    }
 }
 
 fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
@@ -53,7 +58,10 @@ fn real_fixture_readings_in_si_units() {
     assert_eq!(r.sm_occupancy_ratio, None, "not in the default CSV");
     assert_eq!(gpus[0].hostname.as_deref(), Some("lke529760-766837-0a634ab30000"));
     let pod = gpus[0].pod.as_ref().unwrap();
-    assert_eq!((pod.namespace.as_str(), pod.pod.as_str(), pod.container.as_deref()), ("default", "cuda-75454ffb9f-8ljq7", Some("cuda")));
+    assert_eq!(
+        (pod.namespace.as_str(), pod.pod.as_str(), pod.container.as_deref()),
+        ("default", "cuda-75454ffb9f-8ljq7", Some("cuda"))
+    );
 }
 
 #[test]
@@ -61,11 +69,15 @@ fn real_fixture_pod_join() {
     let body = fixture();
     let exp = parse(body.as_bytes(), &Limits::default()).unwrap();
     let gpus = dcgm::gpus(&exp);
-    let mine = PodSelector::resolve(&cfg(&[]), env(&[("POD_NAME", "cuda-75454ffb9f-8ljq7"), ("POD_NAMESPACE", "default")]));
+    let mine =
+        PodSelector::resolve(&cfg(&[]), env(&[("POD_NAME", "cuda-75454ffb9f-8ljq7"), ("POD_NAMESPACE", "default")]));
     assert_eq!(own_gpus(&gpus, &mine).iter().map(|r| r.uuid.as_str()).collect::<Vec<_>>(), [UUID]);
     let other = PodSelector::resolve(&cfg(&[]), env(&[("POD_NAME", "vllm-0"), ("POD_NAMESPACE", "default")]));
     assert!(own_gpus(&gpus, &other).is_empty());
-    let wrong_ns = PodSelector::resolve(&cfg(&[]), env(&[("POD_NAME", "cuda-75454ffb9f-8ljq7"), ("POD_NAMESPACE", "kube-system")]));
+    let wrong_ns = PodSelector::resolve(
+        &cfg(&[]),
+        env(&[("POD_NAME", "cuda-75454ffb9f-8ljq7"), ("POD_NAMESPACE", "kube-system")]),
+    );
     assert!(own_gpus(&gpus, &wrong_ns).is_empty());
     let container = PodSelector::resolve(
         &cfg(&[]),

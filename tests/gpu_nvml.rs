@@ -91,7 +91,9 @@ fn close(a: &GpuReading, b: &GpuReading) {
     assert_eq!((&a.index, &a.uuid, &a.name, a.throttle_reasons), (&b.index, &b.uuid, &b.name, b.throttle_reasons));
     for (i, (x, y)) in fields(a).into_iter().zip(fields(b)).enumerate() {
         match (x, y) {
-            (Some(x), Some(y)) => assert!((x - y).abs() <= 1e-12 * y.abs().max(1.0), "{} field {i}: {x} != {y}", a.uuid),
+            (Some(x), Some(y)) => {
+                assert!((x - y).abs() <= 1e-12 * y.abs().max(1.0), "{} field {i}: {x} != {y}", a.uuid)
+            }
             _ => assert_eq!(x, y, "{} field {i}", a.uuid),
         }
     }
@@ -150,14 +152,19 @@ fn exported_families_equal_the_fake() {
         .map(|s| s.labels.iter().find(|(k, _)| *k == "reason").unwrap().1.as_str())
         .collect();
     assert_eq!(throttled, ["sw_power_cap", "hw_thermal_slowdown"]);
-    assert!(!samples.iter().any(|s| s.name == "llm_slo_gpu_throttle_reasons" && s.labels.iter().any(|(_, v)| v == A10G)));
+    assert!(
+        !samples.iter().any(|s| s.name == "llm_slo_gpu_throttle_reasons" && s.labels.iter().any(|(_, v)| v == A10G))
+    );
     let labels = &samples.iter().find(|s| s.name == "llm_slo_gpu_power_watts").unwrap().labels;
-    assert_eq!(labels[..], [
-        ("target", "llama".to_string()),
-        ("gpu", "0".to_string()),
-        ("uuid", H100.to_string()),
-        ("model_name", "NVIDIA H100 80GB HBM3".to_string()),
-    ]);
+    assert_eq!(
+        labels[..],
+        [
+            ("target", "llama".to_string()),
+            ("gpu", "0".to_string()),
+            ("uuid", H100.to_string()),
+            ("model_name", "NVIDIA H100 80GB HBM3".to_string()),
+        ]
+    );
 }
 
 #[test]
@@ -194,7 +201,11 @@ fn visible_devices_filter_by_uuid_index_and_none() {
 #[test]
 fn sampler_thread_publishes_snapshots() {
     let Some(fake) = fake_nvml::build(&[]) else { return };
-    let cfg = NvmlConfig { library: Some(fake.library.clone()), interval: Duration::from_millis(100), ..NvmlConfig::default() };
+    let cfg = NvmlConfig {
+        library: Some(fake.library.clone()),
+        interval: Duration::from_millis(100),
+        ..NvmlConfig::default()
+    };
     let sampler = NvmlSampler::spawn(&cfg, Some(H100));
     let deadline = Instant::now() + Duration::from_secs(10);
     let snapshot = loop {
@@ -220,7 +231,11 @@ fn without_a_driver_the_sampler_carries_on_empty() {
     while sampler.status() == NvmlStatus::Starting && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(matches!(sampler.status(), NvmlStatus::Unavailable(ref m) if m.contains("nonexistent")), "{:?}", sampler.status());
+    assert!(
+        matches!(sampler.status(), NvmlStatus::Unavailable(ref m) if m.contains("nonexistent")),
+        "{:?}",
+        sampler.status()
+    );
     assert!(sampler.latest().is_empty());
     let off = NvmlSampler::spawn(&NvmlConfig { enabled: false, ..NvmlConfig::default() }, None);
     assert_eq!(off.status(), NvmlStatus::Disabled);

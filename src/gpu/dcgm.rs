@@ -116,7 +116,9 @@ pub fn gpus(exp: &Exposition<'_>) -> Vec<DcgmGpu> {
             let p = PodRef {
                 namespace: namespace.to_string(),
                 pod: pod.to_string(),
-                container: first(labels, &["container", "container_name"]).filter(|c| !c.is_empty()).map(str::to_string),
+                container: first(labels, &["container", "container_name"])
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string),
             };
             if !gpu.pods.contains(&p) {
                 gpu.pods.push(p.clone());
@@ -185,7 +187,9 @@ impl PodSelector {
         let pod = nonempty(cfg.pod.clone()).or_else(|| nonempty(env("POD_NAME")));
         let namespace = nonempty(cfg.namespace.clone()).or_else(|| nonempty(env("POD_NAMESPACE")));
         match (pod, namespace) {
-            (Some(pod), Some(namespace)) => PodSelector::Pod { namespace, pod, container: nonempty(env("CONTAINER_NAME")) },
+            (Some(pod), Some(namespace)) => {
+                PodSelector::Pod { namespace, pod, container: nonempty(env("CONTAINER_NAME")) }
+            }
             _ => PodSelector::Everything,
         }
     }

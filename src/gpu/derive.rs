@@ -183,7 +183,12 @@ pub struct Bounds {
 /// Dollars per million tokens at a token rate: gpu_hour × n_gpus / 3600 / tokens_per_s × 1e6.
 /// `None` when nothing was produced (the cost per token is unbounded).
 pub fn dollars_per_million_tokens(gpu_hour_dollars: f64, n_gpus: u32, tokens_per_second: f64) -> Option<f64> {
-    if n_gpus == 0 || !(tokens_per_second > 0.0) || !gpu_hour_dollars.is_finite() || gpu_hour_dollars < 0.0 {
+    if n_gpus == 0
+        || tokens_per_second.is_nan()
+        || tokens_per_second <= 0.0
+        || !gpu_hour_dollars.is_finite()
+        || gpu_hour_dollars < 0.0
+    {
         return None;
     }
     Some(gpu_hour_dollars * f64::from(n_gpus) / 3600.0 / tokens_per_second * 1e6)

@@ -116,7 +116,11 @@ pub fn derived_samples(target: &str, model: &str, window: &str, d: &Derived) -> 
     if let Some(b) = d.cost_per_million_good_output {
         for (bound, v) in [("lower", b.lower), ("estimate", b.estimate), ("upper", b.upper)] {
             if let Some(v) = v {
-                out.push(ExportSample { name: COST, labels: with(&[("kind", "good_output"), ("bound", bound)]), value: v });
+                out.push(ExportSample {
+                    name: COST,
+                    labels: with(&[("kind", "good_output"), ("bound", bound)]),
+                    value: v,
+                });
             }
         }
     }
@@ -140,7 +144,12 @@ mod tests {
 
     #[test]
     fn throttle_bits_and_missing_readings() {
-        let r = GpuReading { index: "0".into(), uuid: "GPU-a".into(), throttle_reasons: Some(0x4 | 0x40), ..Default::default() };
+        let r = GpuReading {
+            index: "0".into(),
+            uuid: "GPU-a".into(),
+            throttle_reasons: Some(0x4 | 0x40),
+            ..Default::default()
+        };
         let s = gpu_samples(&[r], Some("llama"));
         assert_eq!(s.len(), THROTTLE_REASONS.len());
         let on: Vec<&str> = s.iter().filter(|x| x.value == 1.0).map(|x| x.labels.last().unwrap().1.as_str()).collect();

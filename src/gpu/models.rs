@@ -169,7 +169,9 @@ mod tests {
         for (name, want) in cases {
             assert_eq!(label(name).as_deref(), Some(want), "{name}");
         }
-        for name in ["meta-llama/Llama-2-7b-hf", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "Qwen/Qwen3-8B", "gpt2", ""] {
+        for name in
+            ["meta-llama/Llama-2-7b-hf", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "Qwen/Qwen3-8B", "gpt2", ""]
+        {
             assert_eq!(label(name), None, "{name}");
         }
     }

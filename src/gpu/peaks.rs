@@ -90,7 +90,11 @@ const RULES: &[Rule] = &[
 ];
 
 fn words(s: &str) -> Vec<String> {
-    s.to_lowercase().split(|c: char| c.is_whitespace() || c == '-' || c == '_').filter(|w| !w.is_empty()).map(str::to_string).collect()
+    s.to_lowercase()
+        .split(|c: char| c.is_whitespace() || c == '-' || c == '_')
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 fn has_all(name: &[String], want: &[&str]) -> bool {
@@ -158,7 +162,9 @@ mod tests {
 
     #[test]
     fn unknown_is_none_not_a_guess() {
-        for name in ["NVIDIA L40", "NVIDIA A10", "Tesla T4", "NVIDIA RTX 4000 Ada Generation", "NVIDIA A100", "NVIDIA H100", ""] {
+        for name in
+            ["NVIDIA L40", "NVIDIA A10", "Tesla T4", "NVIDIA RTX 4000 Ada Generation", "NVIDIA A100", "NVIDIA H100", ""]
+        {
             assert_eq!(builtin(name), None, "{name}");
         }
     }
