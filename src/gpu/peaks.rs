@@ -8,6 +8,7 @@
 use serde::Deserialize;
 
 use crate::gpu::config::PeakOverride;
+use crate::gpu::reading::GpuReading;
 
 /// The precision MFU divides by: BF16/FP16 tensor math (also weight-only int4/int8) or W8A8 FP8.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -126,6 +127,14 @@ pub fn lookup(name: &str, overrides: &[PeakOverride]) -> Option<PeakSpec> {
     builtin(name).map(|(_, s)| s)
 }
 
+/// The peak shared by every joined GPU; `None` when any is unknown or they differ (a mixed
+/// set has no single per-GPU peak to multiply by n_gpus).
+pub fn peak_for(readings: &[GpuReading], overrides: &[PeakOverride]) -> Option<PeakSpec> {
+    let mut peaks = readings.iter().map(|r| lookup(&r.name, overrides));
+    let first = peaks.next()??;
+    peaks.all(|p| p == Some(first)).then_some(first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +188,15 @@ mod tests {
         let o = PeakOverride { matches: "A10G".into(), bf16_tflops: 125.0, fp8_tflops: None, hbm_gbps: 600.0 };
         assert_eq!(lookup("NVIDIA A10G", std::slice::from_ref(&o)).unwrap().bf16_flops, 125e12);
         assert_eq!(lookup("NVIDIA L4", &[o]).unwrap().bf16_flops, 121e12);
+    }
+
+    #[test]
+    fn one_peak_for_a_set_of_gpus() {
+        let gpu = |name: &str| GpuReading { name: name.into(), ..GpuReading::default() };
+        let h = [gpu("NVIDIA H100 80GB HBM3"), gpu("NVIDIA H100 80GB HBM3")];
+        assert_eq!(peak_for(&h, &[]).unwrap().bf16_flops, 989e12);
+        assert_eq!(peak_for(&[gpu("NVIDIA H100 80GB HBM3"), gpu("NVIDIA L4")], &[]), None);
+        assert_eq!(peak_for(&[gpu("NVIDIA H100 80GB HBM3"), gpu("Tesla T4")], &[]), None);
+        assert_eq!(peak_for(&[], &[]), None);
     }
 }

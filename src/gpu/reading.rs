@@ -53,3 +53,26 @@ pub const THROTTLE_REASONS: &[(u64, &str)] = &[
     (0x80, "hw_power_brake_slowdown"),
     (0x100, "display_clock_setting"),
 ];
+
+/// Mean DRAM-active ratio over the GPUs, only when every one of them reports it (a partial mean
+/// would misstate the engine's bandwidth use).
+pub fn mean_dram_active(readings: &[GpuReading]) -> Option<f64> {
+    if readings.is_empty() {
+        return None;
+    }
+    let sum: Option<f64> = readings.iter().map(|r| r.dram_active_ratio).sum();
+    Some(sum? / readings.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dram_mean_needs_every_gpu() {
+        let g = |v: Option<f64>| GpuReading { dram_active_ratio: v, ..GpuReading::default() };
+        assert_eq!(mean_dram_active(&[g(Some(0.2)), g(Some(0.6))]), Some(0.4));
+        assert_eq!(mean_dram_active(&[g(Some(0.2)), g(None)]), None);
+        assert_eq!(mean_dram_active(&[]), None);
+    }
+}
