@@ -10,12 +10,9 @@ use goodput::parse::{Limits, parse};
 const UUID: &str = "GPU-a8394b51-c086-568a-9f1a-c1e1c934c44c";
 const MIB: f64 = 1_048_576.0;
 
-/// The shared fixtures sit beside the checkout (`../shared`); worktrees one level deeper.
 fn fixture() -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let name = "fixtures/real/dcgm-exporter-linode-lke-ai-conformance.prom";
-    let path = ["../shared", "../../shared"].iter().map(|d| root.join(d).join(name)).find(|p| p.is_file());
-    let path = path.unwrap_or_else(|| root.join("../shared").join(name));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/real/dcgm-exporter-linode-lke-ai-conformance.prom");
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
