@@ -1,6 +1,6 @@
 //! Builds tests/fake_nvml/fake_nvml.c into a temp dir as `libnvidia-ml.so.1` at test time.
 //!
-//! Needs a C compiler (`cc`, or `$CC`) and `nvml.h` from PyPI `nvidia-nvml-dev`
+//! Needs a C compiler (`cc`, or `$FAKE_NVML_CC`, or `$CC`) and `nvml.h` from PyPI `nvidia-nvml-dev`
 //! (`pip install nvidia-nvml-dev`), found through `$NVML_INCLUDE`, python3's site-packages,
 //! or the usual CUDA include dirs. When either is missing the tests skip with a note, unless
 //! GOODPUT_REQUIRE_TOOLS=1, where that is a failure.
@@ -44,7 +44,7 @@ fn header_dir() -> Option<PathBuf> {
 /// Compiles the fake with extra `-D` defines; `None` (after a SKIP note) when tools are missing.
 pub fn build(defines: &[&str]) -> Option<FakeNvml> {
     let Some(include) = header_dir() else { return missing("nvml.h was not found") };
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let cc = std::env::var("FAKE_NVML_CC").or_else(|_| std::env::var("CC")).unwrap_or_else(|_| "cc".to_string());
     let dir = tempfile::tempdir().expect("temp dir");
     let library = dir.path().join("libnvidia-ml.so.1");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_nvml/fake_nvml.c");
