@@ -172,3 +172,39 @@ fn units_stated_in_help_win() {
     assert_eq!(dcgm::help_factor("Framebuffer memory free (in MiB)."), Some(MIB));
     assert_eq!(dcgm::help_factor("Number of remapped rows"), None);
 }
+
+#[test]
+fn read_joins_in_one_call() {
+    let sel = PodSelector::Uuids(vec!["gpu-1".into()]);
+    let got = dcgm::read(OLD_LABELS.as_bytes(), &Limits::default(), &sel).unwrap();
+    assert_eq!(got.iter().map(|r| r.uuid.as_str()).collect::<Vec<_>>(), ["GPU-1"]);
+    assert!(dcgm::read(b"DCGM_FI_DEV_GPU_UTIL{uuid=\"x\" 1\n", &Limits::default(), &sel).is_err());
+}
+
+proptest::proptest! {
+    /// Arbitrary values (sentinels, negatives, huge, NaN) and label spellings never panic, and
+    /// every reading that survives is finite.
+    #[test]
+    fn never_panics_on_odd_values(
+        vals in proptest::collection::vec(proptest::prop_oneof![
+            proptest::num::f64::ANY,
+            proptest::strategy::Just(9.223372036854775794e18),
+            proptest::strategy::Just(2147483632.0),
+            proptest::strategy::Just(140737488355328.0),
+        ], 1..12),
+        old in proptest::bool::ANY,
+    ) {
+        let (u, p, n) = if old { ("uuid", "pod_name", "pod_namespace") } else { ("UUID", "pod", "namespace") };
+        let mut body = String::new();
+        for (i, v) in vals.iter().enumerate() {
+            let (name, _, _) = dcgm::READINGS[i % dcgm::READINGS.len()];
+            body.push_str(&format!("{name}{{gpu=\"{i}\",{u}=\"GPU-{}\",{p}=\"x\",{n}=\"y\"}} {v:?}\n", i % 3));
+        }
+        if let Ok(exp) = parse(body.as_bytes(), &Limits::default()) {
+            for g in dcgm::gpus(&exp) {
+                proptest::prop_assert!(g.readings.values().all(|v| v.is_finite()));
+                let _ = g.to_reading();
+            }
+        }
+    }
+}

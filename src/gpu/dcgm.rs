@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use crate::gpu::reading::GpuReading;
-use crate::parse::{Exposition, Label};
+use crate::parse::{Exposition, Label, Limits, ParseError, parse};
 
 /// One GPU as dcgm-exporter describes it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -210,4 +210,10 @@ impl PodSelector {
 /// The GPUs the selector picks, as source-neutral readings.
 pub fn own_gpus(gpus: &[DcgmGpu], selector: &PodSelector) -> Vec<GpuReading> {
     gpus.iter().filter(|g| selector.selects(g)).map(DcgmGpu::to_reading).collect()
+}
+
+/// One dcgm-exporter scrape body → this engine's GPUs. The daemon's dcgm scrape calls this.
+pub fn read(body: &[u8], limits: &Limits, selector: &PodSelector) -> Result<Vec<GpuReading>, ParseError> {
+    let exp = parse(body, limits)?;
+    Ok(own_gpus(&gpus(&exp), selector))
 }
