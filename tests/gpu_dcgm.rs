@@ -188,7 +188,7 @@ proptest::proptest! {
     fn never_panics_on_odd_values(
         vals in proptest::collection::vec(proptest::prop_oneof![
             proptest::num::f64::ANY,
-            proptest::strategy::Just(9.223372036854775794e18),
+            proptest::strategy::Just(9.223_372_036_854_776e18),
             proptest::strategy::Just(2147483632.0),
             proptest::strategy::Just(140737488355328.0),
         ], 1..12),
