@@ -107,8 +107,8 @@ fn input(target: &str, up: bool, kv: f64, joint: f64) -> AlertInput {
         evaluable: true,
         attainment,
         burn_rate: Bounded::exact((1.0 - joint) / 0.01),
-        goodput_requests_per_second: Bounded::exact(joint * 10.0),
-        goodput_tokens_per_second: Bounded::exact(joint * 1500.0),
+        goodput_requests_per_second: Some(Bounded::exact(joint * 10.0)),
+        goodput_tokens_per_second: Some(Bounded::exact(joint * 1500.0)),
         requests: 600.0,
     };
     AlertInput {

@@ -34,8 +34,8 @@ fn slo(joint: f64, objective: f64, requests: f64) -> SloReport {
         evaluable: true,
         attainment,
         burn_rate: Bounded::exact((1.0 - joint) / (1.0 - objective)),
-        goodput_requests_per_second: Bounded::exact(joint),
-        goodput_tokens_per_second: Bounded::exact(joint * 100.0),
+        goodput_requests_per_second: Some(Bounded::exact(joint)),
+        goodput_tokens_per_second: Some(Bounded::exact(joint * 100.0)),
         requests,
     }
 }

@@ -1,9 +1,9 @@
 //! What the alert rules read: one plain [`AlertInput`] per target and model, filled by the
 //! daemon from each tick's [`Report`](crate::report::Report).
 //!
-//! These types mirror the SLO fields of the report (`SloReport`, `Bounded`, `Clause`) so the
-//! rule engine does not depend on how the report is assembled; the daemon copies values
-//! across. Every measured quantity is optional: a missing one keeps its rule quiet.
+//! These are flat copies of what the rules need, so the rule engine does not depend on how
+//! the report is assembled; [`super::from_report`] fills them from a report. Every measured
+//! quantity is optional: a missing one keeps its rule quiet.
 
 use std::collections::BTreeMap;
 
@@ -11,29 +11,7 @@ use serde::Serialize;
 
 use crate::duration::Window;
 
-/// An estimate with honest bounds (DESIGN.md §3).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Bounded {
-    pub lower: f64,
-    pub estimate: f64,
-    pub upper: f64,
-}
-
-impl Bounded {
-    pub fn exact(v: f64) -> Bounded {
-        Bounded { lower: v, estimate: v, upper: v }
-    }
-}
-
-/// One clause of an SLO, or all of them together.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Clause {
-    Ttft,
-    Tpot,
-    E2e,
-    Joint,
-}
+pub use crate::slo::{Bounded, Clause};
 
 /// One SLO evaluated over one window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -44,8 +22,8 @@ pub struct SloReport {
     pub evaluable: bool,
     pub attainment: BTreeMap<Clause, Bounded>,
     pub burn_rate: Bounded,
-    pub goodput_requests_per_second: Bounded,
-    pub goodput_tokens_per_second: Bounded,
+    pub goodput_requests_per_second: Option<Bounded>,
+    pub goodput_tokens_per_second: Option<Bounded>,
     /// Requests finished in the window.
     pub requests: f64,
 }

@@ -274,13 +274,15 @@ fn eval_rule(cx: &Ctx<'_>, slos: &[SloSpec], out: &mut Vec<Condition>) {
                         joint.estimate,
                         format!("Goodput of {} diverges from throughput (SLO {})", cx.who(), s.slo),
                         format!(
-                            "Over {window}, only {} of requests met SLO {} (bounds {}–{}, threshold {}) while output throughput is {tps:.1} tokens/s; goodput is {:.1} tokens/s.",
+                            "Over {window}, only {} of requests met SLO {} (bounds {}–{}, threshold {}) while output throughput is {tps:.1} tokens/s{}.",
                             pct(joint.estimate),
                             s.slo,
                             pct(joint.lower),
                             pct(joint.upper),
                             pct(*threshold),
-                            s.goodput_tokens_per_second.estimate,
+                            s.goodput_tokens_per_second
+                                .map(|g| format!("; goodput is {:.1} tokens/s", g.estimate))
+                                .unwrap_or_default(),
                         ),
                     ));
                 }
