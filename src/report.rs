@@ -78,9 +78,11 @@ pub struct WindowReport {
     pub prefix_cache_hit_ratio: Option<f64>,
 }
 
-/// Last, mean and max of a gauge over the window's scrapes.
+/// First, last, mean and max of a gauge over the window's scrapes.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct GaugeStats {
+    /// The oldest scrape in the window (for trends such as a growing queue).
+    pub first: f64,
     pub last: f64,
     pub mean: f64,
     pub max: f64,
@@ -88,10 +90,11 @@ pub struct GaugeStats {
 
 impl GaugeStats {
     pub fn of(samples: &[f64]) -> Option<GaugeStats> {
+        let first = *samples.first()?;
         let last = *samples.last()?;
         let mean = samples.iter().sum::<f64>() / samples.len() as f64;
         let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        Some(GaugeStats { last, mean, max })
+        Some(GaugeStats { first, last, mean, max })
     }
 }
 

@@ -52,8 +52,7 @@ fn window(w: &WindowReport) -> WindowInput {
         preemptions_per_second: w.preemptions_per_second,
         ttft_p99: p99(w, HistogramKind::Ttft),
         tpot_p99: p99(w, HistogramKind::Tpot),
-        // The report keeps last/mean/max of the queue, not its first value in the window.
-        waiting_at_start: None,
+        waiting_at_start: w.waiting.map(|g| g.first),
         kv_usage: w.kv_cache.as_ref().map(|k| KvUsage { last: k.last, max: k.max }),
         slos: w.slos.iter().map(slo).collect(),
     }
