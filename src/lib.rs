@@ -12,6 +12,7 @@
 pub mod adapt;
 pub mod canonical;
 pub mod cli;
+pub mod config;
 pub mod duration;
 pub mod evaluate;
 pub mod export;
