@@ -18,15 +18,8 @@ fn one_error(yaml: &str, line: u32, col: u32, needles: &[&str]) {
     assert_eq!(errs.len(), 1, "expected one error, got {errs:#?}");
     let e = &errs[0];
     let shown = e.to_string();
-    assert_eq!(
-        (e.pos.line, e.pos.column),
-        (line, col),
-        "wrong position in {shown:?}"
-    );
-    assert!(
-        shown.starts_with(&format!("config.yaml:{line}:{col}: ")),
-        "{shown}"
-    );
+    assert_eq!((e.pos.line, e.pos.column), (line, col), "wrong position in {shown:?}");
+    assert!(shown.starts_with(&format!("config.yaml:{line}:{col}: ")), "{shown}");
     for n in needles {
         assert!(shown.contains(n), "{shown:?} lacks {n:?}");
     }
@@ -39,35 +32,20 @@ fn unknown_key_in_scrape() {
         &yaml,
         6,
         3,
-        &[
-            r#"unknown key "intervall" in scrape; expected one of interval, timeout, body_limit, gzip"#,
-        ],
+        &[r#"unknown key "intervall" in scrape; expected one of interval, timeout, body_limit, gzip"#],
     );
 }
 
 #[test]
 fn unknown_top_level_key() {
     let yaml = format!("listen: 127.0.0.1:9464\nlisten_addr: x\n{OK_TARGETS}");
-    one_error(
-        &yaml,
-        2,
-        1,
-        &[
-            r#"unknown key "listen_addr" in the top level"#,
-            "listen, evaluation_interval, scrape",
-        ],
-    );
+    one_error(&yaml, 2, 1, &[r#"unknown key "listen_addr" in the top level"#, "listen, evaluation_interval, scrape"]);
 }
 
 #[test]
 fn unknown_key_in_target() {
     let yaml = "targets:\n  - name: a\n    url: http://127.0.0.1:8000/metrics\n    engin: vllm\n";
-    one_error(
-        yaml,
-        4,
-        5,
-        &[r#"unknown key "engin" in targets[]"#, "engine"],
-    );
+    one_error(yaml, 4, 5, &[r#"unknown key "engin" in targets[]"#, "engine"]);
 }
 
 #[test]
@@ -75,45 +53,26 @@ fn missing_target_url() {
     let yaml = "targets:\n  - name: a\n";
     let errs = errors(yaml);
     assert_eq!(errs.len(), 1, "{errs:#?}");
-    assert!(
-        errs[0].message.contains("missing required key \"url\""),
-        "{}",
-        errs[0]
-    );
+    assert!(errs[0].message.contains("missing required key \"url\""), "{}", errs[0]);
     assert_eq!(errs[0].pos.line, 2, "{}", errs[0]);
 }
 
 #[test]
 fn bad_duration() {
     let yaml = format!("{OK_TARGETS}scrape:\n  interval: 5x\n");
-    one_error(
-        &yaml,
-        5,
-        13,
-        &["scrape.interval", "invalid duration", "write e.g. 5s"],
-    );
+    one_error(&yaml, 5, 13, &["scrape.interval", "invalid duration", "write e.g. 5s"]);
 }
 
 #[test]
 fn timeout_longer_than_interval() {
     let yaml = format!("{OK_TARGETS}scrape:\n  interval: 5s\n  timeout: 10s\n");
-    one_error(
-        &yaml,
-        6,
-        12,
-        &["scrape.timeout (10s) is longer than scrape.interval (5s)"],
-    );
+    one_error(&yaml, 6, 12, &["scrape.timeout (10s) is longer than scrape.interval (5s)"]);
 }
 
 #[test]
 fn target_timeout_longer_than_its_interval() {
     let yaml = "targets:\n  - name: a\n    url: http://127.0.0.1:8000/metrics\n    interval: 2s\n    timeout: 3s\n";
-    one_error(
-        yaml,
-        5,
-        14,
-        &["target \"a\": timeout (3s) is longer than its interval (2s)"],
-    );
+    one_error(yaml, 5, 14, &["target \"a\": timeout (3s) is longer than its interval (2s)"]);
 }
 
 #[test]
@@ -130,78 +89,42 @@ fn bad_urls() {
     assert_eq!((errs[0].pos.line, errs[0].pos.column), (3, 10));
     assert!(errs[0].message.contains("scheme \"ftp\""), "{}", errs[0]);
     assert_eq!((errs[1].pos.line, errs[1].pos.column), (5, 10));
-    assert!(
-        errs[1]
-            .message
-            .contains("expected an http:// or https:// URL"),
-        "{}",
-        errs[1]
-    );
+    assert!(errs[1].message.contains("expected an http:// or https:// URL"), "{}", errs[1]);
 }
 
 #[test]
 fn unknown_engine() {
-    let yaml =
-        "targets:\n  - name: a\n    url: http://127.0.0.1:8000/metrics\n    engine: llamacpp\n";
-    one_error(
-        yaml,
-        4,
-        13,
-        &["unknown engine \"llamacpp\"; expected one of auto, vllm, sglang, tgi, trtllm, nim"],
-    );
+    let yaml = "targets:\n  - name: a\n    url: http://127.0.0.1:8000/metrics\n    engine: llamacpp\n";
+    one_error(yaml, 4, 13, &["unknown engine \"llamacpp\"; expected one of auto, vllm, sglang, tgi, trtllm, nim"]);
 }
 
 #[test]
 fn objective_out_of_range() {
     let yaml = format!("{OK_TARGETS}slos:\n  - name: chat\n    ttft: 500ms\n    objective: 99\n");
-    one_error(
-        &yaml,
-        7,
-        16,
-        &["objective 99 is out of range", "strictly between 0 and 1"],
-    );
+    one_error(&yaml, 7, 16, &["objective 99 is out of range", "strictly between 0 and 1"]);
 }
 
 #[test]
 fn slo_without_clause_and_unknown_target() {
-    let yaml =
-        format!("{OK_TARGETS}slos:\n  - name: chat\n    objective: 0.99\n    targets: [a, zz]\n");
+    let yaml = format!("{OK_TARGETS}slos:\n  - name: chat\n    objective: 0.99\n    targets: [a, zz]\n");
     let errs = errors(&yaml);
     assert_eq!(errs.len(), 2, "{errs:#?}");
     assert_eq!((errs[0].pos.line, errs[0].pos.column), (5, 11));
-    assert!(
-        errs[0]
-            .message
-            .contains("set at least one of ttft, tpot, e2e")
-    );
+    assert!(errs[0].message.contains("set at least one of ttft, tpot, e2e"));
     assert_eq!((errs[1].pos.line, errs[1].pos.column), (7, 18));
-    assert!(
-        errs[1]
-            .message
-            .contains("unknown target \"zz\"; expected one of a")
-    );
+    assert!(errs[1].message.contains("unknown target \"zz\"; expected one of a"));
 }
 
 #[test]
 fn kv_thresholds_out_of_order() {
     let yaml = format!("{OK_TARGETS}kv_cache:\n  target_low: 0.8\n  target_high: 0.75\n");
-    one_error(
-        &yaml,
-        6,
-        16,
-        &["kv_cache thresholds out of order: target_low (0.8) must be below target_high (0.75)"],
-    );
+    one_error(&yaml, 6, 16, &["kv_cache thresholds out of order: target_low (0.8) must be below target_high (0.75)"]);
 }
 
 #[test]
 fn kv_threshold_out_of_unit_range() {
     let yaml = format!("{OK_TARGETS}kv_cache: {{critical: 1.5}}\n");
-    one_error(
-        &yaml,
-        4,
-        22,
-        &["kv_cache.critical is 1.5; expected a ratio between 0 and 1"],
-    );
+    one_error(&yaml, 4, 22, &["kv_cache.critical is 1.5; expected a ratio between 0 and 1"]);
 }
 
 #[test]
@@ -218,23 +141,13 @@ fn bad_quantile_and_duplicate_window() {
 #[test]
 fn bad_body_limit() {
     let yaml = format!("{OK_TARGETS}scrape: {{body_limit: 16 parsecs}}\n");
-    one_error(
-        &yaml,
-        4,
-        22,
-        &["scrape.body_limit", "unknown size unit \"parsecs\""],
-    );
+    one_error(&yaml, 4, 22, &["scrape.body_limit", "unknown size unit \"parsecs\""]);
 }
 
 #[test]
 fn bad_listen() {
     let yaml = format!("listen: localhost\n{OK_TARGETS}");
-    one_error(
-        &yaml,
-        1,
-        9,
-        &["invalid listen address \"localhost\"; expected IP:PORT"],
-    );
+    one_error(&yaml, 1, 9, &["invalid listen address \"localhost\"; expected IP:PORT"]);
 }
 
 #[test]
@@ -251,17 +164,9 @@ fn alerting_errors() {
     let errs = errors(&yaml);
     assert_eq!(errs.len(), 2, "{errs:#?}");
     assert_eq!((errs[0].pos.line, errs[0].pos.column), (7, 46));
-    assert!(
-        errs[0]
-            .message
-            .contains("unknown severity \"pager\"; expected page or ticket")
-    );
+    assert!(errs[0].message.contains("unknown severity \"pager\"; expected page or ticket"));
     assert_eq!((errs[1].pos.line, errs[1].pos.column), (8, 14));
-    assert!(
-        errs[1]
-            .message
-            .contains("unknown alert rule \"LLMNope\"; expected one of LLMKVCacheSaturated")
-    );
+    assert!(errs[1].message.contains("unknown alert rule \"LLMNope\"; expected one of LLMKVCacheSaturated"));
 }
 
 #[test]
@@ -271,9 +176,7 @@ fn unknown_key_in_alert_rule() {
         &yaml,
         6,
         21,
-        &[
-            "unknown key \"fore\" in alerting.rules.<AlertName>; expected one of for, threshold, enabled, severity",
-        ],
+        &["unknown key \"fore\" in alerting.rules.<AlertName>; expected one of for, threshold, enabled, severity"],
     );
 }
 

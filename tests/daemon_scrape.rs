@@ -21,9 +21,7 @@ async fn server(body: Vec<u8>) -> (std::net::SocketAddr, Seen) {
     let router = Router::new().route(
         "/metrics",
         get(move |headers: HeaderMap| {
-            let gzip = headers
-                .get(header::ACCEPT_ENCODING)
-                .is_some_and(|v| v.to_str().unwrap_or("").contains("gzip"));
+            let gzip = headers.get(header::ACCEPT_ENCODING).is_some_and(|v| v.to_str().unwrap_or("").contains("gzip"));
             s.lock().unwrap().push(headers);
             let body = body.clone();
             async move {
@@ -112,8 +110,7 @@ async fn sends_headers_and_rereads_the_token_file_each_scrape() {
 async fn missing_token_file_is_a_token_file_error() {
     let (addr, seen) = server(b"x 1\n".to_vec()).await;
     let fetcher =
-        Fetcher::new(FetchSpec { bearer_token_file: Some("/nonexistent/goodput-token".into()), ..spec(addr) })
-            .unwrap();
+        Fetcher::new(FetchSpec { bearer_token_file: Some("/nonexistent/goodput-token".into()), ..spec(addr) }).unwrap();
     let err = fetcher.fetch().await.unwrap_err();
     assert_eq!(err.reason(), "token_file");
     assert!(err.message().contains("/nonexistent/goodput-token"), "{err}");

@@ -19,21 +19,14 @@ pub fn run(args: Args) -> CliResult {
             for w in &loaded.warnings {
                 eprintln!("warning: {w}");
             }
-            print!(
-                "{}",
-                summary(&args.config.display().to_string(), &loaded.config)
-            );
+            print!("{}", summary(&args.config.display().to_string(), &loaded.config));
             Ok(0)
         }
         Err(errs) => {
             for e in &errs.0 {
                 eprintln!("error: {e}");
             }
-            eprintln!(
-                "{}: {} error(s); see docs/config.md for every key",
-                args.config.display(),
-                errs.0.len()
-            );
+            eprintln!("{}: {} error(s); see docs/config.md for every key", args.config.display(), errs.0.len());
             Ok(1)
         }
     }
@@ -71,10 +64,7 @@ pub fn summary(file: &str, c: &Config) -> String {
     }
     s.push_str(&format!("  {} SLO(s)", c.slos.len()));
     if !c.alerting.alertmanagers.is_empty() {
-        s.push_str(&format!(
-            ", {} Alertmanager(s)",
-            c.alerting.alertmanagers.len()
-        ));
+        s.push_str(&format!(", {} Alertmanager(s)", c.alerting.alertmanagers.len()));
     }
     s.push('\n');
     s

@@ -39,30 +39,19 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CliResult {
-    let url = Url::parse(&args.target)
-        .map_err(|e| format!("--target {:?} is not a URL: {e}", args.target))?;
+    let url = Url::parse(&args.target).map_err(|e| format!("--target {:?} is not a URL: {e}", args.target))?;
     if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(format!(
-            "--target must be an http:// or https:// URL, not {:?}",
-            args.target
-        )
-        .into());
+        return Err(format!("--target must be an http:// or https:// URL, not {:?}", args.target).into());
     }
     if args.interval.is_zero() {
         return Err("--interval must be longer than zero".into());
     }
     let name = match args.name.clone() {
         Some(n) => n,
-        None => url
-            .host_str()
-            .ok_or("--target has no host; pass --name")?
-            .to_string(),
+        None => url.host_str().ok_or("--target has no host; pass --name")?.to_string(),
     };
     if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
-        return Err(format!(
-            "--name {name:?} cannot be a folder name; use letters, digits, '-' and '.'"
-        )
-        .into());
+        return Err(format!("--name {name:?} cannot be a folder name; use letters, digits, '-' and '.'").into());
     }
     let dir = args.out.join(&name);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -74,24 +63,14 @@ pub fn run(args: Args) -> CliResult {
         body_limit: args.body_limit,
         gzip: true,
     })?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let (ok, failed) = rt.block_on(record(&fetcher, &dir, args.interval, args.duration));
-    eprintln!(
-        "recorded {ok} scrape(s) into {} ({failed} failed)",
-        dir.display()
-    );
+    eprintln!("recorded {ok} scrape(s) into {} ({failed} failed)", dir.display());
     Ok(if ok == 0 { 1 } else { 0 })
 }
 
 /// Scrapes every `interval` for `duration` (or until Ctrl-C); returns (saved, failed).
-async fn record(
-    fetcher: &Fetcher,
-    dir: &Path,
-    interval: Duration,
-    duration: Duration,
-) -> (u64, u64) {
+async fn record(fetcher: &Fetcher, dir: &Path, interval: Duration, duration: Duration) -> (u64, u64) {
     let clock = SystemClock;
     let end = Instant::now() + duration;
     let mut ticks = tokio::time::interval(interval);

@@ -27,9 +27,7 @@ pub fn run(args: Args) -> CliResult {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let d = daemon::start(loaded.config, Arc::new(SystemClock)).await?;
         shutdown_signal().await;

@@ -5,9 +5,7 @@
 /// is allowed.
 pub fn parse_bytes(s: &str) -> Result<usize, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let unit = unit.trim();
     let expected = "write a byte count like 1048576, 512KiB or 16MiB";
@@ -24,9 +22,7 @@ pub fn parse_bytes(s: &str) -> Result<usize, String> {
         "gib" | "gi" => 1024.0 * 1024.0 * 1024.0,
         _ => return Err(format!("unknown size unit {unit:?} in {s:?}; {expected}")),
     };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("invalid size {s:?}; {expected}"))?;
+    let n: f64 = num.parse().map_err(|_| format!("invalid size {s:?}; {expected}"))?;
     let bytes = (n * mult).round();
     if !bytes.is_finite() || bytes < 1.0 || bytes > usize::MAX as f64 {
         return Err(format!("size {s:?} is out of range; {expected}"));

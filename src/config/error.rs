@@ -17,10 +17,7 @@ impl Pos {
     }
 
     pub(crate) fn of(loc: serde_saphyr::Location) -> Pos {
-        Pos {
-            line: loc.line() as u32,
-            column: loc.column() as u32,
-        }
+        Pos { line: loc.line() as u32, column: loc.column() as u32 }
     }
 }
 
@@ -38,11 +35,7 @@ impl fmt::Display for ConfigError {
         if self.pos.line == 0 {
             write!(f, "{}: {}", self.file, self.message)
         } else {
-            write!(
-                f,
-                "{}:{}:{}: {}",
-                self.file, self.pos.line, self.pos.column, self.message
-            )
+            write!(f, "{}:{}:{}: {}", self.file, self.pos.line, self.pos.column, self.message)
         }
     }
 }
@@ -76,26 +69,14 @@ pub(crate) struct Diagnostics {
 
 impl Diagnostics {
     pub fn new(file: &str) -> Self {
-        Diagnostics {
-            file: file.to_string(),
-            errors: Vec::new(),
-            warnings: Vec::new(),
-        }
+        Diagnostics { file: file.to_string(), errors: Vec::new(), warnings: Vec::new() }
     }
 
     pub fn error(&mut self, pos: Pos, message: impl Into<String>) {
-        self.errors.push(ConfigError {
-            file: self.file.clone(),
-            pos,
-            message: message.into(),
-        });
+        self.errors.push(ConfigError { file: self.file.clone(), pos, message: message.into() });
     }
 
     pub fn warn(&mut self, pos: Pos, message: impl Into<String>) {
-        self.warnings.push(ConfigError {
-            file: self.file.clone(),
-            pos,
-            message: message.into(),
-        });
+        self.warnings.push(ConfigError { file: self.file.clone(), pos, message: message.into() });
     }
 }

@@ -135,20 +135,12 @@ pub const DEFAULT_RESEND_INTERVAL: Duration = Duration::from_secs(60);
 impl Config {
     /// What `evaluate_target` needs at each tick.
     pub fn eval_config(&self) -> EvalConfig {
-        EvalConfig {
-            windows: self.windows.clone(),
-            quantiles: self.quantiles.clone(),
-            kv: self.kv_cache,
-        }
+        EvalConfig { windows: self.windows.clone(), quantiles: self.quantiles.clone(), kv: self.kv_cache }
     }
 
     /// The longest configured window (what each target's store must keep).
     pub fn max_window(&self) -> Duration {
-        self.windows
-            .iter()
-            .map(|w| w.duration())
-            .max()
-            .unwrap_or(Duration::from_secs(3600))
+        self.windows.iter().map(|w| w.duration()).max().unwrap_or(Duration::from_secs(3600))
     }
 }
 

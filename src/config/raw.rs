@@ -129,70 +129,18 @@ impl<'de> Deserialize<'de> for Scalar {
 pub const SECTIONS: &[(&str, &[&str])] = &[
     (
         "the top level",
-        &[
-            "listen",
-            "evaluation_interval",
-            "scrape",
-            "targets",
-            "windows",
-            "quantiles",
-            "slos",
-            "kv_cache",
-            "alerting",
-        ],
+        &["listen", "evaluation_interval", "scrape", "targets", "windows", "quantiles", "slos", "kv_cache", "alerting"],
     ),
     ("scrape", &["interval", "timeout", "body_limit", "gzip"]),
-    (
-        "targets[]",
-        &[
-            "name",
-            "url",
-            "engine",
-            "model",
-            "bearer_token_file",
-            "headers",
-            "interval",
-            "timeout",
-        ],
-    ),
-    (
-        "slos[]",
-        &[
-            "name",
-            "ttft",
-            "tpot",
-            "e2e",
-            "objective",
-            "targets",
-            "models",
-        ],
-    ),
-    (
-        "kv_cache",
-        &["underloaded", "target_low", "target_high", "critical"],
-    ),
-    (
-        "alerting",
-        &[
-            "alertmanager",
-            "alertmanagers",
-            "resend_interval",
-            "runbook_base_url",
-            "webhook",
-            "rules",
-        ],
-    ),
+    ("targets[]", &["name", "url", "engine", "model", "bearer_token_file", "headers", "interval", "timeout"]),
+    ("slos[]", &["name", "ttft", "tpot", "e2e", "objective", "targets", "models"]),
+    ("kv_cache", &["underloaded", "target_low", "target_high", "critical"]),
+    ("alerting", &["alertmanager", "alertmanagers", "resend_interval", "runbook_base_url", "webhook", "rules"]),
     ("an alertmanager or webhook entry", &["url"]),
-    (
-        "alerting.rules.<AlertName>",
-        &["for", "threshold", "enabled", "severity"],
-    ),
+    ("alerting.rules.<AlertName>", &["for", "threshold", "enabled", "severity"]),
 ];
 
 /// The section whose keys are exactly `expected`.
 pub fn section_of(expected: &[&str]) -> Option<&'static str> {
-    SECTIONS
-        .iter()
-        .find(|(_, keys)| *keys == expected)
-        .map(|(name, _)| *name)
+    SECTIONS.iter().find(|(_, keys)| *keys == expected).map(|(name, _)| *name)
 }

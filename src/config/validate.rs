@@ -26,7 +26,13 @@ pub(crate) fn validate(raw: RawConfig, file: &str) -> Result<Loaded, ConfigError
         Some(s) => match s.value.trim().parse::<SocketAddr>() {
             Ok(a) => Some(a),
             Err(_) => {
-                d.error(pos(s), format!("invalid listen address {:?}; expected IP:PORT like 127.0.0.1:9464 or 0.0.0.0:9464", s.value));
+                d.error(
+                    pos(s),
+                    format!(
+                        "invalid listen address {:?}; expected IP:PORT like 127.0.0.1:9464 or 0.0.0.0:9464",
+                        s.value
+                    ),
+                );
                 None
             }
         },
@@ -60,10 +66,7 @@ pub(crate) fn validate(raw: RawConfig, file: &str) -> Result<Loaded, ConfigError
         kv_cache,
         alerting,
     };
-    Ok(Loaded {
-        config,
-        warnings: d.warnings,
-    })
+    Ok(Loaded { config, warnings: d.warnings })
 }
 
 fn positive_duration(d: &mut Diagnostics, s: &S<String>, key: &str) -> Option<Duration> {
@@ -85,21 +88,11 @@ fn http_url(d: &mut Diagnostics, s: &S<String>, key: &str) -> Option<Url> {
     match Url::parse(s.value.trim()) {
         Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Some(u),
         Ok(u) => {
-            d.error(
-                pos(s),
-                format!(
-                    "{key}: unsupported URL {:?} (scheme {:?}); {expected}",
-                    s.value,
-                    u.scheme()
-                ),
-            );
+            d.error(pos(s), format!("{key}: unsupported URL {:?} (scheme {:?}); {expected}", s.value, u.scheme()));
             None
         }
         Err(e) => {
-            d.error(
-                pos(s),
-                format!("{key}: invalid URL {:?} ({e}); {expected}", s.value),
-            );
+            d.error(pos(s), format!("{key}: invalid URL {:?} ({e}); {expected}", s.value));
             None
         }
     }
@@ -113,24 +106,23 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
         gzip: true,
     };
     let Some(raw) = raw else { return out };
-    if let Some(v) = raw
-        .interval
-        .as_ref()
-        .and_then(|s| positive_duration(d, s, "scrape.interval"))
-    {
+    if let Some(v) = raw.interval.as_ref().and_then(|s| positive_duration(d, s, "scrape.interval")) {
         out.interval = v;
     }
     let timeout_set = raw.timeout.is_some();
-    if let Some(v) = raw
-        .timeout
-        .as_ref()
-        .and_then(|s| positive_duration(d, s, "scrape.timeout"))
-    {
+    if let Some(v) = raw.timeout.as_ref().and_then(|s| positive_duration(d, s, "scrape.timeout")) {
         out.timeout = v;
     }
     if out.timeout > out.interval {
         if let Some(s) = &raw.timeout {
-            d.error(pos(s), format!("scrape.timeout ({}) is longer than scrape.interval ({}); it must be at most the interval", s.value, crate::duration::format_duration(out.interval)));
+            d.error(
+                pos(s),
+                format!(
+                    "scrape.timeout ({}) is longer than scrape.interval ({}); it must be at most the interval",
+                    s.value,
+                    crate::duration::format_duration(out.interval)
+                ),
+            );
         } else if !timeout_set {
             // Only the interval was shortened below the default timeout: follow it.
             out.timeout = out.interval;
@@ -148,38 +140,22 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
     out
 }
 
-fn targets_section(
-    d: &mut Diagnostics,
-    raw: Option<&S<Vec<RawTarget>>>,
-    scrape: &ScrapeConfig,
-) -> Vec<Target> {
+fn targets_section(d: &mut Diagnostics, raw: Option<&S<Vec<RawTarget>>>, scrape: &ScrapeConfig) -> Vec<Target> {
     let Some(raw) = raw else {
-        d.error(
-            Pos::FILE,
-            "no targets: add a `targets:` list with at least one {name, url} entry",
-        );
+        d.error(Pos::FILE, "no targets: add a `targets:` list with at least one {name, url} entry");
         return Vec::new();
     };
     if raw.value.is_empty() {
-        d.error(
-            pos(raw),
-            "targets is empty; add at least one {name, url} entry",
-        );
+        d.error(pos(raw), "targets is empty; add at least one {name, url} entry");
     }
     let mut seen: HashSet<&str> = HashSet::new();
     let mut out = Vec::new();
     for t in &raw.value {
         let name = t.name.value.trim();
         if name.is_empty() {
-            d.error(
-                pos(&t.name),
-                "target name is empty; give each target a unique name",
-            );
+            d.error(pos(&t.name), "target name is empty; give each target a unique name");
         } else if !seen.insert(name) {
-            d.error(
-                pos(&t.name),
-                format!("duplicate target name {name:?}; target names must be unique"),
-            );
+            d.error(pos(&t.name), format!("duplicate target name {name:?}; target names must be unique"));
         }
         if let Some(target) = target(d, t, scrape) {
             out.push(target);
@@ -198,14 +174,7 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
             Some(e) => Some(EngineHint::Is(e)),
             None => {
                 let names: Vec<&str> = Engine::ALL.iter().map(|e| e.as_str()).collect();
-                d.error(
-                    pos(s),
-                    format!(
-                        "unknown engine {:?}; expected one of auto, {}",
-                        s.value,
-                        names.join(", ")
-                    ),
-                );
+                d.error(pos(s), format!("unknown engine {:?}; expected one of auto, {}", s.value, names.join(", ")));
                 None
             }
         },
@@ -220,24 +189,21 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
     };
     let bearer_token_file = t.bearer_token_file.as_ref().map(|s| {
         if s.value.trim().is_empty() {
-            d.error(
-                pos(s),
-                "bearer_token_file is empty; give the path of a file that holds the token",
-            );
+            d.error(pos(s), "bearer_token_file is empty; give the path of a file that holds the token");
         }
         std::path::PathBuf::from(s.value.trim())
     });
     let mut headers = Vec::new();
     for (k, v) in t.headers.iter().flatten() {
         if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
-            d.error(
-                pos(v),
-                format!("invalid HTTP header name {k:?}; use letters, digits and '-'"),
-            );
+            d.error(pos(v), format!("invalid HTTP header name {k:?}; use letters, digits and '-'"));
             continue;
         }
         if reqwest::header::HeaderValue::from_str(&v.value).is_err() {
-            d.error(pos(v), format!("invalid value for header {k:?}: control characters and non-ASCII text are not allowed"));
+            d.error(
+                pos(v),
+                format!("invalid value for header {k:?}: control characters and non-ASCII text are not allowed"),
+            );
             continue;
         }
         if k.eq_ignore_ascii_case("authorization") && t.bearer_token_file.is_some() {
@@ -255,46 +221,25 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
         None => scrape.timeout.min(interval),
     };
     if timeout > interval {
-        let at = t
-            .timeout
-            .as_ref()
-            .or(t.interval.as_ref())
-            .map(pos)
-            .unwrap_or(pos(&t.name));
-        d.error(at, format!(
-            "target {name:?}: timeout ({}) is longer than its interval ({}); it must be at most the interval",
-            crate::duration::format_duration(timeout),
-            crate::duration::format_duration(interval)
-        ));
+        let at = t.timeout.as_ref().or(t.interval.as_ref()).map(pos).unwrap_or(pos(&t.name));
+        d.error(
+            at,
+            format!(
+                "target {name:?}: timeout ({}) is longer than its interval ({}); it must be at most the interval",
+                crate::duration::format_duration(timeout),
+                crate::duration::format_duration(interval)
+            ),
+        );
     }
-    Some(Target {
-        name,
-        url: url?,
-        engine: engine?,
-        model,
-        bearer_token_file,
-        headers,
-        interval,
-        timeout,
-    })
+    Some(Target { name, url: url?, engine: engine?, model, bearer_token_file, headers, interval, timeout })
 }
 
-fn windows_section(
-    d: &mut Diagnostics,
-    raw: Option<&S<Vec<S<String>>>>,
-    targets: &[Target],
-) -> Vec<Window> {
+fn windows_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<String>>>>, targets: &[Target]) -> Vec<Window> {
     let Some(raw) = raw else {
-        return DEFAULT_WINDOWS
-            .iter()
-            .filter_map(|s| parse_duration(s).ok().and_then(Window::new))
-            .collect();
+        return DEFAULT_WINDOWS.iter().filter_map(|s| parse_duration(s).ok().and_then(Window::new)).collect();
     };
     if raw.value.is_empty() {
-        d.error(
-            pos(raw),
-            "windows is empty; list at least one, e.g. [1m, 5m, 15m, 1h]",
-        );
+        d.error(pos(raw), "windows is empty; list at least one, e.g. [1m, 5m, 15m, 1h]");
     }
     let mut out: Vec<Window> = Vec::new();
     let slowest = targets.iter().map(|t| t.interval).max();
@@ -326,15 +271,15 @@ fn quantiles_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<f64>>>>) -> Vec<f
         return DEFAULT_QUANTILES.to_vec();
     };
     if raw.value.is_empty() {
-        d.error(
-            pos(raw),
-            "quantiles is empty; list at least one, e.g. [0.5, 0.9, 0.95, 0.99]",
-        );
+        d.error(pos(raw), "quantiles is empty; list at least one, e.g. [0.5, 0.9, 0.95, 0.99]");
     }
     let mut out: Vec<f64> = Vec::new();
     for q in &raw.value {
         if !(q.value > 0.0 && q.value < 1.0) {
-            d.error(pos(q), format!("quantile {} is out of range; expected a number strictly between 0 and 1, like 0.99", q.value));
+            d.error(
+                pos(q),
+                format!("quantile {} is out of range; expected a number strictly between 0 and 1, like 0.99", q.value),
+            );
         } else if out.contains(&q.value) {
             d.error(pos(q), format!("duplicate quantile {}", q.value));
         } else {
@@ -351,35 +296,25 @@ fn slos_section(d: &mut Diagnostics, raw: &[RawSlo], targets: &[Target]) -> Vec<
     for s in raw {
         let name = s.name.value.trim().to_string();
         if name.is_empty() {
-            d.error(
-                pos(&s.name),
-                "slo name is empty; give each SLO a unique name",
-            );
+            d.error(pos(&s.name), "slo name is empty; give each SLO a unique name");
         } else if !seen.insert(name.clone()) {
-            d.error(
-                pos(&s.name),
-                format!("duplicate slo name {name:?}; SLO names must be unique"),
-            );
+            d.error(pos(&s.name), format!("duplicate slo name {name:?}; SLO names must be unique"));
         }
         let clause = |d: &mut Diagnostics, v: &Option<S<String>>, key: &str| {
             v.as_ref().and_then(|v| positive_duration(d, v, key))
         };
-        let (ttft, tpot, e2e) = (
-            clause(d, &s.ttft, "ttft"),
-            clause(d, &s.tpot, "tpot"),
-            clause(d, &s.e2e, "e2e"),
-        );
+        let (ttft, tpot, e2e) = (clause(d, &s.ttft, "ttft"), clause(d, &s.tpot, "tpot"), clause(d, &s.e2e, "e2e"));
         if s.ttft.is_none() && s.tpot.is_none() && s.e2e.is_none() {
-            d.error(
-                pos(&s.name),
-                format!("slo {name:?} has no clause; set at least one of ttft, tpot, e2e"),
-            );
+            d.error(pos(&s.name), format!("slo {name:?} has no clause; set at least one of ttft, tpot, e2e"));
         }
         if !(s.objective.value > 0.0 && s.objective.value < 1.0) {
-            d.error(pos(&s.objective), format!(
-                "objective {} is out of range; expected a share strictly between 0 and 1, like 0.99",
-                s.objective.value
-            ));
+            d.error(
+                pos(&s.objective),
+                format!(
+                    "objective {} is out of range; expected a share strictly between 0 and 1, like 0.99",
+                    s.objective.value
+                ),
+            );
         }
         let mut slo_targets = Vec::new();
         for t in s.targets.iter().flatten() {
@@ -389,29 +324,12 @@ fn slos_section(d: &mut Diagnostics, raw: &[RawSlo], targets: &[Target]) -> Vec<
                 let names: Vec<&str> = targets.iter().map(|x| x.name.as_str()).collect();
                 d.error(
                     pos(t),
-                    format!(
-                        "slo {name:?} names unknown target {:?}; expected one of {}",
-                        t.value,
-                        names.join(", ")
-                    ),
+                    format!("slo {name:?} names unknown target {:?}; expected one of {}", t.value, names.join(", ")),
                 );
             }
         }
-        let models = s
-            .models
-            .iter()
-            .flatten()
-            .map(|m| m.value.trim().to_string())
-            .collect();
-        out.push(Slo {
-            name,
-            ttft,
-            tpot,
-            e2e,
-            objective: s.objective.value,
-            targets: slo_targets,
-            models,
-        });
+        let models = s.models.iter().flatten().map(|m| m.value.trim().to_string()).collect();
+        out.push(Slo { name, ttft, tpot, e2e, objective: s.objective.value, targets: slo_targets, models });
     }
     out
 }
@@ -431,13 +349,7 @@ fn kv_section(d: &mut Diagnostics, raw: Option<&RawKv>) -> KvThresholds {
         if let Some(v) = v {
             at[i] = pos(v);
             if !(0.0..=1.0).contains(&v.value) {
-                d.error(
-                    pos(v),
-                    format!(
-                        "kv_cache.{key} is {}; expected a ratio between 0 and 1, like 0.85",
-                        v.value
-                    ),
-                );
+                d.error(pos(v), format!("kv_cache.{key} is {}; expected a ratio between 0 and 1, like 0.85", v.value));
                 ok = false;
             } else {
                 *slot = v.value;
@@ -450,11 +362,7 @@ fn kv_section(d: &mut Diagnostics, raw: Option<&RawKv>) -> KvThresholds {
         for i in 0..3 {
             if vals[i] > vals[i + 1] || (i == 1 && vals[1] >= vals[2]) {
                 // Point at whichever of the pair the user wrote (the later one if both).
-                let p = if at[i + 1] != Pos::FILE {
-                    at[i + 1]
-                } else {
-                    at[i]
-                };
+                let p = if at[i + 1] != Pos::FILE { at[i + 1] } else { at[i] };
                 d.error(p, format!(
                     "kv_cache thresholds out of order: {} ({}) must be {} {} ({}); expected underloaded ≤ target_low < target_high ≤ critical",
                     keys[i], vals[i], if i == 1 { "below" } else { "at most" }, keys[i + 1], vals[i + 1]
@@ -477,11 +385,7 @@ fn alerting_section(d: &mut Diagnostics, raw: Option<&RawAlerting>) -> Alerting 
     if let (Some(one), Some(_)) = (&raw.alertmanager, &raw.alertmanagers) {
         d.error(pos(&one.url), "both alerting.alertmanager and alerting.alertmanagers are set; use alertmanagers: [{url: ...}, ...] for several");
     }
-    for ep in raw
-        .alertmanager
-        .iter()
-        .chain(raw.alertmanagers.iter().flatten())
-    {
+    for ep in raw.alertmanager.iter().chain(raw.alertmanagers.iter().flatten()) {
         if let Some(u) = http_url(d, &ep.url, "alertmanager url") {
             out.alertmanagers.push(u);
         }
@@ -499,26 +403,17 @@ fn alerting_section(d: &mut Diagnostics, raw: Option<&RawAlerting>) -> Alerting 
     }
     for (name, rule) in raw.rules.iter().flatten() {
         if !ALERT_NAMES.contains(&name.as_str()) {
-            d.error(
-                pos(rule),
-                format!(
-                    "unknown alert rule {name:?}; expected one of {}",
-                    ALERT_NAMES.join(", ")
-                ),
-            );
+            d.error(pos(rule), format!("unknown alert rule {name:?}; expected one of {}", ALERT_NAMES.join(", ")));
             continue;
         }
         let r = &rule.value;
-        let for_ = r
-            .for_
-            .as_ref()
-            .and_then(|s| match parse_duration(&s.value) {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    d.error(pos(s), format!("for: {e}"));
-                    None
-                }
-            });
+        let for_ = r.for_.as_ref().and_then(|s| match parse_duration(&s.value) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                d.error(pos(s), format!("for: {e}"));
+                None
+            }
+        });
         if let Some(t) = &r.threshold
             && !t.value.is_finite()
         {
@@ -528,21 +423,13 @@ fn alerting_section(d: &mut Diagnostics, raw: Option<&RawAlerting>) -> Alerting 
             "page" => Some(Severity::Page),
             "ticket" => Some(Severity::Ticket),
             other => {
-                d.error(
-                    pos(s),
-                    format!("unknown severity {other:?}; expected page or ticket"),
-                );
+                d.error(pos(s), format!("unknown severity {other:?}; expected page or ticket"));
                 None
             }
         });
         out.rules.insert(
             name.clone(),
-            RuleOverride {
-                for_,
-                threshold: r.threshold.as_ref().map(|t| t.value),
-                enabled: r.enabled,
-                severity,
-            },
+            RuleOverride { for_, threshold: r.threshold.as_ref().map(|t| t.value), enabled: r.enabled, severity },
         );
     }
     out

@@ -10,9 +10,7 @@ pub(crate) fn read(text: &str, file: &str) -> Result<RawConfig, ConfigErrors> {
         return Err(ConfigErrors(vec![ConfigError {
             file: file.to_string(),
             pos: Pos::FILE,
-            message:
-                "the config file is empty; it needs at least `targets:` (see config/example.yaml)"
-                    .into(),
+            message: "the config file is empty; it needs at least `targets:` (see config/example.yaml)".into(),
         }]));
     }
     // serde-saphyr's defaults refuse duplicate keys and bound alias expansion.
@@ -20,30 +18,17 @@ pub(crate) fn read(text: &str, file: &str) -> Result<RawConfig, ConfigErrors> {
 }
 
 fn convert(err: &DeserializeError, file: &str) -> ConfigError {
-    let pos = err
-        .location()
-        .map(Pos::of)
-        .filter(|p| p.line > 0)
-        .unwrap_or(Pos::FILE);
+    let pos = err.location().map(Pos::of).filter(|p| p.line > 0).unwrap_or(Pos::FILE);
     let inner = err.without_snippet();
     let message = match inner {
-        DeserializeError::SerdeUnknownField {
-            field, expected, ..
-        } => {
+        DeserializeError::SerdeUnknownField { field, expected, .. } => {
             let section = section_of(expected).unwrap_or("this section");
-            format!(
-                "unknown key {field:?} in {section}; expected one of {}",
-                expected.join(", ")
-            )
+            format!("unknown key {field:?} in {section}; expected one of {}", expected.join(", "))
         }
         DeserializeError::SerdeMissingField { field, .. } => {
             format!("missing required key {field:?}")
         }
-        DeserializeError::SerdeInvalidType {
-            unexpected,
-            expected,
-            ..
-        } => {
+        DeserializeError::SerdeInvalidType { unexpected, expected, .. } => {
             format!("wrong type: found {unexpected}, expected {expected}")
         }
         DeserializeError::Unexpected { expected, .. } => {
@@ -54,13 +39,7 @@ fn convert(err: &DeserializeError, file: &str) -> ConfigError {
             };
             format!("wrong type: expected {what}")
         }
-        other => serde_saphyr::DefaultMessageFormatter
-            .format_message(other)
-            .into_owned(),
+        other => serde_saphyr::DefaultMessageFormatter.format_message(other).into_owned(),
     };
-    ConfigError {
-        file: file.to_string(),
-        pos,
-        message,
-    }
+    ConfigError { file: file.to_string(), pos, message }
 }

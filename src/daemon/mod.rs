@@ -55,9 +55,7 @@ impl Daemon {
 pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Daemon> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
-        .map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.listen))
-        })?;
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.listen)))?;
     let addr = listener.local_addr()?;
     let (stop, stop_rx) = watch::channel(false);
     let shared = Shared::new();
@@ -68,13 +66,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     for t in &config.targets {
         let fetcher = fetcher_for(&config, t).map_err(std::io::Error::other)?;
         let rt = Arc::new(TargetRuntime::new(t.clone(), config.max_window()));
-        tasks.spawn(scrape_loop(
-            rt.clone(),
-            fetcher,
-            limits,
-            clock.clone(),
-            stop_rx.clone(),
-        ));
+        tasks.spawn(scrape_loop(rt.clone(), fetcher, limits, clock.clone(), stop_rx.clone()));
         targets.push(rt);
     }
 
@@ -93,20 +85,12 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
         let graceful = async move {
             let _ = server_stop.wait_for(|s| *s).await;
         };
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(graceful)
-            .await
-        {
+        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(graceful).await {
             tracing::error!("HTTP server failed: {e}");
         }
     });
     tracing::info!(%addr, targets = config.targets.len(), "goodput is listening");
-    Ok(Daemon {
-        addr,
-        shared,
-        stop,
-        tasks,
-    })
+    Ok(Daemon { addr, shared, stop, tasks })
 }
 
 /// Evaluates every target each interval and publishes the report. The first report
@@ -151,8 +135,5 @@ pub fn build_report(targets: &[Arc<TargetRuntime>], now_ms: i64, eval: &EvalConf
             }
         })
         .collect();
-    Report {
-        t_ms: now_ms,
-        targets,
-    }
+    Report { t_ms: now_ms, targets }
 }

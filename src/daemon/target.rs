@@ -72,10 +72,7 @@ impl TargetRuntime {
                 }
                 st.health.up = false;
                 st.health.last_error = Some(e.to_string());
-                *st.health
-                    .errors_total
-                    .entry(e.reason().to_string())
-                    .or_insert(0) += 1;
+                *st.health.errors_total.entry(e.reason().to_string()).or_insert(0) += 1;
             }
         }
     }
@@ -94,10 +91,7 @@ pub fn fetcher_for(cfg: &Config, t: &Target) -> Result<Fetcher, String> {
 }
 
 pub fn limits_for(cfg: &Config) -> Limits {
-    Limits {
-        max_body_bytes: cfg.scrape.body_limit,
-        ..Limits::default()
-    }
+    Limits { max_body_bytes: cfg.scrape.body_limit, ..Limits::default() }
 }
 
 /// Scrapes one target every interval until `stop` turns true. Failures are recorded, never
@@ -130,11 +124,7 @@ pub async fn scrape_loop(
     }
 }
 
-async fn scrape_once(
-    rt: &TargetRuntime,
-    fetcher: &Fetcher,
-    limits: Limits,
-) -> Result<Snapshot, ScrapeError> {
+async fn scrape_once(rt: &TargetRuntime, fetcher: &Fetcher, limits: Limits) -> Result<Snapshot, ScrapeError> {
     let body = fetcher.fetch().await?;
     let hint = rt.config.engine;
     let model = rt.config.model.clone();
@@ -142,9 +132,6 @@ async fn scrape_once(
     // adapter becomes an error for this target only.
     match tokio::task::spawn_blocking(move || ingest(&body, &limits, hint, &model)).await {
         Ok(r) => r,
-        Err(e) => Err(ScrapeError::new(
-            "internal",
-            format!("processing the scrape failed: {e}"),
-        )),
+        Err(e) => Err(ScrapeError::new("internal", format!("processing the scrape failed: {e}"))),
     }
 }

@@ -26,14 +26,8 @@ impl ScrapeError {
     ];
 
     pub fn new(reason: &'static str, message: impl Into<String>) -> Self {
-        debug_assert!(
-            Self::REASONS.contains(&reason),
-            "undocumented reason {reason}"
-        );
-        ScrapeError {
-            reason,
-            message: message.into(),
-        }
+        debug_assert!(Self::REASONS.contains(&reason), "undocumented reason {reason}");
+        ScrapeError { reason, message: message.into() }
     }
 
     pub fn reason(&self) -> &'static str {

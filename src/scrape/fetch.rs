@@ -12,7 +12,8 @@ use url::Url;
 use super::ScrapeError;
 
 /// Like Prometheus: the classic text format first, OpenMetrics accepted (our parser reads both).
-pub const ACCEPT: &str = "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,text/plain;q=0.2,*/*;q=0.1";
+pub const ACCEPT: &str =
+    "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,text/plain;q=0.2,*/*;q=0.1";
 
 /// What to fetch and how.
 #[derive(Debug, Clone)]
@@ -55,8 +56,7 @@ impl Fetcher {
             headers.insert("x-prometheus-scrape-timeout-seconds", v);
         }
         for (k, v) in &spec.headers {
-            let name =
-                HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?;
+            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?;
             let value = HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
             headers.insert(name, value);
         }
@@ -68,11 +68,7 @@ impl Fetcher {
             .timeout(spec.timeout)
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        Ok(Fetcher {
-            client,
-            headers,
-            spec,
-        })
+        Ok(Fetcher { client, headers, spec })
     }
 
     pub fn spec(&self) -> &FetchSpec {
@@ -86,70 +82,40 @@ impl Fetcher {
             Ok(r) => r,
             Err(_) => Err(ScrapeError::new(
                 "timeout",
-                format!(
-                    "no complete response within the scrape timeout of {}",
-                    crate::duration::format_duration(t)
-                ),
+                format!("no complete response within the scrape timeout of {}", crate::duration::format_duration(t)),
             )),
         }
     }
 
     async fn fetch_unbounded(&self) -> Result<Vec<u8>, ScrapeError> {
-        let mut req = self
-            .client
-            .get(self.spec.url.clone())
-            .headers(self.headers.clone());
+        let mut req = self.client.get(self.spec.url.clone()).headers(self.headers.clone());
         if let Some(path) = &self.spec.bearer_token_file {
             let token = tokio::fs::read_to_string(path).await.map_err(|e| {
+                ScrapeError::new("token_file", format!("cannot read bearer_token_file {}: {e}", path.display()))
+            })?;
+            let value = HeaderValue::from_str(&format!("Bearer {}", token.trim())).map_err(|_| {
                 ScrapeError::new(
                     "token_file",
-                    format!("cannot read bearer_token_file {}: {e}", path.display()),
+                    format!("bearer_token_file {} holds characters not allowed in a header", path.display()),
                 )
             })?;
-            let value =
-                HeaderValue::from_str(&format!("Bearer {}", token.trim())).map_err(|_| {
-                    ScrapeError::new(
-                        "token_file",
-                        format!(
-                            "bearer_token_file {} holds characters not allowed in a header",
-                            path.display()
-                        ),
-                    )
-                })?;
             req = req.header(AUTHORIZATION, value);
         }
-        let mut resp = req
-            .send()
-            .await
-            .map_err(|e| ScrapeError::from_reqwest(&e))?;
+        let mut resp = req.send().await.map_err(|e| ScrapeError::from_reqwest(&e))?;
         let status = resp.status();
         if !status.is_success() {
-            return Err(ScrapeError::new(
-                "http_status",
-                format!("server returned HTTP {status}"),
-            ));
+            return Err(ScrapeError::new("http_status", format!("server returned HTTP {status}")));
         }
         let limit = self.spec.body_limit;
         // Content-Length counts compressed bytes; only trust it when nothing is decoded.
-        if resp
-            .headers()
-            .get(reqwest::header::CONTENT_ENCODING)
-            .is_none()
+        if resp.headers().get(reqwest::header::CONTENT_ENCODING).is_none()
             && let Some(len) = resp.content_length()
             && len > limit as u64
         {
             return Err(too_large(limit, Some(len)));
         }
-        let mut body = Vec::with_capacity(
-            resp.content_length()
-                .map_or(64 << 10, |n| n as usize)
-                .min(limit),
-        );
-        while let Some(chunk) = resp
-            .chunk()
-            .await
-            .map_err(|e| ScrapeError::from_reqwest(&e))?
-        {
+        let mut body = Vec::with_capacity(resp.content_length().map_or(64 << 10, |n| n as usize).min(limit));
+        while let Some(chunk) = resp.chunk().await.map_err(|e| ScrapeError::from_reqwest(&e))? {
             if body.len() + chunk.len() > limit {
                 return Err(too_large(limit, None));
             }

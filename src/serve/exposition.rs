@@ -20,11 +20,7 @@ pub struct Line<'a> {
 /// Writes `lines` as an exposition. Families keep the order of their first sample; the
 /// samples of a family are brought together even if the input interleaves them.
 /// `meta` gives (help, type) per family; families without it are written as untyped.
-pub fn write(
-    out: &mut String,
-    lines: &[Line<'_>],
-    meta: impl Fn(&str) -> Option<(&'static str, &'static str)>,
-) {
+pub fn write(out: &mut String, lines: &[Line<'_>], meta: impl Fn(&str) -> Option<(&'static str, &'static str)>) {
     let mut order: Vec<&str> = Vec::new();
     let mut groups: HashMap<&str, Vec<&Line<'_>>> = HashMap::new();
     for l in lines {
@@ -115,40 +111,18 @@ mod tests {
     fn escapes_and_groups_and_round_trips_through_our_parser() {
         let tricky = "a\"b\\c\nd";
         let lines = vec![
-            Line {
-                name: "x_total",
-                labels: vec![("t", "1")],
-                value: 3.0,
-            },
-            Line {
-                name: "y",
-                labels: vec![("t", tricky)],
-                value: f64::NAN,
-            },
-            Line {
-                name: "x_total",
-                labels: vec![("t", "2")],
-                value: 1e-7,
-            },
-            Line {
-                name: "y",
-                labels: vec![],
-                value: f64::INFINITY,
-            },
+            Line { name: "x_total", labels: vec![("t", "1")], value: 3.0 },
+            Line { name: "y", labels: vec![("t", tricky)], value: f64::NAN },
+            Line { name: "x_total", labels: vec![("t", "2")], value: 1e-7 },
+            Line { name: "y", labels: vec![], value: f64::INFINITY },
         ];
         let mut out = String::new();
-        write(&mut out, &lines, |n| {
-            (n == "x_total").then_some(("Help with \\ and\nnewline.", "counter"))
-        });
+        write(&mut out, &lines, |n| (n == "x_total").then_some(("Help with \\ and\nnewline.", "counter")));
         let expected = "# HELP x_total Help with \\\\ and\\nnewline.\n# TYPE x_total counter\nx_total{t=\"1\"} 3.0\nx_total{t=\"2\"} 1e-7\n# TYPE y untyped\ny{t=\"a\\\"b\\\\c\\nd\"} NaN\ny +Inf\n";
         assert_eq!(out, expected);
         let parsed = parse(out.as_bytes(), &Limits::default()).expect("our own exposition parses");
         assert_eq!(parsed.samples.len(), 4);
-        let s = parsed
-            .samples
-            .iter()
-            .find(|s| s.name == "y" && !parsed.labels_of(s).is_empty())
-            .unwrap();
+        let s = parsed.samples.iter().find(|s| s.name == "y" && !parsed.labels_of(s).is_empty()).unwrap();
         assert_eq!(parsed.label(s, "t"), Some(tricky));
         assert_eq!(parsed.samples[1].value, 1e-7);
     }

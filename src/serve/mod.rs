@@ -28,10 +28,7 @@ pub struct Shared {
 
 impl Shared {
     pub fn new() -> Shared {
-        Shared {
-            report: Arc::new(ArcSwap::from_pointee(Report::default())),
-            ready: Arc::new(AtomicBool::new(false)),
-        }
+        Shared { report: Arc::new(ArcSwap::from_pointee(Report::default())), ready: Arc::new(AtomicBool::new(false)) }
     }
 
     /// Publishes a new report; readers see it on their next request.
@@ -70,15 +67,10 @@ pub fn render_metrics(report: &Report) -> String {
         })
         .collect();
     let process = process::process_metrics();
-    lines.extend(process.iter().map(|(name, _, _, v)| Line {
-        name,
-        labels: Vec::new(),
-        value: *v,
-    }));
+    lines.extend(process.iter().map(|(name, _, _, v)| Line { name, labels: Vec::new(), value: *v }));
     let mut out = String::with_capacity(lines.len() * 96);
     exposition::write(&mut out, &lines, |name| {
-        export::family_meta(name)
-            .or_else(|| process.iter().find(|p| p.0 == name).map(|p| (p.1, p.2)))
+        export::family_meta(name).or_else(|| process.iter().find(|p| p.0 == name).map(|p| (p.1, p.2)))
     });
     out
 }
@@ -97,11 +89,7 @@ async fn readyz(State(s): State<Shared>) -> Response {
     if s.ready.load(Ordering::Acquire) {
         (StatusCode::OK, "ready\n").into_response()
     } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: no evaluation has completed yet\n",
-        )
-            .into_response()
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready: no evaluation has completed yet\n").into_response()
     }
 }
 
@@ -109,10 +97,6 @@ async fn report(State(s): State<Shared>) -> Response {
     let report = s.report.load_full();
     match serde_json::to_vec(report.as_ref()) {
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Err(e) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("cannot encode the report: {e}\n"),
-        )
-            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot encode the report: {e}\n")).into_response(),
     }
 }

@@ -26,20 +26,10 @@ pub fn process_metrics() -> Vec<(&'static str, &'static str, &'static str, f64)>
         ));
     }
     if let Some(rss) = field(24) {
-        out.push((
-            "process_resident_memory_bytes",
-            "Resident memory size in bytes.",
-            "gauge",
-            rss * page_size(),
-        ));
+        out.push(("process_resident_memory_bytes", "Resident memory size in bytes.", "gauge", rss * page_size()));
     }
     if let Some(vsize) = field(23) {
-        out.push((
-            "process_virtual_memory_bytes",
-            "Virtual memory size in bytes.",
-            "gauge",
-            vsize,
-        ));
+        out.push(("process_virtual_memory_bytes", "Virtual memory size in bytes.", "gauge", vsize));
     }
     if let (Some(start), Some(boot)) = (field(22), boot_time()) {
         out.push((
@@ -50,12 +40,7 @@ pub fn process_metrics() -> Vec<(&'static str, &'static str, &'static str, f64)>
         ));
     }
     if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
-        out.push((
-            "process_open_fds",
-            "Number of open file descriptors.",
-            "gauge",
-            dir.count() as f64,
-        ));
+        out.push(("process_open_fds", "Number of open file descriptors.", "gauge", dir.count() as f64));
     }
     out
 }
@@ -77,9 +62,7 @@ fn boot_time() -> Option<f64> {
     static BOOT: OnceLock<Option<f64>> = OnceLock::new();
     *BOOT.get_or_init(|| {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        stat.lines()
-            .find_map(|l| l.strip_prefix("btime "))
-            .and_then(|v| v.trim().parse().ok())
+        stat.lines().find_map(|l| l.strip_prefix("btime ")).and_then(|v| v.trim().parse().ok())
     })
 }
 
@@ -91,23 +74,12 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn reads_plausible_values() {
         let m = process_metrics();
-        let get = |n: &str| {
-            m.iter()
-                .find(|x| x.0 == n)
-                .map(|x| x.3)
-                .unwrap_or_else(|| panic!("{n} missing"))
-        };
+        let get = |n: &str| m.iter().find(|x| x.0 == n).map(|x| x.3).unwrap_or_else(|| panic!("{n} missing"));
         assert!(get("process_resident_memory_bytes") > 1e5);
         assert!(get("process_cpu_seconds_total") >= 0.0);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
         let start = get("process_start_time_seconds");
         // This test process started within the last day and not in the future.
-        assert!(
-            start <= now + 1.0 && start > now - 86_400.0,
-            "start {start} now {now}"
-        );
+        assert!(start <= now + 1.0 && start > now - 86_400.0, "start {start} now {now}");
     }
 }

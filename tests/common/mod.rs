@@ -186,9 +186,8 @@ pub fn metrics_samples(body: &str) -> Vec<(String, HashMap<String, String>, f64)
 /// Whether an external tool is present; when it is not, tests skip with a note, unless
 /// GOODPUT_REQUIRE_TOOLS=1 makes that a failure.
 pub fn have_tool(name: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-        .unwrap_or(false);
+    let found =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file())).unwrap_or(false);
     if !found {
         if std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() == Ok("1") {
             panic!("{name} is required (GOODPUT_REQUIRE_TOOLS=1) but not on PATH");
