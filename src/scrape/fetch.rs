@@ -108,13 +108,20 @@ impl Fetcher {
         }
         let limit = self.spec.body_limit;
         // Content-Length counts compressed bytes; only trust it when nothing is decoded.
-        if resp.headers().get(reqwest::header::CONTENT_ENCODING).is_none()
-            && let Some(len) = resp.content_length()
+        let headers = resp.headers();
+        let encoded = headers
+            .get(reqwest::header::CONTENT_ENCODING)
+            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+        let declared = headers
+            .get(reqwest::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
+            .filter(|_| !encoded);
+        if let Some(len) = declared
             && len > limit as u64
         {
             return Err(too_large(limit, Some(len)));
         }
-        let mut body = Vec::with_capacity(resp.content_length().map_or(64 << 10, |n| n as usize).min(limit));
+        let mut body = Vec::with_capacity(declared.map_or(64 << 10, |n| n as usize).min(limit));
         while let Some(chunk) = resp.chunk().await.map_err(|e| ScrapeError::from_reqwest(&e))? {
             if body.len() + chunk.len() > limit {
                 return Err(too_large(limit, None));
