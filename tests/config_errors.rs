@@ -203,3 +203,15 @@ fn all_errors_reported_at_once() {
     let lines: Vec<u32> = errs.iter().map(|e| e.pos.line).collect();
     assert_eq!(lines, vec![1, 5, 6], "{errs:#?}");
 }
+
+#[test]
+fn missing_objective_points_at_the_slo() {
+    let yaml = format!("{OK_TARGETS}slos:\n  - name: chat\n    ttft: 1s\n");
+    one_error(&yaml, 5, 11, &["slo \"chat\" has no objective; add e.g. objective: 0.99"]);
+}
+
+#[test]
+fn non_numeric_quantile() {
+    let yaml = format!("{OK_TARGETS}quantiles: [0.5, abc]\n");
+    one_error(&yaml, 4, 18, &["invalid", "write a plain number like 0.99"]);
+}

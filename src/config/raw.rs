@@ -54,7 +54,7 @@ pub struct RawSlo {
     pub ttft: Option<S<String>>,
     pub tpot: Option<S<String>>,
     pub e2e: Option<S<String>>,
-    pub objective: S<f64>,
+    pub objective: Option<S<f64>>,
     pub targets: Option<Vec<S<String>>>,
     pub models: Option<Vec<S<String>>>,
 }

@@ -307,15 +307,23 @@ fn slos_section(d: &mut Diagnostics, raw: &[RawSlo], targets: &[Target]) -> Vec<
         if s.ttft.is_none() && s.tpot.is_none() && s.e2e.is_none() {
             d.error(pos(&s.name), format!("slo {name:?} has no clause; set at least one of ttft, tpot, e2e"));
         }
-        if !(s.objective.value > 0.0 && s.objective.value < 1.0) {
-            d.error(
-                pos(&s.objective),
-                format!(
-                    "objective {} is out of range; expected a share strictly between 0 and 1, like 0.99",
-                    s.objective.value
-                ),
-            );
-        }
+        let objective = match &s.objective {
+            None => {
+                d.error(pos(&s.name), format!("slo {name:?} has no objective; add e.g. objective: 0.99"));
+                f64::NAN
+            }
+            Some(o) if !(o.value > 0.0 && o.value < 1.0) => {
+                d.error(
+                    pos(o),
+                    format!(
+                        "objective {} is out of range; expected a share strictly between 0 and 1, like 0.99",
+                        o.value
+                    ),
+                );
+                f64::NAN
+            }
+            Some(o) => o.value,
+        };
         let mut slo_targets = Vec::new();
         for t in s.targets.iter().flatten() {
             if targets.iter().any(|x| x.name == t.value.trim()) {
@@ -329,7 +337,7 @@ fn slos_section(d: &mut Diagnostics, raw: &[RawSlo], targets: &[Target]) -> Vec<
             }
         }
         let models = s.models.iter().flatten().map(|m| m.value.trim().to_string()).collect();
-        out.push(Slo { name, ttft, tpot, e2e, objective: s.objective.value, targets: slo_targets, models });
+        out.push(Slo { name, ttft, tpot, e2e, objective, targets: slo_targets, models });
     }
     out
 }

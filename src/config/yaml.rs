@@ -39,6 +39,11 @@ fn convert(err: &DeserializeError, file: &str) -> ConfigError {
             };
             format!("wrong type: expected {what}")
         }
+        DeserializeError::InvalidScalar { ty, .. } => {
+            format!(
+                "invalid {ty} value; write a plain number like 0.99 (durations and sizes need a unit, e.g. 5s, 16MiB)"
+            )
+        }
         other => serde_saphyr::DefaultMessageFormatter.format_message(other).into_owned(),
     };
     ConfigError { file: file.to_string(), pos, message }
