@@ -3,6 +3,8 @@
 
 pub mod clock;
 pub mod target;
+#[cfg(test)]
+mod tests;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
