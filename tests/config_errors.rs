@@ -215,3 +215,24 @@ fn non_numeric_quantile() {
     let yaml = format!("{OK_TARGETS}quantiles: [0.5, abc]\n");
     one_error(&yaml, 4, 18, &["invalid", "write a plain number like 0.99"]);
 }
+
+#[test]
+fn every_section_is_named_in_unknown_key_errors() {
+    let cases = [
+        (format!("{OK_TARGETS}slos:\n  - {{name: s, ttft: 1s, objective: 0.9, bogus: 1}}\n"), "slos[]", 5),
+        (format!("{OK_TARGETS}kv_cache: {{bogus: 1}}\n"), "kv_cache", 4),
+        (format!("{OK_TARGETS}alerting: {{bogus: 1}}\n"), "alerting", 4),
+        (
+            format!("{OK_TARGETS}alerting: {{webhook: {{url: 'http://h', bogus: 1}}}}\n"),
+            "an alertmanager or webhook entry",
+            4,
+        ),
+    ];
+    for (yaml, section, line) in cases {
+        let errs = errors(&yaml);
+        assert_eq!(errs.len(), 1, "{errs:#?}");
+        let want = format!("unknown key \"bogus\" in {section}; expected one of ");
+        assert!(errs[0].message.starts_with(&want), "{} (wanted {want:?})", errs[0]);
+        assert_eq!(errs[0].pos.line, line, "{}", errs[0]);
+    }
+}
