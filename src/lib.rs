@@ -20,6 +20,7 @@ pub mod export;
 pub mod gpu;
 pub mod logging;
 pub mod parse;
+pub mod replay;
 pub mod report;
 pub mod scrape;
 pub mod serve;
