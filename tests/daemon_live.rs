@@ -139,10 +139,6 @@ async fn check_metrics(base: &str) {
     assert!(value("process_resident_memory_bytes", &[]).unwrap() > 1e6);
     assert!(value("process_start_time_seconds", &[]).unwrap() > 1.6e9);
     assert!(value("process_cpu_seconds_total", &[]).is_some());
-    if goodput::export::family_meta("llm_slo_target_up").is_none() {
-        eprintln!("NOTE: export is still an interface stub; /metrics health families not checked");
-        return;
-    }
     for name in ["healthy", "restarting"] {
         assert_eq!(value("llm_slo_target_up", &[("target", name)]), Some(1.0), "{name}\n{body}");
         assert!(value("llm_slo_scrape_duration_seconds", &[("target", name)]).is_some(), "{name}");
@@ -158,5 +154,47 @@ async fn check_metrics(base: &str) {
         let n = value("llm_slo_scrape_errors_total", &[("target", name), ("reason", reason)]);
         assert!(n.is_some_and(|n| n >= 2.0), "{name}/{reason}: {n:?}\n{body}");
     }
+    for name in ["healthy", "restarting"] {
+        check_engine_values(name, &value);
+    }
     common::promtool_check_metrics(&body);
+}
+
+/// The values `vllm_body` implies, computed by hand (see its doc): every counter grows in
+/// fixed proportion, also across the restarts, so each share holds exactly.
+fn check_engine_values(name: &str, value: &impl Fn(&str, &[(&str, &str)]) -> Option<f64>) {
+    let base = [("target", name), ("model", "m"), ("window", "30s")];
+    let at = |extra: &[(&'static str, &'static str)]| -> Vec<(&str, &str)> {
+        base.iter().copied().chain(extra.iter().copied()).collect()
+    };
+    let close = |got: Option<f64>, want: f64, what: &str| {
+        let got = got.unwrap_or_else(|| panic!("{name}: {what} missing"));
+        assert!((got - want).abs() <= 1e-9 * want.abs().max(1e-12), "{name}: {what} = {got}, want {want}");
+    };
+    // TTFT: half the requests in (0.05, 0.1], half in (0.1, 0.25].
+    // q=0.5 → rank 5 of 10 ends bucket (0.05, 0.1]: 0.1. q=0.9 → 0.1 + 0.15·(9−5)/5.
+    close(value("llm_slo_ttft_seconds", &at(&[("quantile", "0.5")])), 0.1, "ttft p50");
+    close(value("llm_slo_ttft_seconds", &at(&[("quantile", "0.9")])), 0.1 + 0.15 * 0.8, "ttft p90");
+    close(value("llm_slo_ttft_seconds", &at(&[("quantile", "0.99")])), 0.1 + 0.15 * 0.98, "ttft p99");
+    let bracket = |side| {
+        value("llm_slo_quantile_bracket_seconds", &at(&[("metric", "ttft"), ("quantile", "0.9"), ("side", side)]))
+    };
+    close(bracket("lower"), 0.1, "ttft p90 lower bracket");
+    close(bracket("upper"), 0.25, "ttft p90 upper bracket");
+    // E2E: every request in (1, 2.5]; q=0.5 → 1 + 1.5·0.5.
+    close(value("llm_slo_e2e_seconds", &at(&[("quantile", "0.5")])), 1.75, "e2e p50");
+    // Throughput ratios: 1000 prompt and 500 generated tokens per 10 requests. A restart
+    // never makes a rate negative.
+    let input = value("llm_slo_tokens_per_second", &at(&[("direction", "input")])).expect("input tokens/s");
+    let output = value("llm_slo_tokens_per_second", &at(&[("direction", "output")])).expect("output tokens/s");
+    let requests = value("llm_slo_requests_per_second", &at(&[])).expect("requests/s");
+    assert!(output > 0.0 && requests > 0.0, "{name}: output {output}, requests {requests}");
+    close(Some(input / output), 2.0, "input/output token ratio");
+    close(Some(output / requests), 50.0, "output tokens per request");
+    // KV usage is a constant 0.8: inside the default target band (0.75–0.85) all the time.
+    for stat in ["last", "mean", "max"] {
+        close(value("llm_slo_kv_cache_utilization_ratio", &at(&[("stat", stat)])), 0.8, stat);
+    }
+    close(value("llm_slo_kv_cache_band_time_ratio", &at(&[("band", "target")])), 1.0, "target band share");
+    assert_eq!(value("llm_slo_kv_cache_band_time_ratio", &at(&[("band", "high")])), Some(0.0), "{name}");
 }
