@@ -143,9 +143,10 @@ async fn record_writes_raw_bodies_named_by_unix_millis() {
         })
         .collect();
     files.sort();
-    // Ticks at 0, 200, …, 800 ms: five scrapes in one second.
-    assert_eq!(files.len(), 5, "{files:?}");
-    assert_eq!(engine.served(), 5);
+    // Ticks at 0, 200, …, 800 ms: five scrapes in one second (four if a loaded machine
+    // made one scrape overrun its tick, which is then skipped, never bunched).
+    assert!((4..=5).contains(&files.len()), "{files:?}");
+    assert_eq!(engine.served(), files.len() as u64, "every served scrape was saved");
     for (i, (t, body)) in files.iter().enumerate() {
         assert!((before..=after).contains(t), "timestamp {t} outside the run");
         assert_eq!(body, &format!("# TYPE c counter\nc_total {}\n", i + 1), "raw body kept as served");

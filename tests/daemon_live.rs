@@ -89,7 +89,7 @@ targets:
     }
     // The hanging scrape was cut at the 400 ms timeout, not waited out.
     let hang_took = target(&second, "hanging")["health"]["last_scrape_duration_seconds"].as_f64().unwrap();
-    assert!((0.35..1.0).contains(&hang_took), "hanging scrape took {hang_took}s");
+    assert!((0.35..2.0).contains(&hang_took), "hanging scrape took {hang_took}s");
     // The 100 MB body was dropped soon after the 1 MiB limit, not read to the end: at most
     // the limit plus what socket buffers hold, per scrape.
     let scrapes = target(&second, "huge")["health"]["errors_total"]["body_too_large"].as_u64().unwrap();
