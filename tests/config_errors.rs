@@ -236,3 +236,19 @@ fn every_section_is_named_in_unknown_key_errors() {
         assert_eq!(errs[0].pos.line, line, "{}", errs[0]);
     }
 }
+
+#[test]
+fn alias_bomb_is_refused_quickly() {
+    // Nine levels of ten-fold aliases: 10^9 nodes if expanded.
+    let mut yaml = String::from("windows:\n  - &a0 [1m, 1m, 1m, 1m, 1m, 1m, 1m, 1m, 1m, 1m]\n");
+    for i in 1..9 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        yaml.push_str(&format!("  - &a{i} [{refs}]\n"));
+    }
+    let began = std::time::Instant::now();
+    let errs = errors(&format!("{OK_TARGETS}{yaml}"));
+    assert!(began.elapsed() < std::time::Duration::from_secs(2), "took {:?}", began.elapsed());
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!((errs[0].pos.line, errs[0].pos.column), (5, 9), "{}", errs[0]);
+    assert!(errs[0].message.contains("wrong type: expected a single value, not a list"), "{}", errs[0]);
+}

@@ -35,6 +35,7 @@ fn convert(err: &DeserializeError, file: &str) -> ConfigError {
             let what = match *expected {
                 "sequence start" => "a list (e.g. [1m, 5m] or one `- item` per line)",
                 "mapping start" => "a mapping of keys to values",
+                "string scalar" => "a single value, not a list or mapping",
                 other => other,
             };
             format!("wrong type: expected {what}")
