@@ -252,3 +252,9 @@ fn alias_bomb_is_refused_quickly() {
     assert_eq!((errs[0].pos.line, errs[0].pos.column), (5, 9), "{}", errs[0]);
     assert!(errs[0].message.contains("wrong type: expected a single value, not a list"), "{}", errs[0]);
 }
+
+#[test]
+fn a_broken_target_is_reported_once_not_again_by_slos() {
+    let yaml = "targets:\n  - name: a\n    url: nope\nslos:\n  - {name: s, ttft: 1s, objective: 0.9, targets: [a]}\n";
+    one_error(yaml, 3, 10, &["url: invalid URL \"nope\""]);
+}

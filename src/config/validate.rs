@@ -48,24 +48,17 @@ pub(crate) fn validate(raw: RawConfig, file: &str) -> Result<Loaded, ConfigError
     let targets = targets_section(&mut d, raw.targets.as_ref(), &scrape);
     let windows = windows_section(&mut d, raw.windows.as_ref(), &targets);
     let quantiles = quantiles_section(&mut d, raw.quantiles.as_ref());
-    let slos = slos_section(&mut d, raw.slos.as_deref().unwrap_or(&[]), &targets);
+    // SLOs may name any target written in the file, even one with its own error, so
+    // that one mistake is reported once.
+    let names: Vec<&str> = raw.targets.iter().flat_map(|t| t.value.iter()).map(|t| t.name.value.trim()).collect();
+    let slos = slos_section(&mut d, raw.slos.as_deref().unwrap_or(&[]), &names);
     let kv_cache = kv_section(&mut d, raw.kv_cache.as_ref());
     let alerting = alerting_section(&mut d, raw.alerting.as_ref());
 
-    if !d.errors.is_empty() {
+    let Some(listen) = listen.filter(|_| d.errors.is_empty()) else {
         return Err(ConfigErrors(d.errors));
-    }
-    let config = Config {
-        listen: listen.expect("listen is set when there are no errors"),
-        evaluation_interval,
-        scrape,
-        targets,
-        windows,
-        quantiles,
-        slos,
-        kv_cache,
-        alerting,
     };
+    let config = Config { listen, evaluation_interval, scrape, targets, windows, quantiles, slos, kv_cache, alerting };
     Ok(Loaded { config, warnings: d.warnings })
 }
 
@@ -290,7 +283,7 @@ fn quantiles_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<f64>>>>) -> Vec<f
     out
 }
 
-fn slos_section(d: &mut Diagnostics, raw: &[RawSlo], targets: &[Target]) -> Vec<Slo> {
+fn slos_section(d: &mut Diagnostics, raw: &[RawSlo], targets: &[&str]) -> Vec<Slo> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for s in raw {
@@ -326,13 +319,12 @@ fn slos_section(d: &mut Diagnostics, raw: &[RawSlo], targets: &[Target]) -> Vec<
         };
         let mut slo_targets = Vec::new();
         for t in s.targets.iter().flatten() {
-            if targets.iter().any(|x| x.name == t.value.trim()) {
+            if targets.contains(&t.value.trim()) {
                 slo_targets.push(t.value.trim().to_string());
             } else {
-                let names: Vec<&str> = targets.iter().map(|x| x.name.as_str()).collect();
                 d.error(
                     pos(t),
-                    format!("slo {name:?} names unknown target {:?}; expected one of {}", t.value, names.join(", ")),
+                    format!("slo {name:?} names unknown target {:?}; expected one of {}", t.value, targets.join(", ")),
                 );
             }
         }
