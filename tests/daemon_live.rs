@@ -33,6 +33,9 @@ async fn bad_targets_go_down_with_reasons_and_healthy_ones_keep_updating() {
 evaluation_interval: 300ms
 scrape: {{interval: 500ms, timeout: 400ms, body_limit: 1MiB}}
 windows: [30s]
+slos:
+  - {{name: fast, ttft: 100ms, objective: 0.9}}
+  - {{name: elsewhere, ttft: 100ms, objective: 0.9, targets: [garbage]}}
 targets:
   - {{name: healthy, url: 'http://{}/metrics', engine: vllm}}
   - {{name: restarting, url: 'http://{}/metrics', engine: vllm}}
@@ -197,4 +200,15 @@ fn check_engine_values(name: &str, value: &impl Fn(&str, &[(&str, &str)]) -> Opt
     }
     close(value("llm_slo_kv_cache_band_time_ratio", &at(&[("band", "target")])), 1.0, "target band share");
     assert_eq!(value("llm_slo_kv_cache_band_time_ratio", &at(&[("band", "high")])), Some(0.0), "{name}");
+    // SLO `fast` (TTFT ≤ 100 ms, a bucket boundary, so exact): half the requests meet it;
+    // no request failed, so the joint share is the same. Burn rate (1 − 0.5) / (1 − 0.9).
+    for bound in ["lower", "estimate", "upper"] {
+        for clause in ["ttft", "joint"] {
+            let got = value("llm_slo_attainment_ratio", &at(&[("slo", "fast"), ("clause", clause), ("bound", bound)]));
+            close(got, 0.5, &format!("attainment {clause} {bound}"));
+        }
+    }
+    close(value("llm_slo_error_budget_burn_rate", &at(&[("slo", "fast"), ("bound", "estimate")])), 5.0, "burn rate");
+    // An SLO scoped to another target is not evaluated here.
+    assert_eq!(value("llm_slo_attainment_ratio", &at(&[("slo", "elsewhere")])), None, "{name}");
 }

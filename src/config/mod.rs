@@ -24,6 +24,7 @@ use url::Url;
 
 use crate::adapt::EngineHint;
 use crate::duration::Window;
+use crate::evaluate::slo::SloSpec;
 use crate::evaluate::{EvalConfig, KvThresholds};
 
 /// A validated config. Every field holds a usable value; defaults are filled in.
@@ -135,7 +136,26 @@ pub const DEFAULT_RESEND_INTERVAL: Duration = Duration::from_secs(60);
 impl Config {
     /// What `evaluate_target` needs at each tick.
     pub fn eval_config(&self) -> EvalConfig {
-        EvalConfig { windows: self.windows.clone(), quantiles: self.quantiles.clone(), kv: self.kv_cache }
+        let slos = self
+            .slos
+            .iter()
+            .map(|s| SloSpec {
+                name: s.name.clone(),
+                ttft: s.ttft.map(|d| d.as_secs_f64()),
+                tpot: s.tpot.map(|d| d.as_secs_f64()),
+                e2e: s.e2e.map(|d| d.as_secs_f64()),
+                objective: s.objective,
+                targets: s.targets.clone(),
+                models: s.models.clone(),
+            })
+            .collect();
+        EvalConfig {
+            windows: self.windows.clone(),
+            quantiles: self.quantiles.clone(),
+            kv: self.kv_cache,
+            slos,
+            spec_draft_cost_ratio: None,
+        }
     }
 
     /// The longest configured window (what each target's store must keep).
