@@ -19,6 +19,7 @@ SEL = 'target=~"$target", model=~"$model"'
 WIN = 'window="$window"'
 SLO = 'slo=~"$slo"'
 GPU = "gpu: needs GPU telemetry (NVML or dcgm-exporter); CI has no GPU"
+COST = "cost: needs cost.gpu_hour_dollars in the config"
 ALERTS = "alerts: empty while nothing is pending or firing"
 TARGET_DASH = "goodput-target"
 OVERVIEW_DASH = "goodput-overview"
@@ -175,27 +176,41 @@ def latency_panel(lay, metric, title, quantiles, by, w=12):
 
 
 def gpu_row(lay, panels, target_sel):
-    panels.append(row(lay, "GPU and MFU"))
-    # Per-GPU families carry gpu/uuid rather than target; window=~"$window|" also matches
-    # families without a window label.
+    panels.append(row(lay, "GPU, MFU and cost"))
+    # Per-GPU families carry target only when goodput could tie the GPU to one target;
+    # target=~"$target|" also keeps GPUs without the label.
+    gsel = target_sel.replace('"$target"', '"$target|"').replace('target="', 'target=~"')
     panels.append(panel(lay, "timeseries", "GPU utilization",
-                        [q("avg by (gpu, uuid) (llm_slo_gpu_utilization_ratio)", "GPU {{gpu}}", "A", GPU)],
+                        [q(f"avg by (gpu, uuid, model_name) (llm_slo_gpu_utilization_ratio{{{gsel}}})",
+                           "GPU {{gpu}} {{model_name}}", "A", GPU)],
                         w=6, unit="percentunit", minv=0, maxv=1, custom=ts(10),
-                        desc="NVML/dcgm time-based utilization: busy, not efficient. Empty without GPU telemetry."))
+                        desc="Share of time a kernel ran (NVML/DCGM): busy, not efficient. Empty without GPU telemetry."))
     panels.append(panel(lay, "timeseries", "GPU memory used",
-                        [q("max by (gpu, uuid) (llm_slo_gpu_memory_used_bytes)", "GPU {{gpu}}", "A", GPU)],
+                        [q(f"max by (gpu, uuid) (llm_slo_gpu_memory_used_bytes{{{gsel}}})", "GPU {{gpu}}", "A", GPU)],
                         w=6, unit="bytes", custom=ts(10),
-                        desc="Framebuffer used per GPU. vLLM pre-allocates KV cache, so this sits near its gpu-memory-utilization."))
+                        desc="Device memory used. vLLM pre-allocates the KV cache, so this sits near --gpu-memory-utilization."))
     panels.append(panel(lay, "timeseries", "MFU (model FLOPs utilization)",
-                        [q(f'max by (target, bound) (llm_slo_mfu_ratio{{{target_sel}, window=~"$window|"}})',
-                           "{{target}} {{bound}}", "A", GPU)],
-                        w=6, unit="percentunit", minv=0, custom=ts(), overrides=bounds_style(),
-                        desc="Achieved FLOP/s over the GPU's dense peak. Needs a known GPU model."))
-    panels.append(panel(lay, "timeseries", "HBM bandwidth utilization",
-                        [q(f'max by (target, source) (llm_slo_hbm_bandwidth_utilization_ratio{{{target_sel}, window=~"$window|"}})',
+                        [q(f"max by (target, source) (llm_slo_mfu_ratio{{{target_sel}, model=~\"$model\", {WIN}}})",
                            "{{target}} ({{source}})", "A", GPU)],
                         w=6, unit="percentunit", minv=0, custom=ts(),
-                        desc="Memory-bandwidth use; decode is bandwidth-bound, so TPOT near its floor shows here."))
+                        desc="Achieved FLOP/s over the GPU's dense peak. An unknown GPU gives no MFU rather than a guess."))
+    panels.append(panel(lay, "timeseries", "HBM bandwidth utilization",
+                        [q(f"max by (target, source) (llm_slo_hbm_bandwidth_utilization_ratio{{{target_sel}, model=~\"$model\", {WIN}}})",
+                           "{{target}} ({{source}})", "A", GPU)],
+                        w=6, unit="percentunit", minv=0, custom=ts(),
+                        desc="Memory-bandwidth use. Decode is bandwidth-bound: high HBM use with TPOT near its floor means the GPU is the limit."))
+    panels.append(panel(lay, "timeseries", "Decode TPOT floor vs measured p50 TPOT",
+                        [q(f"max by (target) (llm_slo_decode_tpot_floor_seconds{{{target_sel}, model=~\"$model\", {WIN}}})",
+                           "{{target}} floor (bytes per step / HBM bandwidth)", "A", GPU),
+                         q(f'max by (target) (llm_slo_tpot_seconds{{{target_sel}, model=~"$model", quantile="0.5", {WIN}}})',
+                           "{{target}} measured p50", "B")],
+                        w=12, unit="s", minv=0, custom=ts(),
+                        desc="How far decode is from the memory-bandwidth floor. Far above it: batching, scheduling or contention, not the GPU."))
+    panels.append(panel(lay, "timeseries", "Cost per million output tokens: all vs good",
+                        [q(f'max by (target, kind, bound) (llm_slo_cost_dollars_per_million_tokens{{{target_sel}, model=~"$model", {WIN}}})',
+                           "{{target}} {{kind}} {{bound}}", "A", COST)],
+                        w=12, unit="currencyUSD", minv=0, custom=ts(), overrides=bounds_style(),
+                        desc="$/M tokens hides the SLO; $/M good tokens counts only tokens of requests that met it."))
 
 
 def kv_panels(lay, panels, sel, w=12):
