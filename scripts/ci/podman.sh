@@ -8,7 +8,7 @@ CI_NAME=podman
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 [ "$(id -u)" -eq 0 ] || skip "podman chroot builds need root here"
-ensure_apt podman buildah runc debootstrap
+ensure_apt podman buildah runc debootstrap curl
 BIN=${1:-$(goodput_bin)}
 [ -x "$BIN" ] || die "not an executable: $BIN"
 IMAGE=localhost/goodput:ci
@@ -71,4 +71,29 @@ for cfg in config/*.yaml; do
     printf '%s\n' "$out" >&2; die "goodput check failed in the container on $cfg"
   fi
 done
+
+# 4. The daemon itself in a read-only, non-root container: /healthz must answer. The
+#    target is a closed loopback port, so this needs no engine and proves the daemon
+#    stays up (and healthy) while its target is down.
+port=$(free_port)
+printf 'listen: 127.0.0.1:%s\nscrape: {interval: 1s, timeout: 500ms}\ntargets:\n  - {name: nothing, url: "http://127.0.0.1:9/metrics", engine: vllm}\nwindows: [1m]\n' \
+  "$port" >"$ctx/run.yaml"
+cid=$(podman --runtime runc run -d --network=host --ulimit nofile=1024:1024 --ulimit nproc=1000:1000 --read-only \
+      -v "$ctx/run.yaml:/etc/goodput/config.yaml:ro,Z" "$IMAGE") || die "podman run -d failed"
+healthy=0
+for _ in $(seq 1 40); do
+  if curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then healthy=1; break; fi
+  [ "$(podman inspect -f '{{.State.Running}}' "$cid" 2>/dev/null)" = true ] || break
+  sleep 0.5
+done
+logs=$(podman logs "$cid" 2>&1 | tail -20)
+podman stop -t 10 "$cid" >/dev/null 2>&1 || true
+podman rm -f "$cid" >/dev/null 2>&1 || true
+if [ "$healthy" = 1 ]; then
+  log "goodput run in the read-only container: /healthz ok"
+elif daemon_missing "$logs"; then
+  daemon_skip "goodput run in the container: $logs"
+else
+  printf '%s\n' "$logs" >&2; die "goodput run in the container never answered /healthz on 127.0.0.1:$port"
+fi
 log "PASS"
