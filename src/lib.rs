@@ -18,6 +18,7 @@ pub mod export;
 pub mod gpu;
 pub mod logging;
 pub mod parse;
+pub mod replay;
 pub mod report;
 pub mod slo;
 pub mod window;
