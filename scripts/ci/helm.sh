@@ -7,7 +7,7 @@ CI_NAME=helm
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 CHART=deploy/helm/goodput
-ensure_apt prometheus
+ensure_apt prometheus yamllint
 ensure_venv kubernetes-validate==1.37.0 PyYAML==6.0.3
 NPM=$(ensure_npm npm-k8s kubernetes-models@5.1.0 @kubernetes-models/prometheus-operator@6.0.0 js-yaml@5.5.0)
 ensure_k8s_bins
@@ -15,6 +15,9 @@ cp scripts/ci/validate-k8s.mjs "$NPM/validate-k8s.mjs"
 BIN=$(goodput_bin)
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 "$HELM" version --short >&2
+yamllint -s -d '{extends: default, rules: {line-length: {max: 160}, document-start: disable, comments: {min-spaces-from-content: 1}, braces: {max-spaces-inside: 1}}}' \
+  "$CHART/Chart.yaml" "$CHART/values.yaml" "$CHART"/ci/*.yaml || die "yamllint failed on the chart values"
+python3 -m json.tool "$CHART/values.schema.json" >/dev/null || die "values.schema.json is not JSON"
 
 variants=(default)
 for f in "$CHART"/ci/*-values.yaml; do [ -e "$f" ] && variants+=("$f"); done
@@ -50,4 +53,9 @@ if "$HELM" template goodput "$CHART" --set mode=aggregator >/dev/null 2>"$T/err"
   die "mode=aggregator without targets rendered; it must fail"
 fi
 grep -q "needs at least one entry in targets" "$T/err" || die "unexpected error: $(cat "$T/err")"
+# values.schema.json rejects wrong values before anything renders.
+if "$HELM" template goodput "$CHART" --set-json 'slos=[{"name":"chat","objective":1.5}]' >/dev/null 2>"$T/err"; then
+  die "an SLO objective of 1.5 rendered; values.schema.json must reject it"
+fi
+grep -q "objective" "$T/err" || die "unexpected error: $(cat "$T/err")"
 log "PASS"
