@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every shipped goodput config passes `goodput check`: config/*.yaml and the kustomize
 # copies under deploy/kubernetes. A deliberately broken copy must fail with file:line:column.
-CI_NAME=configs
+export CI_NAME=configs
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 BIN=$(goodput_bin)

@@ -4,7 +4,8 @@
 # require every dashboard expression to return data (GPU-only and alert-list queries are
 # optional; see dashboard_promql_check.py).
 # usage: scripts/ci/dashboards-live.sh   (DASHBOARDS_LIVE_SECONDS=180 sets the scrape time)
-CI_NAME=dashboards-live
+export CI_NAME=dashboards-live
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 ensure_apt prometheus curl

@@ -4,7 +4,8 @@
 # defined variables. With a Prometheus URL, every expression must also return data there
 # (see dashboard_promql_check.py; scripts/ci/dashboards-live.sh provides the Prometheus).
 # usage: scripts/ci/dashboards.sh [http://127.0.0.1:PORT]
-CI_NAME=dashboards
+export CI_NAME=dashboards
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 ensure_apt prometheus

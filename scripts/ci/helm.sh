@@ -3,7 +3,8 @@
 # (sidecar) values and every deploy/helm/goodput/ci/*-values.yaml; the output passes
 # kubernetes-validate --strict and the Prometheus Operator schemas; rendered rules pass
 # promtool; the rendered goodput config passes `goodput check` (skipped until it exists).
-CI_NAME=helm
+export CI_NAME=helm
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 CHART=deploy/helm/goodput
@@ -35,8 +36,8 @@ for v in "${variants[@]}"; do
   (cd "$NPM" && node validate-k8s.mjs --expect Deployment,Service,ConfigMap,ServiceMonitor "$out") >&2 \
     || die "schema validation failed on the chart ($v)"
   if grep -q '^kind: PrometheusRule' "$out"; then
-    python3 scripts/ci/extract_rules.py "$out" "$T/$name.rules.yml" && promtool check rules "$T/$name.rules.yml" >&2 \
-      || die "promtool check rules failed ($v)"
+    python3 scripts/ci/extract_rules.py "$out" "$T/$name.rules.yml" || die "no rule groups in the chart ($v)"
+    promtool check rules "$T/$name.rules.yml" >&2 || die "promtool check rules failed ($v)"
   fi
   python3 scripts/ci/extract_configmap.py "$out" "$T/$name.goodput.yaml" || die "no config in chart output ($v)"
   if res=$("$BIN" check --config "$T/$name.goodput.yaml" 2>&1); then

@@ -4,7 +4,8 @@
 # schemas (npm @kubernetes-models/prometheus-operator); rule bodies pass promtool; the
 # committed PrometheusRule equals a fresh `goodput rules` (skipped until it exists).
 # usage: scripts/ci/k8s.sh [--update]   (--update rewrites the generated PrometheusRule)
-CI_NAME=k8s
+export CI_NAME=k8s
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 UPDATE=0; [ "${1:-}" = --update ] && UPDATE=1

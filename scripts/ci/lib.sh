@@ -64,7 +64,8 @@ ensure_npm() {
   command -v npm >/dev/null || skip "npm not available"
   mkdir -p "$dir"
   [ -f "$dir/package.json" ] || printf '{"name":"goodput-ci","private":true,"type":"module"}\n' >"$dir/package.json"
-  local stamp="$dir/.installed-$(printf '%s\n' "$@" | sha256sum | cut -c1-16)"
+  local stamp
+  stamp="$dir/.installed-$(printf '%s\n' "$@" | sha256sum | cut -c1-16)"
   if [ ! -f "$stamp" ]; then
     log "npm install $*"
     (cd "$dir" && npm install --no-audit --no-fund --silent "$@" >"$dir/npm.log" 2>&1) \

@@ -4,7 +4,8 @@
 # with a binary built on the host, then run it: --version, and `goodput check` on every
 # example config mounted read-only into a read-only container.
 # usage: scripts/ci/podman.sh [PATH/TO/goodput]   (default: see lib.sh goodput_bin)
-CI_NAME=podman
+export CI_NAME=podman
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 [ "$(id -u)" -eq 0 ] || skip "podman chroot builds need root here"
