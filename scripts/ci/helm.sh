@@ -16,7 +16,7 @@ cp scripts/ci/validate-k8s.mjs "$NPM/validate-k8s.mjs"
 BIN=$(goodput_bin)
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 "$HELM" version --short >&2
-yamllint -s -d '{extends: default, rules: {line-length: {max: 160}, document-start: disable, comments: {min-spaces-from-content: 1}, braces: {max-spaces-inside: 1}}}' \
+yamllint -s -d '{extends: default, rules: {line-length: {max: 160}, document-start: disable, comments: {min-spaces-from-content: 1}, braces: {max-spaces-inside: 1}, indentation: {spaces: consistent, indent-sequences: whatever}}}' \
   "$CHART/Chart.yaml" "$CHART/values.yaml" "$CHART"/ci/*.yaml || die "yamllint failed on the chart values"
 python3 -m json.tool "$CHART/values.schema.json" >/dev/null || die "values.schema.json is not JSON"
 

@@ -25,7 +25,7 @@ cmp config/aggregator.yaml deploy/kubernetes/overlays/aggregator/goodput.yaml \
   || die "deploy/kubernetes/overlays/aggregator/goodput.yaml differs from config/aggregator.yaml"
 
 # 2. YAML hygiene (duplicate keys, indentation) on the sources.
-yamllint -s -d '{extends: default, rules: {line-length: {max: 160}, document-start: disable, comments: {min-spaces-from-content: 1}, braces: {max-spaces-inside: 1}}}' \
+yamllint -s -d '{extends: default, rules: {line-length: {max: 160}, document-start: disable, comments: {min-spaces-from-content: 1}, braces: {max-spaces-inside: 1}, indentation: {spaces: consistent, indent-sequences: whatever}}}' \
   deploy/kubernetes config
 
 # 3. Render and validate every kustomization.
