@@ -57,7 +57,7 @@ if "$BIN" rules --config deploy/kubernetes/base/goodput.yaml --format prometheus
     die "$committed is stale: run scripts/ci/k8s.sh --update and commit it"
   fi
 elif daemon_missing "$(cat "$T/gen.err")"; then
-  daemon_skip "goodput rules (committed $committed is a hand-written placeholder): $(head -1 "$T/gen.err")"
+  daemon_skip "goodput rules, so $committed was not compared with a fresh generation: $(head -1 "$T/gen.err")"
 else
   cat "$T/gen.err" >&2; die "goodput rules failed"
 fi
