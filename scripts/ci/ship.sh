@@ -3,7 +3,7 @@
 # usage: scripts/ci/ship.sh [--live]   (--live adds dashboards-live.sh, a few minutes)
 set -euo pipefail
 cd "$(dirname "$0")"
-checks=(hadolint.sh configs.sh k8s.sh helm.sh dashboards.sh podman.sh)
+checks=(shellcheck.sh hadolint.sh configs.sh k8s.sh helm.sh dashboards.sh podman.sh)
 [ "${1:-}" = --live ] && checks+=(dashboards-live.sh)
 for c in "${checks[@]}"; do
   echo "== scripts/ci/$c"
