@@ -20,6 +20,7 @@ WIN = 'window="$window"'
 SLO = 'slo=~"$slo"'
 GPU = "gpu: needs GPU telemetry (NVML or dcgm-exporter); CI has no GPU"
 COST = "cost: needs cost.gpu_hour_dollars in the config"
+SPEC = "spec: only when the engine runs speculative decoding"
 ALERTS = "alerts: empty while nothing is pending or firing"
 TARGET_DASH = "goodput-target"
 OVERVIEW_DASH = "goodput-overview"
@@ -233,6 +234,26 @@ def kv_panels(lay, panels, sel, w=12):
         desc="Share of the window spent in each band (underloaded < 70 % <= low < 75 % <= target <= 85 % < high <= 90 % < critical)."))
 
 
+def saturation_panels(lay, panels, sel, w=8):
+    panels.append(panel(
+        lay, "timeseries", "Requests running and waiting",
+        [q(f'max by (target) (llm_slo_requests_running{{{sel}, stat="last", {WIN}}})', "{{target}} running", "A"),
+         q(f'max by (target) (llm_slo_requests_waiting{{{sel}, stat="last", {WIN}}})', "{{target}} waiting", "B")],
+        w=w, unit="short", minv=0, custom=ts(),
+        desc="A waiting queue that keeps growing means arrivals exceed what the engine can batch."))
+    panels.append(panel(
+        lay, "timeseries", "Preemptions/s",
+        [q(f"sum by (target) (llm_slo_preemptions_per_second{{{sel}, {WIN}}})", "{{target}}", "A")],
+        w=w, unit="short", minv=0, custom=ts(),
+        desc="Requests evicted from the KV cache and recomputed: the cost of running the KV cache too full."))
+    panels.append(panel(
+        lay, "timeseries", "TTFT breakdown (means)",
+        [q(f'max by (component) (llm_slo_ttft_component_mean_seconds{{{sel}, component=~"queue|prefill|other", {WIN}}})',
+           "{{component}}", "A")],
+        w=w, unit="s", minv=0, custom=ts(fill=60, stack="normal"),
+        desc="Mean TTFT split into queueing, prefill, and the rest (API server, tokenization). Means only, not quantiles."))
+
+
 def health_panels(lay, panels, tsel, w=8):
     panels.append(panel(lay, "timeseries", "Target up",
                         [q(f"max by (target) (llm_slo_target_up{{{tsel}}})", "{{target}}", "A")],
@@ -322,6 +343,9 @@ def overview():
     panels.append(row(lay, "KV cache"))
     kv_panels(lay, panels, SEL)
 
+    panels.append(row(lay, "Saturation"))
+    saturation_panels(lay, panels, SEL)
+
     panels.append(row(lay, "Alerts"))
     panels.append(alerts_table(lay, tsel))
 
@@ -379,6 +403,26 @@ def target():
         [q(f"sum by (model) (llm_slo_requests_per_second{{{sel}, {WIN}}})", "{{model}}", "A")],
         unit="reqps", custom=ts()))
     kv_panels(lay, panels, sel)
+
+    panels.append(row(lay, "Saturation and request shape"))
+    saturation_panels(lay, panels, sel)
+    panels.append(panel(
+        lay, "timeseries", "Mean prompt and output length",
+        [q(f"max by (direction) (llm_slo_request_tokens_mean{{{sel}, {WIN}}})", "{{direction}} tokens", "A")],
+        w=8, unit="short", minv=0, custom=ts(),
+        desc="Prefill-heavy (long prompts) and decode-heavy (long outputs) traffic stress different limits."))
+    panels.append(panel(
+        lay, "timeseries", "Prefix-cache hit ratio",
+        [q(f"max by (model) (llm_slo_prefix_cache_hit_ratio{{{sel}, {WIN}}})", "{{model}}", "A")],
+        w=8, unit="percentunit", minv=0, maxv=1, custom=ts()))
+    panels.append(panel(
+        lay, "timeseries", "Speculative decoding: acceptance and mean accepted length",
+        [q(f"max by (model) (llm_slo_spec_decode_acceptance_ratio{{{sel}, {WIN}}})", "{{model}} acceptance", "A", SPEC),
+         q(f"max by (model) (llm_slo_spec_decode_mean_accepted_length{{{sel}, {WIN}}})", "{{model}} mean accepted length", "B", SPEC)],
+        w=8, unit="short", minv=0, custom=ts(),
+        overrides=[{"matcher": {"id": "byRegexp", "options": ".*acceptance"},
+                    "properties": [{"id": "unit", "value": "percentunit"}, {"id": "custom.axisPlacement", "value": "right"}]}],
+        desc="Acceptance = accepted / draft tokens; mean accepted length = 1 + accepted / drafts."))
 
     panels.append(row(lay, "Alerts for this target"))
     panels.append(alerts_table(lay, tsel))
