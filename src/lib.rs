@@ -18,4 +18,5 @@ pub mod export;
 pub mod logging;
 pub mod parse;
 pub mod report;
+pub mod sim;
 pub mod window;
