@@ -1,7 +1,7 @@
 //! Every knob of the simulator (YAML with `deny_unknown_fields`) and the named profiles.
 //!
-//! The defaults model a mid-size model on one accelerator: roughly 6–7 requests/s of
-//! capacity with the default workload, bound first by the KV pool. Profiles only change
+//! The defaults model a mid-size model on one accelerator: roughly 5 requests/s (≈ 800–900
+//! output tokens/s) of capacity with the default workload, where the KV pool fills up. Profiles only change
 //! the arrival process (and, for `spec`, turn on speculative decoding), so that `steady`
 //! and `ramp` run the same engine and differ only in load.
 
@@ -174,16 +174,16 @@ impl Default for Workload {
 impl Default for EngineModel {
     fn default() -> Self {
         EngineModel {
-            num_gpu_blocks: 1200,
+            num_gpu_blocks: 2048,
             block_size: 16,
             max_num_seqs: 128,
             max_num_batched_tokens: 2048,
             max_model_len: 8192,
             chunked_prefill: true,
-            step_base_s: 0.006,
-            prefill_per_token_s: 0.00006,
-            decode_per_seq_s: 0.00005,
-            kv_per_token_s: 0.0000003,
+            step_base_s: 0.010,
+            prefill_per_token_s: 0.00008,
+            decode_per_seq_s: 0.0001,
+            kv_per_token_s: 0.000001,
             spec_tokens: 0,
             spec_acceptance: 0.7,
             spec_draft_per_token_s: 0.0004,
