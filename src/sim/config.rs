@@ -181,7 +181,7 @@ impl Default for EngineModel {
             max_model_len: 8192,
             chunked_prefill: true,
             step_base_s: 0.010,
-            prefill_per_token_s: 0.00008,
+            prefill_per_token_s: 0.00005,
             decode_per_seq_s: 0.0001,
             kv_per_token_s: 0.000001,
             spec_tokens: 0,
@@ -209,8 +209,8 @@ impl SimConfig {
             }
             Profile::Ramp => {
                 a.pattern = Pattern::Ramp;
-                a.ramp_start_rate = 1.0;
-                a.rate = 14.0;
+                a.ramp_start_rate = 0.5;
+                a.rate = 12.0;
                 a.period_s = 300.0;
             }
             Profile::Burst => {
