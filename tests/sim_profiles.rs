@@ -27,7 +27,11 @@ fn points(cfg: &SimConfig, secs: u64) -> Vec<Point> {
             t: *ms as f64 / 1000.0,
             generated: sum(body, "vllm:generation_tokens_total", &[]),
             // 0.5 s is a vLLM TTFT bucket bound, so this share is exact.
-            ttft_ok: sum(body, "vllm:time_to_first_token_seconds_bucket", &[("le", "0.5")]),
+            ttft_ok: sum(
+                body,
+                "vllm:time_to_first_token_seconds_bucket",
+                &[("le", "0.5")],
+            ),
             ttft_n: sum(body, "vllm:time_to_first_token_seconds_count", &[]),
             kv: sum(body, "vllm:kv_cache_usage_perc", &[]),
             waiting: sum(body, "vllm:num_requests_waiting", &[]),
@@ -60,17 +64,33 @@ fn ramp_saturates_the_way_real_engines_do() {
         cfg.seed = seed;
         let p = points(&cfg, 300);
         let [first, middle, last] = thirds(&p);
-        assert!(last.0 > first.0, "seed {seed}: throughput still above the unloaded third: {first:?} {last:?}");
-        assert!(last.0 > 0.75 * middle.0, "seed {seed}: throughput plateaus, no collapse: {middle:?} {last:?}");
+        assert!(
+            last.0 > first.0,
+            "seed {seed}: throughput still above the unloaded third: {first:?} {last:?}"
+        );
+        assert!(
+            last.0 > 0.75 * middle.0,
+            "seed {seed}: throughput plateaus, no collapse: {middle:?} {last:?}"
+        );
         let unloaded = span(&p, 0.0, 0.25);
-        assert!(unloaded.1 >= 0.99, "seed {seed}: TTFT SLO met while unloaded: {unloaded:?}");
-        assert!(last.1 < 0.5, "seed {seed}: TTFT SLO attainment collapses: {last:?}");
+        assert!(
+            unloaded.1 >= 0.99,
+            "seed {seed}: TTFT SLO met while unloaded: {unloaded:?}"
+        );
+        assert!(
+            last.1 < 0.5,
+            "seed {seed}: TTFT SLO attainment collapses: {last:?}"
+        );
         assert!(max(&p, |x| x.kv) > 0.9, "seed {seed}: KV usage crosses 90%");
         let end = p.last().expect("points");
         assert!(end.preemptions > 0.0, "seed {seed}: preemptions appear");
         let early_queue = max(&p[..p.len() / 3], |x| x.waiting);
-        let late_queue = p[2 * p.len() / 3..].iter().map(|x| x.waiting).sum::<f64>() / (p.len() / 3) as f64;
-        assert!(late_queue > 10.0 * (early_queue + 1.0), "seed {seed}: queue grows: {early_queue} -> {late_queue}");
+        let late_queue =
+            p[2 * p.len() / 3..].iter().map(|x| x.waiting).sum::<f64>() / (p.len() / 3) as f64;
+        assert!(
+            late_queue > 10.0 * (early_queue + 1.0),
+            "seed {seed}: queue grows: {early_queue} -> {late_queue}"
+        );
     }
 }
 
@@ -83,10 +103,23 @@ fn steady_stays_healthy() {
         let t = thirds(&p);
         for (tps, share) in t {
             assert!(share >= 0.99, "seed {seed}: TTFT SLO attainment {share}");
-            assert!((tps - t[0].0).abs() < 0.3 * t[0].0, "seed {seed}: flat throughput {t:?}");
+            assert!(
+                (tps - t[0].0).abs() < 0.3 * t[0].0,
+                "seed {seed}: flat throughput {t:?}"
+            );
         }
-        assert!(max(&p, |x| x.kv) < 0.85, "seed {seed}: KV stays below the high band");
-        assert_eq!(p.last().map(|x| x.preemptions), Some(0.0), "seed {seed}: no preemptions");
-        assert!(max(&p, |x| x.waiting) <= 5.0, "seed {seed}: no queue builds up");
+        assert!(
+            max(&p, |x| x.kv) < 0.85,
+            "seed {seed}: KV stays below the high band"
+        );
+        assert_eq!(
+            p.last().map(|x| x.preemptions),
+            Some(0.0),
+            "seed {seed}: no preemptions"
+        );
+        assert!(
+            max(&p, |x| x.waiting) <= 5.0,
+            "seed {seed}: no queue builds up"
+        );
     }
 }

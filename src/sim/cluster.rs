@@ -38,7 +38,9 @@ impl Sim {
         cfg.validate()?;
         Ok(Sim {
             arrivals: ArrivalGen::new(cfg),
-            engines: (0..cfg.engines).map(|i| Engine::new(i, &cfg.engine, cfg.seed)).collect(),
+            engines: (0..cfg.engines)
+                .map(|i| Engine::new(i, &cfg.engine, cfg.seed))
+                .collect(),
             now: 0.0,
             metrics: Metrics::new(cfg),
             truth: keep_truth.then(Vec::new),
@@ -61,7 +63,7 @@ impl Sim {
 
     /// Processes every event at or before `t` (virtual seconds). Going back is a no-op.
     pub fn advance_to(&mut self, t: f64) {
-        if !(t > self.now) {
+        if t.partial_cmp(&self.now) != Some(std::cmp::Ordering::Greater) {
             return;
         }
         let overhead = self.cfg.workload.frontend_overhead_s;
@@ -77,11 +79,17 @@ impl Sim {
                     _ => Some((i, b)),
                 });
             match step {
-                Some((i, at)) if at <= delivery && at <= t => self.engines[i].end_step(at, &mut self.events),
+                Some((i, at)) if at <= delivery && at <= t => {
+                    self.engines[i].end_step(at, &mut self.events)
+                }
                 _ if delivery <= t => {
-                    let Some(spec) = self.arrivals.pop() else { break };
+                    let Some(spec) = self.arrivals.pop() else {
+                        break;
+                    };
                     // Least loaded engine, lowest index on ties (vLLM's DP balancer).
-                    let i = (0..self.engines.len()).min_by_key(|&i| (self.engines[i].load_score(), i)).unwrap_or(0);
+                    let i = (0..self.engines.len())
+                        .min_by_key(|&i| (self.engines[i].load_score(), i))
+                        .unwrap_or(0);
                     self.events.push(Event::Arrived {
                         engine: i as u32,
                         prompt: spec.prompt,

@@ -242,40 +242,78 @@ impl SimConfig {
         let w = &self.workload;
         let a = &self.arrivals;
         let checks: [(bool, &str); 16] = [
-            (self.engines >= 1 && self.engines <= 64, "engines must be 1..=64"),
-            (!self.name.is_empty() && !self.name.contains(['/', '\\']), "name must be non-empty without slashes"),
+            (
+                self.engines >= 1 && self.engines <= 64,
+                "engines must be 1..=64",
+            ),
+            (
+                !self.name.is_empty() && !self.name.contains(['/', '\\']),
+                "name must be non-empty without slashes",
+            ),
             (e.block_size >= 1, "engine.block_size must be >= 1"),
             (e.num_gpu_blocks >= 2, "engine.num_gpu_blocks must be >= 2"),
             (e.max_num_seqs >= 1, "engine.max_num_seqs must be >= 1"),
-            (e.max_num_batched_tokens > e.spec_tokens, "engine.max_num_batched_tokens must exceed spec_tokens"),
+            (
+                e.max_num_batched_tokens > e.spec_tokens,
+                "engine.max_num_batched_tokens must exceed spec_tokens",
+            ),
             (e.max_model_len >= 2, "engine.max_model_len must be >= 2"),
             (
-                (u64::from(e.num_gpu_blocks) - 1) * u64::from(e.block_size) >= u64::from(e.max_model_len) + u64::from(e.spec_tokens),
+                (u64::from(e.num_gpu_blocks) - 1) * u64::from(e.block_size)
+                    >= u64::from(e.max_model_len) + u64::from(e.spec_tokens),
                 "the KV pool must hold one max_model_len sequence: raise engine.num_gpu_blocks or lower max_model_len",
             ),
             (
-                [e.step_base_s, e.prefill_per_token_s, e.decode_per_seq_s, e.kv_per_token_s, e.spec_draft_per_token_s]
-                    .iter()
-                    .all(|x| x.is_finite() && *x >= 0.0)
+                [
+                    e.step_base_s,
+                    e.prefill_per_token_s,
+                    e.decode_per_seq_s,
+                    e.kv_per_token_s,
+                    e.spec_draft_per_token_s,
+                ]
+                .iter()
+                .all(|x| x.is_finite() && *x >= 0.0)
                     && e.step_base_s > 0.0,
                 "engine step costs must be finite and >= 0, step_base_s > 0",
             ),
-            ((0.0..=1.0).contains(&e.spec_acceptance), "engine.spec_acceptance must be in [0, 1]"),
             (
-                [a.rate, a.ramp_start_rate, a.burst_rate].iter().all(|x| x.is_finite() && *x >= 0.0 && *x <= 1e5),
+                (0.0..=1.0).contains(&e.spec_acceptance),
+                "engine.spec_acceptance must be in [0, 1]",
+            ),
+            (
+                [a.rate, a.ramp_start_rate, a.burst_rate]
+                    .iter()
+                    .all(|x| x.is_finite() && *x >= 0.0 && *x <= 1e5),
                 "arrival rates must be in [0, 100000] requests/s",
             ),
-            (a.period_s.is_finite() && a.period_s > 0.0 && a.burst_length_s >= 0.0, "arrivals.period_s must be > 0"),
             (
-                w.prompt_median >= 1.0 && w.output_median >= 1.0 && w.prompt_sigma >= 0.0 && w.output_sigma >= 0.0
-                    && w.prompt_sigma <= 5.0 && w.output_sigma <= 5.0,
+                a.period_s.is_finite() && a.period_s > 0.0 && a.burst_length_s >= 0.0,
+                "arrivals.period_s must be > 0",
+            ),
+            (
+                w.prompt_median >= 1.0
+                    && w.output_median >= 1.0
+                    && w.prompt_sigma >= 0.0
+                    && w.output_sigma >= 0.0
+                    && w.prompt_sigma <= 5.0
+                    && w.output_sigma <= 5.0,
                 "workload medians must be >= 1 and sigmas in [0, 5]",
             ),
-            (w.max_tokens >= 1 && w.max_tokens < e.max_model_len, "workload.max_tokens must be in 1..max_model_len"),
-            ((0.0..=1.0).contains(&w.abort_fraction) && (0.0..=1.0).contains(&w.shared_prefix_fraction), "fractions must be in [0, 1]"),
             (
-                w.abort_after_min_s >= 0.0 && w.abort_after_max_s >= w.abort_after_min_s && w.client_timeout_s >= 0.0
-                    && w.frontend_overhead_s >= 0.0 && w.frontend_overhead_s < 10.0,
+                w.max_tokens >= 1 && w.max_tokens < e.max_model_len,
+                "workload.max_tokens must be in 1..max_model_len",
+            ),
+            (
+                (0.0..=1.0).contains(&w.abort_fraction)
+                    && (0.0..=1.0).contains(&w.shared_prefix_fraction),
+                "fractions must be in [0, 1]",
+            ),
+            (
+                w.abort_after_min_s >= 0.0
+                    && w.abort_after_max_s >= w.abort_after_min_s
+                    && w.client_timeout_s >= 0.0
+                    && w.frontend_overhead_s >= 0.0
+                    && w.frontend_overhead_s < 10.0,
                 "workload timeouts must be >= 0 with abort_after_min_s <= abort_after_max_s",
             ),
         ];

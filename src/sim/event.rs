@@ -11,7 +11,12 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
-    pub const ALL: [FinishReason; 4] = [FinishReason::Stop, FinishReason::Length, FinishReason::Abort, FinishReason::Error];
+    pub const ALL: [FinishReason; 4] = [
+        FinishReason::Stop,
+        FinishReason::Length,
+        FinishReason::Abort,
+        FinishReason::Error,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -51,17 +56,45 @@ pub struct Finished {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// A new request was scheduled for the first time: prefix-cache lookup in tokens.
-    PrefixQuery { engine: u32, queried: u32, hit: u32 },
+    PrefixQuery {
+        engine: u32,
+        queried: u32,
+        hit: u32,
+    },
     /// Prefill completed and the first token came out.
-    FirstToken { engine: u32, ttft: f64, prompt: u32 },
+    FirstToken {
+        engine: u32,
+        ttft: f64,
+        prompt: u32,
+    },
     /// One request got `n` new tokens in one step; `itl` is the gap since its previous
     /// token (absent for the first token).
-    Tokens { engine: u32, n: u32, itl: Option<f64> },
-    Spec { engine: u32, drafts: u32, accepted: u32 },
-    Preempted { engine: u32, at: f64 },
+    Tokens {
+        engine: u32,
+        n: u32,
+        itl: Option<f64>,
+    },
+    Spec {
+        engine: u32,
+        drafts: u32,
+        accepted: u32,
+    },
+    Preempted {
+        engine: u32,
+        at: f64,
+    },
     /// One engine step ended at `at` (vLLM's `iteration_tokens_total` observation).
-    Step { engine: u32, at: f64, iteration_tokens: u64 },
+    Step {
+        engine: u32,
+        at: f64,
+        iteration_tokens: u64,
+    },
     /// The API server accepted a request (TGI counts and validates here).
-    Arrived { engine: u32, prompt: u32, max_tokens: u32, validation: f64 },
+    Arrived {
+        engine: u32,
+        prompt: u32,
+        max_tokens: u32,
+        validation: f64,
+    },
     Finished(Finished),
 }
