@@ -6,7 +6,7 @@
 mod sim_common;
 
 use goodput::sim::config::{Profile, SimConfig};
-use sim_common::{record, sum};
+use sim_common::{Parsed, record};
 
 /// One scrape reduced to what the checks need.
 struct Point {
@@ -23,19 +23,18 @@ fn points(cfg: &SimConfig, secs: u64) -> Vec<Point> {
     let run = record(cfg, secs, 5);
     run.scrapes
         .iter()
-        .map(|(ms, body)| Point {
-            t: *ms as f64 / 1000.0,
-            generated: sum(body, "vllm:generation_tokens_total", &[]),
-            // 0.5 s is a vLLM TTFT bucket bound, so this share is exact.
-            ttft_ok: sum(
-                body,
-                "vllm:time_to_first_token_seconds_bucket",
-                &[("le", "0.5")],
-            ),
-            ttft_n: sum(body, "vllm:time_to_first_token_seconds_count", &[]),
-            kv: sum(body, "vllm:kv_cache_usage_perc", &[]),
-            waiting: sum(body, "vllm:num_requests_waiting", &[]),
-            preemptions: sum(body, "vllm:num_preemptions_total", &[]),
+        .map(|(ms, body)| {
+            let s = Parsed::new(body);
+            Point {
+                t: *ms as f64 / 1000.0,
+                generated: s.sum("vllm:generation_tokens_total", &[]),
+                // 0.5 s is a vLLM TTFT bucket bound, so this share is exact.
+                ttft_ok: s.sum("vllm:time_to_first_token_seconds_bucket", &[("le", "0.5")]),
+                ttft_n: s.sum("vllm:time_to_first_token_seconds_count", &[]),
+                kv: s.sum("vllm:kv_cache_usage_perc", &[]),
+                waiting: s.sum("vllm:num_requests_waiting", &[]),
+                preemptions: s.sum("vllm:num_preemptions_total", &[]),
+            }
         })
         .collect()
 }

@@ -9,7 +9,7 @@ mod sim_common;
 
 use goodput::sim::config::{Format, Profile, SimConfig};
 use serde_json::Value;
-use sim_common::{bounds, f, record, sum};
+use sim_common::{Parsed, bounds, f, record, sum};
 
 const MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
 
@@ -24,18 +24,19 @@ fn check_histogram(body: &str, base: &str, values: &[f64]) {
     let les = bounds(body, base);
     assert!(les.len() > 5, "{base} has buckets");
     assert_eq!(les.last().map(|l| l.1), Some(f64::INFINITY));
+    let s = Parsed::new(body);
     let got: Vec<f64> = les
         .iter()
-        .map(|(le, _)| sum(body, &format!("{base}_bucket"), &[("le", le)]))
+        .map(|(le, _)| s.sum(&format!("{base}_bucket"), &[("le", le)]))
         .collect();
     assert_eq!(got, expected_buckets(values, &les), "{base} buckets");
     assert_eq!(
-        sum(body, &format!("{base}_count"), &[]),
+        s.sum(&format!("{base}_count"), &[]),
         values.len() as f64,
         "{base} count"
     );
     let want_sum: f64 = values.iter().sum();
-    let got_sum = sum(body, &format!("{base}_sum"), &[]);
+    let got_sum = s.sum(&format!("{base}_sum"), &[]);
     assert!(
         (got_sum - want_sum).abs() <= 1e-9 * want_sum.abs().max(1.0),
         "{base} sum {got_sum} vs {want_sum}"

@@ -323,3 +323,53 @@ impl SimConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_sets_any_knob_and_rejects_unknown_ones() {
+        let c = SimConfig::from_yaml(
+            "name: llama\nengines: 2\narrivals: {pattern: burst, rate: 3}\nengine:\n  num_gpu_blocks: 4096\n  spec_tokens: 2\n",
+        )
+        .expect("valid");
+        assert_eq!(
+            (c.name.as_str(), c.engines, c.arrivals.pattern),
+            ("llama", 2, Pattern::Burst)
+        );
+        assert_eq!((c.engine.num_gpu_blocks, c.engine.spec_tokens), (4096, 2));
+        assert_eq!(
+            c.workload,
+            Workload::default(),
+            "unset sections keep defaults"
+        );
+
+        let err = SimConfig::from_yaml("engine:\n  num_gpu_blokcs: 10\n").expect_err("typo");
+        assert!(
+            err.contains("num_gpu_blokcs") && err.contains('2'),
+            "names the key and its line: {err}"
+        );
+        let err = SimConfig::from_yaml("engine: {num_gpu_blocks: 10}\n").expect_err("too small");
+        assert!(err.contains("num_gpu_blocks"), "{err}");
+    }
+
+    #[test]
+    fn every_profile_is_valid_and_ramp_passes_the_steady_rate() {
+        for p in [
+            Profile::Steady,
+            Profile::Ramp,
+            Profile::Burst,
+            Profile::Spec,
+        ] {
+            SimConfig::profile(p).validate().expect("profile validates");
+        }
+        let steady = SimConfig::profile(Profile::Steady);
+        let ramp = SimConfig::profile(Profile::Ramp);
+        assert!(ramp.arrivals.rate > 3.0 * steady.arrivals.rate);
+        assert_eq!(
+            ramp.engine, steady.engine,
+            "profiles differ in load, not in the engine"
+        );
+    }
+}

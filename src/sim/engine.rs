@@ -50,6 +50,9 @@ pub struct Engine {
     rng: ChaCha8Rng,
     /// End of the step in flight.
     busy_until: Option<f64>,
+    /// Earliest client give-up among queued and running requests (a lower bound), so that
+    /// steps need not scan a long queue for aborts every time.
+    next_abort: f64,
 }
 
 impl Engine {
@@ -62,6 +65,7 @@ impl Engine {
             pool: BlockPool::new(cfg.num_gpu_blocks),
             rng: ChaCha8Rng::seed_from_u64(seed ^ (0xe4_9143 + u64::from(index))),
             busy_until: None,
+            next_abort: f64::INFINITY,
         }
     }
 
@@ -108,6 +112,9 @@ impl Engine {
 
     /// A request reaches the engine queue at `now`; starts a step if the engine was idle.
     pub fn enqueue(&mut self, spec: RequestSpec, now: f64, out: &mut Vec<Event>) {
+        if let Some(t) = spec.abort_at {
+            self.next_abort = self.next_abort.min(t);
+        }
         self.waiting.push_back(Req {
             spec,
             enqueued: now,
@@ -242,6 +249,16 @@ impl Engine {
 
     /// Aborts every request whose client has given up by `now`.
     fn abort_expired(&mut self, now: f64, out: &mut Vec<Event>) {
+        if now < self.next_abort {
+            return;
+        }
+        self.next_abort = self
+            .running
+            .iter()
+            .chain(&self.waiting)
+            .filter_map(|r| r.spec.abort_at)
+            .filter(|t| *t > now)
+            .fold(f64::INFINITY, f64::min);
         let expired = |r: &Req| r.spec.abort_at.is_some_and(|t| t <= now);
         let mut i = 0;
         while i < self.running.len() {
@@ -391,5 +408,93 @@ impl Engine {
                 + kv as f64 * c.kv_per_token_s
                 + drafts as f64 * c.spec_draft_per_token_s,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sim::Sim;
+    use crate::sim::config::SimConfig;
+    use crate::sim::event::FinishReason;
+
+    /// One lone request: its latencies follow from the step-cost formula by hand.
+    #[test]
+    fn lone_request_timing_follows_the_cost_model() {
+        let mut c = SimConfig::default();
+        c.arrivals.rate = 0.0001;
+        let w = &mut c.workload;
+        (
+            w.prompt_median,
+            w.prompt_sigma,
+            w.output_median,
+            w.output_sigma,
+        ) = (100.0, 0.0, 10.0, 0.0);
+        (
+            w.abort_fraction,
+            w.client_timeout_s,
+            w.shared_prefix_fraction,
+        ) = (0.0, 0.0, 0.0);
+        let mut sim = Sim::new(&c, true).expect("valid");
+        sim.advance_to(1e9);
+        let f = sim
+            .finished()
+            .first()
+            .expect("one request finished")
+            .clone();
+        let e = &c.engine;
+        let prefill = e.step_base_s + 100.0 * e.prefill_per_token_s + 100.0 * e.kv_per_token_s;
+        let decode: f64 = (1..10)
+            .map(|g| e.step_base_s + e.decode_per_seq_s + f64::from(100 + g) * e.kv_per_token_s)
+            .sum();
+        assert_eq!(
+            (f.prompt, f.output, f.reason),
+            (100, 10, FinishReason::Stop)
+        );
+        assert!(
+            (f.ttft.expect("first token") - (c.workload.frontend_overhead_s + prefill)).abs()
+                < 1e-9
+        );
+        assert!((f.queue).abs() < 1e-12, "an idle engine schedules at once");
+        assert!((f.prefill - prefill).abs() < 1e-9);
+        assert!((f.decode - decode).abs() < 1e-9);
+        assert!((f.tpot - decode / 9.0).abs() < 1e-9);
+        assert!((f.e2e - (c.workload.frontend_overhead_s + prefill + decode)).abs() < 1e-9);
+    }
+
+    /// A pool that holds barely two long requests forces preemption by recompute, and
+    /// every request still completes with all its tokens.
+    #[test]
+    fn tight_pool_preempts_and_recomputes() {
+        let mut c = SimConfig::default();
+        c.engine.max_model_len = 2048;
+        c.engine.num_gpu_blocks = 200;
+        c.arrivals.rate = 20.0;
+        let w = &mut c.workload;
+        (
+            w.prompt_median,
+            w.prompt_sigma,
+            w.output_median,
+            w.output_sigma,
+            w.max_tokens,
+        ) = (600.0, 0.0, 500.0, 0.0, 1000);
+        (w.abort_fraction, w.client_timeout_s) = (0.0, 0.0);
+        let mut sim = Sim::new(&c, true).expect("valid");
+        sim.advance_to(60.0);
+        let body = sim.render();
+        let exp =
+            crate::parse::parse(body.as_bytes(), &crate::parse::Limits::default()).expect("parses");
+        let preemptions: f64 = exp
+            .samples
+            .iter()
+            .filter(|s| s.name == "vllm:num_preemptions_total")
+            .map(|s| s.value)
+            .sum();
+        assert!(preemptions > 0.0, "the tight pool preempted");
+        assert!(sim.finished().len() > 10);
+        assert!(
+            sim.finished()
+                .iter()
+                .all(|f| f.output == 500 && f.reason == FinishReason::Stop)
+        );
     }
 }

@@ -71,13 +71,45 @@ pub fn read_jsonl(path: &Path) -> Vec<Value> {
 
 /// Sum over every sample named `name` whose labels include all of `want`.
 pub fn sum(body: &str, name: &str, want: &[(&str, &str)]) -> f64 {
-    let exp = parse(body.as_bytes(), &Limits::default()).expect("scrape parses");
-    assert!(exp.duplicates.is_empty(), "duplicate series");
-    exp.samples
-        .iter()
-        .filter(|s| s.name == name && want.iter().all(|(k, v)| exp.label(s, k) == Some(*v)))
-        .map(|s| s.value)
-        .sum()
+    Parsed::new(body).sum(name, want)
+}
+
+/// One scrape parsed once, for many lookups.
+pub struct Parsed {
+    samples: Vec<(String, Vec<(String, String)>, f64)>,
+}
+
+impl Parsed {
+    pub fn new(body: &str) -> Parsed {
+        let exp = parse(body.as_bytes(), &Limits::default()).expect("scrape parses");
+        assert!(exp.duplicates.is_empty(), "duplicate series");
+        let samples = exp
+            .samples
+            .iter()
+            .map(|s| {
+                let labels = exp
+                    .labels_of(s)
+                    .iter()
+                    .map(|l| (l.name.to_string(), l.value.to_string()))
+                    .collect();
+                (s.name.to_string(), labels, s.value)
+            })
+            .collect();
+        Parsed { samples }
+    }
+
+    pub fn sum(&self, name: &str, want: &[(&str, &str)]) -> f64 {
+        self.samples
+            .iter()
+            .filter(|(n, labels, _)| {
+                n == name
+                    && want
+                        .iter()
+                        .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+            })
+            .map(|(_, _, v)| *v)
+            .sum()
+    }
 }
 
 /// The `le` bounds of histogram `base` in order (as floats, `+Inf` last).
