@@ -74,9 +74,12 @@ pub fn sum(body: &str, name: &str, want: &[(&str, &str)]) -> f64 {
     Parsed::new(body).sum(name, want)
 }
 
+/// A sample's name, labels and value.
+type OwnedSample = (String, Vec<(String, String)>, f64);
+
 /// One scrape parsed once, for many lookups.
 pub struct Parsed {
-    samples: Vec<(String, Vec<(String, String)>, f64)>,
+    samples: Vec<OwnedSample>,
 }
 
 impl Parsed {
