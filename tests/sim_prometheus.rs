@@ -122,11 +122,12 @@ async fn real_prometheus_scrapes_the_live_simulator() {
         )
         .await;
         let engines = query(port, "count(vllm:kv_cache_usage_perc)").await;
-        if let (Some(up), Some(tokens), Some(p99), Some(engines)) = (up, tokens, p99, engines) {
-            if tokens > 0.0 && p99.is_finite() {
-                got = Some((up, tokens, p99, engines));
-                break;
-            }
+        if let (Some(up), Some(tokens), Some(p99), Some(engines)) = (up, tokens, p99, engines)
+            && tokens > 0.0
+            && p99.is_finite()
+        {
+            got = Some((up, tokens, p99, engines));
+            break;
         }
     }
     let (up, tokens, p99, engines) =
