@@ -165,7 +165,7 @@ fn promtool_accepts_every_format() {
         );
         // Exit 3 = lint findings only; the only findings allowed are the real engines' own
         // naming habits (':' in names, vLLM's histogram named `_total`, TGI counters
-        // without `_total`).
+        // without `_total` or HELP).
         let code = out.status.code();
         assert!(
             code == Some(0) || code == Some(3),
@@ -176,8 +176,73 @@ fn promtool_accepts_every_format() {
                 || line.starts_with("vllm:iteration_tokens_total non-counter")
                 || (format == Format::Tgi
                     && (line.contains("should have \"_total\" suffix")
-                        || line.contains("should not have \"_count\" suffix")));
+                        || line.contains("should not have \"_count\" suffix")
+                        || line.contains("no help text")));
             assert!(known, "{format:?}: unexpected promtool finding: {line}");
         }
     }
+}
+
+#[test]
+fn sglang_exposition_matches_a_real_sglang_scrape() {
+    let Some(real) = fixture("sglang-0.5.x-dynamo-sglang-only.prom") else {
+        assert!(!require_tools(), "real SGLang fixture missing");
+        eprintln!("SKIP: real SGLang fixture not found");
+        return;
+    };
+    let mut cfg = SimConfig::profile(Profile::Steady);
+    cfg.format = Format::Sglang;
+    cfg.model = "Qwen/Qwen3-0.6B".into();
+    let mut sim = Sim::new(&cfg, false).expect("sim");
+    sim.advance_to(30.0);
+    let ours = shape(&sim.render());
+    let theirs = shape(&real);
+    let mut compared = 0;
+    for (name, o) in &ours {
+        let Some(t) = theirs.get(name) else { continue };
+        assert_eq!((o.0, &o.1), (t.0, &t.1), "{name}: TYPE/HELP");
+        for (sample, labels) in &t.2 {
+            // `pid` is a process id some SGLang gauges carry; the simulator has no process.
+            let real_names: BTreeSet<&String> = labels.iter().filter(|l| *l != "pid").collect();
+            let our_names: BTreeSet<&String> = o.2[sample].iter().collect();
+            assert_eq!(our_names, real_names, "{sample}: label names");
+        }
+        assert_eq!(o.3, t.3, "{name}: bucket bounds, as printed");
+        compared += 1;
+    }
+    eprintln!("compared {compared} of {} families", ours.len());
+    assert!(compared >= 12, "compared {compared} families");
+}
+
+#[test]
+fn tgi_exposition_matches_a_real_tgi_scrape() {
+    let Some(real) = fixture("tgi-3.3.5-datadog-hugging_face_tgi.prom") else {
+        assert!(!require_tools(), "real TGI fixture missing");
+        eprintln!("SKIP: real TGI fixture not found");
+        return;
+    };
+    let mut cfg = SimConfig::profile(Profile::Steady);
+    cfg.format = Format::Tgi;
+    let mut sim = Sim::new(&cfg, false).expect("sim");
+    sim.advance_to(30.0);
+    let ours = shape(&sim.render());
+    let theirs = shape(&real);
+    let mut compared = 0;
+    for (name, o) in &ours {
+        // Set at warm-up by TGI's v3 backend, absent from this particular scrape.
+        if name == "tgi_batch_max_total_tokens" {
+            continue;
+        }
+        let t = theirs
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is not a real TGI family"));
+        assert_eq!((o.0, &o.1), (t.0, &t.1), "{name}: TYPE/HELP");
+        assert_eq!(o.2, t.2, "{name}: sample and label names");
+        if name.ends_with("duration") {
+            // Only the duration buckets are fixed; token buckets scale with the server's limits.
+            assert_eq!(o.3, t.3, "{name}: bucket bounds, as printed");
+        }
+        compared += 1;
+    }
+    assert!(compared >= 12, "compared {compared} families");
 }

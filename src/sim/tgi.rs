@@ -105,7 +105,8 @@ impl TgiMetrics {
         );
         w.gauge(
             "tgi_batch_max_total_tokens",
-            Some("Maximum amount of tokens in total."),
+            // Set once at warm-up and never described, so TGI prints no HELP for it.
+            None,
             [(n, self.max_total_tokens as f64)],
         );
         let hists: [(&str, &str, &Histogram); 8] = [
@@ -132,7 +133,7 @@ impl TgiMetrics {
             ),
             (
                 "tgi_request_queue_duration",
-                "Time spent in the queue per request",
+                "Request queue duration",
                 &self.queue,
             ),
             (
