@@ -122,3 +122,39 @@ fn steady_stays_healthy() {
         );
     }
 }
+
+#[test]
+fn bursts_cause_transient_overload_that_recovers() {
+    let cfg = SimConfig::profile(Profile::Burst);
+    let period = cfg.arrivals.period_s;
+    let p = points(&cfg, 180);
+    // Phase of each scrape within the burst cycle.
+    let start = cfg.start_unix_s as f64;
+    let phase = |x: &Point| (x.t - start).rem_euclid(period);
+    let in_burst: Vec<&Point> = p.iter().filter(|x| phase(x) < 15.0).collect();
+    let calm: Vec<&Point> = p.iter().filter(|x| phase(x) > 40.0).collect();
+    assert!(!in_burst.is_empty() && !calm.is_empty());
+    let peak_kv = in_burst.iter().map(|x| x.kv).fold(0.0, f64::max);
+    let calm_kv = calm.iter().map(|x| x.kv).fold(0.0, f64::max);
+    assert!(peak_kv > 0.9, "bursts fill the KV cache: {peak_kv}");
+    assert!(calm_kv < 0.75, "and it drains between bursts: {calm_kv}");
+    assert!(
+        calm.iter().all(|x| x.waiting <= 3.0),
+        "no queue left between bursts"
+    );
+    // TTFT SLO attainment dips right after bursts and is perfect between them.
+    let share = |a: &Point, b: &Point| (b.ttft_ok - a.ttft_ok) / (b.ttft_n - a.ttft_n);
+    let dips = p
+        .windows(2)
+        .filter(|w| phase(&w[1]) < 15.0)
+        .map(|w| share(&w[0], &w[1]));
+    assert!(dips.fold(1.0, f64::min) < 0.5, "bursts hurt TTFT");
+    let quiet = p
+        .windows(2)
+        .filter(|w| phase(&w[0]) > 40.0)
+        .map(|w| share(&w[0], &w[1]));
+    assert!(
+        quiet.fold(1.0, f64::min) >= 0.99,
+        "calm stretches meet the SLO"
+    );
+}

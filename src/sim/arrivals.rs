@@ -158,6 +158,21 @@ mod tests {
     use crate::sim::config::Profile;
 
     #[test]
+    fn ramp_and_bursts_loop_with_their_period() {
+        for p in [Profile::Ramp, Profile::Burst] {
+            let a = SimConfig::profile(p).arrivals;
+            for x in [0.0, 1.0, 4.9, 17.5, a.period_s * 0.99] {
+                let r = ArrivalGen::rate_at(&a, x);
+                let later = ArrivalGen::rate_at(&a, x + 3.0 * a.period_s);
+                assert!((r - later).abs() < 1e-9, "{p:?} at {x}: {r} vs {later}");
+            }
+        }
+        let ramp = SimConfig::profile(Profile::Ramp).arrivals;
+        assert_eq!(ArrivalGen::rate_at(&ramp, 0.0), ramp.ramp_start_rate);
+        assert!(ArrivalGen::rate_at(&ramp, ramp.period_s * 0.999) > 0.99 * ramp.rate);
+    }
+
+    #[test]
     fn ramp_rate_rises_and_count_matches_integral() {
         let c = SimConfig::profile(Profile::Ramp);
         let mut g = ArrivalGen::new(&c);
