@@ -63,6 +63,13 @@ pub fn run_many(cfgs: &[SimConfig], out_dir: &Path, opts: &Options) -> Result<Su
     let mut in_flight = String::new();
     for cfg in cfgs {
         let dir = out_dir.join(&cfg.name);
+        // Mixing two runs' scrapes would make a recording no run produced.
+        if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
+            return Err(format!(
+                "{} already holds a recording; remove it or choose another --out",
+                dir.display()
+            ));
+        }
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let mut sim = Sim::new(cfg, true)?;
