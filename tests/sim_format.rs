@@ -118,6 +118,21 @@ fn vllm_exposition_matches_a_real_vllm_scrape() {
         compared += 1;
     }
     assert!(compared >= 30, "compared {compared} families");
+
+    // The default collectors' families, as in a real single-process vLLM scrape.
+    let Some(v0) = fixture("vllm-v0-0.4.x-datadog-fixture-v0part.prom") else {
+        return;
+    };
+    let theirs = shape(&v0);
+    let runtime: Vec<&String> = theirs
+        .keys()
+        .filter(|n| n.starts_with("python_") || n.starts_with("process_"))
+        .collect();
+    assert_eq!(runtime.len(), 10);
+    for name in runtime {
+        let (o, t) = (&ours[name], &theirs[name]);
+        assert_eq!((o.0, &o.1, &o.2), (t.0, &t.1, &t.2), "{name}");
+    }
 }
 
 #[test]

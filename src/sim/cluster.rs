@@ -116,7 +116,7 @@ impl Sim {
 
     /// The scrape body at the current instant.
     pub fn render(&self) -> String {
-        self.metrics.render(&self.engines)
+        self.metrics.render(&self.engines, self.now)
     }
 
     /// Finished requests so far (empty unless built with `keep_truth`).

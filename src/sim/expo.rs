@@ -129,6 +129,22 @@ impl Writer {
         }
     }
 
+    /// A counter from a custom collector (no `_created`), with float values.
+    pub fn counter_no_created<'a>(
+        &mut self,
+        base: &str,
+        help: &str,
+        rows: impl IntoIterator<Item = (&'a Labels, f64)>,
+    ) {
+        let total = format!("{base}_total");
+        self.header(&total, Some(help), "counter");
+        for (l, v) in rows {
+            let ls = render_labels(l, None);
+            self.line(&total, &ls, v);
+        }
+        self.end_family();
+    }
+
     fn created<'a>(
         &mut self,
         base: &str,

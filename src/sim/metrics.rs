@@ -30,10 +30,10 @@ impl Metrics {
         }
     }
 
-    /// One scrape body (text format 0.0.4).
-    pub fn render(&self, engines: &[Engine]) -> String {
+    /// One scrape body (text format 0.0.4) at virtual time `now`.
+    pub fn render(&self, engines: &[Engine], now: f64) -> String {
         match self {
-            Metrics::Vllm(m) => m.render(engines),
+            Metrics::Vllm(m) => m.render(engines, now),
             Metrics::Sglang(m) => m.render(engines),
             Metrics::Tgi(m) => m.render(engines),
         }

@@ -17,6 +17,7 @@ pub mod kv;
 pub mod live;
 pub mod metrics;
 pub mod offline;
+pub mod process;
 pub mod pyfmt;
 pub mod sglang;
 pub mod tgi;

@@ -182,8 +182,10 @@ impl VllmMetrics {
         }
     }
 
-    pub fn render(&self, engines: &[Engine]) -> String {
+    /// The scrape body at virtual time `now`.
+    pub fn render(&self, engines: &[Engine], now: f64) -> String {
         let mut w = Writer::new(Style::Python);
+        super::process::write(&mut w, self.created, now);
         let at = self.created;
         let es = &self.engines;
         let gauge = |w: &mut Writer, name: &str, help: &str, f: &dyn Fn(&Engine) -> f64| {
