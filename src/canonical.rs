@@ -12,9 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// Which inference server produced a scrape.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
     Vllm,
@@ -25,13 +23,7 @@ pub enum Engine {
 }
 
 impl Engine {
-    pub const ALL: [Engine; 5] = [
-        Engine::Vllm,
-        Engine::Sglang,
-        Engine::Tgi,
-        Engine::Trtllm,
-        Engine::Nim,
-    ];
+    pub const ALL: [Engine; 5] = [Engine::Vllm, Engine::Sglang, Engine::Tgi, Engine::Trtllm, Engine::Nim];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -240,9 +232,7 @@ impl ModelSnapshot {
 
     /// All shards of a counter summed.
     pub fn counter_total(&self, kind: CounterKind) -> Option<f64> {
-        self.counters
-            .get(&kind)
-            .map(|v| v.iter().map(|s| s.value.value).sum())
+        self.counters.get(&kind).map(|v| v.iter().map(|s| s.value.value).sum())
     }
 
     /// All shards of a gauge summed (ranks of one model add up; usage is averaged).
@@ -285,16 +275,8 @@ impl Snapshot {
     pub fn absent(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
         let any_h = |k| self.models.values().any(|m| m.has_histogram(k));
-        let any_c = |k| {
-            self.models
-                .values()
-                .any(|m| m.counters.get(&k).is_some_and(|v| !v.is_empty()))
-        };
-        let any_g = |k| {
-            self.models
-                .values()
-                .any(|m| m.gauges.get(&k).is_some_and(|v| !v.is_empty()))
-        };
+        let any_c = |k| self.models.values().any(|m| m.counters.get(&k).is_some_and(|v| !v.is_empty()));
+        let any_g = |k| self.models.values().any(|m| m.gauges.get(&k).is_some_and(|v| !v.is_empty()));
         for &k in HistogramKind::ALL {
             if !any_h(k) {
                 out.push(k.as_str());

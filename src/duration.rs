@@ -9,8 +9,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if s.is_empty() {
         return Err("empty duration; write e.g. 5s, 1m or 250ms".into());
     }
-    humantime::parse_duration(s)
-        .map_err(|e| format!("invalid duration {s:?} ({e}); write e.g. 5s, 1m or 250ms"))
+    humantime::parse_duration(s).map_err(|e| format!("invalid duration {s:?} ({e}); write e.g. 5s, 1m or 250ms"))
 }
 
 /// Formats a duration compactly, the way Prometheus writes ranges: `30s`, `5m`, `1h30m`, `250ms`.
@@ -20,13 +19,7 @@ pub fn format_duration(d: Duration) -> String {
         return "0s".into();
     }
     let mut out = String::new();
-    for (unit, len) in [
-        ("d", 86_400_000u128),
-        ("h", 3_600_000),
-        ("m", 60_000),
-        ("s", 1000),
-        ("ms", 1),
-    ] {
+    for (unit, len) in [("d", 86_400_000u128), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)] {
         if ms >= len {
             out.push_str(&format!("{}{unit}", ms / len));
             ms %= len;

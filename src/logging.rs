@@ -5,9 +5,7 @@ use tracing_subscriber::EnvFilter;
 
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     // A second init (tests calling `cli::main` twice) is harmless, so the error is ignored.
     let _ = match format {
         LogFormat::Human => builder.try_init(),

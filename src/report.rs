@@ -91,13 +91,7 @@ pub enum KvBand {
 }
 
 impl KvBand {
-    pub const ALL: [KvBand; 5] = [
-        KvBand::Underloaded,
-        KvBand::Low,
-        KvBand::Target,
-        KvBand::High,
-        KvBand::Critical,
-    ];
+    pub const ALL: [KvBand; 5] = [KvBand::Underloaded, KvBand::Low, KvBand::Target, KvBand::High, KvBand::Critical];
 
     pub fn as_str(self) -> &'static str {
         match self {

@@ -20,11 +20,7 @@ pub struct AdaptError(pub String);
 
 /// Maps one parsed exposition onto the canonical model. `default_model` names the model
 /// for engines whose metrics carry no model label (TGI).
-pub fn adapt(
-    exposition: &Exposition<'_>,
-    hint: EngineHint,
-    default_model: &str,
-) -> Result<Snapshot, AdaptError> {
+pub fn adapt(exposition: &Exposition<'_>, hint: EngineHint, default_model: &str) -> Result<Snapshot, AdaptError> {
     let _ = (exposition, hint, default_model);
     Err(AdaptError("adapters are not built yet".into()))
 }

@@ -19,12 +19,7 @@ pub struct KvThresholds {
 
 impl Default for KvThresholds {
     fn default() -> Self {
-        KvThresholds {
-            underloaded: 0.70,
-            target_low: 0.75,
-            target_high: 0.85,
-            critical: 0.90,
-        }
+        KvThresholds { underloaded: 0.70, target_low: 0.75, target_high: 0.85, critical: 0.90 }
     }
 }
 

@@ -27,10 +27,7 @@ pub enum ParseErrorKind {
 
 impl ParseError {
     pub(crate) fn at(line: impl TryInto<usize>, kind: ParseErrorKind) -> Self {
-        ParseError {
-            line: line.try_into().unwrap_or(usize::MAX),
-            kind,
-        }
+        ParseError { line: line.try_into().unwrap_or(usize::MAX), kind }
     }
 
     pub(crate) fn whole(kind: ParseErrorKind) -> Self {
@@ -56,15 +53,9 @@ impl fmt::Display for ParseErrorKind {
             ParseErrorKind::BodyTooLarge { limit, got } => {
                 write!(f, "body is {got} bytes, over the limit of {limit} bytes")
             }
-            ParseErrorKind::TooManySamples { limit } => {
-                write!(f, "more than {limit} samples in one scrape")
-            }
-            ParseErrorKind::TooManyLabels { limit } => {
-                write!(f, "more than {limit} labels on one sample")
-            }
-            ParseErrorKind::LabelNameTooLong { limit } => {
-                write!(f, "label name longer than {limit} bytes")
-            }
+            ParseErrorKind::TooManySamples { limit } => write!(f, "more than {limit} samples in one scrape"),
+            ParseErrorKind::TooManyLabels { limit } => write!(f, "more than {limit} labels on one sample"),
+            ParseErrorKind::LabelNameTooLong { limit } => write!(f, "label name longer than {limit} bytes"),
             ParseErrorKind::LabelValueTooLong { name, limit } => {
                 write!(f, "value of label {name:?} longer than {limit} bytes")
             }

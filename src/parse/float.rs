@@ -17,11 +17,7 @@ pub fn parse_f64(s: &str) -> Option<f64> {
     }
     let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
     if unsigned.eq_ignore_ascii_case("inf") || unsigned.eq_ignore_ascii_case("infinity") {
-        return Some(if first == b'-' {
-            f64::NEG_INFINITY
-        } else {
-            f64::INFINITY
-        });
+        return Some(if first == b'-' { f64::NEG_INFINITY } else { f64::INFINITY });
     }
     if s.eq_ignore_ascii_case("nan") {
         return Some(f64::NAN);
@@ -37,15 +33,9 @@ mod tests {
     fn prometheus_forms() {
         assert_eq!(parse_f64("2"), Some(2.0));
         assert_eq!(parse_f64("2.0"), parse_f64("2"));
-        assert_eq!(
-            parse_f64("1.7682643398898673e+09"),
-            Some(1.7682643398898673e9)
-        );
+        assert_eq!(parse_f64("1.7682643398898673e+09"), Some(1.7682643398898673e9));
         assert_eq!(parse_f64("1.15891634176e+011"), Some(1.15891634176e11));
-        assert_eq!(
-            parse_f64("0.00015000000000000001"),
-            Some(0.00015000000000000001)
-        );
+        assert_eq!(parse_f64("0.00015000000000000001"), Some(0.00015000000000000001));
         assert_eq!(parse_f64("+Inf"), Some(f64::INFINITY));
         assert_eq!(parse_f64("-Inf"), Some(f64::NEG_INFINITY));
         assert_eq!(parse_f64("inf"), Some(f64::INFINITY));

@@ -14,18 +14,14 @@ pub(super) fn is_metric_name(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && (b[0].is_ascii_alphabetic() || b[0] == b'_' || b[0] == b':')
-        && b[1..]
-            .iter()
-            .all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b':')
+        && b[1..].iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b':')
 }
 
 fn is_label_name(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b[1..]
-            .iter()
-            .all(|&c| c.is_ascii_alphanumeric() || c == b'_')
+        && b[1..].iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
 /// HELP text escapes: `\\` and `\n`. Anything else after a backslash is kept as written.
@@ -86,9 +82,7 @@ pub(super) fn parse_sample<'a>(
         i = skip_blanks(b, i);
     } else if i == name.len() && i < b.len() {
         // The name ran into a character that can neither continue it nor end it.
-        return Err(ParseErrorKind::InvalidMetricName(
-            line.split([' ', '\t']).next().unwrap_or(line).to_string(),
-        ));
+        return Err(ParseErrorKind::InvalidMetricName(line.split([' ', '\t']).next().unwrap_or(line).to_string()));
     }
     if i >= b.len() {
         return Err(syntax(format!("sample {name:?} has no value")));
@@ -115,16 +109,9 @@ pub(super) fn parse_sample<'a>(
     }
     // Whatever follows must be an OpenMetrics exemplar, which we skip.
     if i < b.len() && b[i] != b'#' {
-        return Err(syntax(format!(
-            "unexpected text {:?} after the sample value",
-            &line[i..]
-        )));
+        return Err(syntax(format!("unexpected text {:?} after the sample value", &line[i..])));
     }
-    Ok(ParsedSample {
-        name,
-        value,
-        timestamp,
-    })
+    Ok(ParsedSample { name, value, timestamp })
 }
 
 /// Parses `label="value",…}` starting just after `{`; returns the index after `}`.
@@ -150,16 +137,11 @@ fn parse_labels<'a>(
         }
         let lname = &line[nstart..i];
         if !is_label_name(lname) {
-            let shown: String = line[nstart..]
-                .chars()
-                .take_while(|&c| c != '=' && c != ',' && c != '}')
-                .collect();
+            let shown: String = line[nstart..].chars().take_while(|&c| c != '=' && c != ',' && c != '}').collect();
             return Err(ParseErrorKind::InvalidLabelName(shown));
         }
         if lname.len() > limits.max_label_name_bytes {
-            return Err(ParseErrorKind::LabelNameTooLong {
-                limit: limits.max_label_name_bytes,
-            });
+            return Err(ParseErrorKind::LabelNameTooLong { limit: limits.max_label_name_bytes });
         }
         i = skip_blanks(b, i);
         if i >= b.len() || b[i] != b'=' {
@@ -167,9 +149,7 @@ fn parse_labels<'a>(
         }
         i = skip_blanks(b, i + 1);
         if i >= b.len() || b[i] != b'"' {
-            return Err(syntax(format!(
-                "expected '\"' to open the value of label {lname:?}"
-            )));
+            return Err(syntax(format!("expected '\"' to open the value of label {lname:?}")));
         }
         i += 1;
         let vstart = i;
@@ -177,20 +157,14 @@ fn parse_labels<'a>(
         // memchr2 finds the closing quote or the next escape without a byte loop.
         loop {
             match memchr::memchr2(b'"', b'\\', &b[i..]) {
-                None => {
-                    return Err(syntax(format!(
-                        "value of label {lname:?} is not closed with '\"'"
-                    )));
-                }
+                None => return Err(syntax(format!("value of label {lname:?} is not closed with '\"'"))),
                 Some(off) => {
                     i += off;
                     if b[i] == b'\\' {
                         escaped = true;
                         i += 2;
                         if i > b.len() {
-                            return Err(syntax(format!(
-                                "value of label {lname:?} is not closed with '\"'"
-                            )));
+                            return Err(syntax(format!("value of label {lname:?} is not closed with '\"'")));
                         }
                     } else {
                         break;
@@ -201,23 +175,14 @@ fn parse_labels<'a>(
         let raw = &line[vstart..i];
         i += 1; // closing quote
         if raw.len() > limits.max_label_value_bytes {
-            return Err(ParseErrorKind::LabelValueTooLong {
-                name: lname.to_string(),
-                limit: limits.max_label_value_bytes,
-            });
+            return Err(ParseErrorKind::LabelValueTooLong { name: lname.to_string(), limit: limits.max_label_value_bytes });
         }
-        let value = if escaped {
-            Cow::Owned(unescape_label(raw))
-        } else {
-            Cow::Borrowed(raw)
-        };
+        let value = if escaped { Cow::Owned(unescape_label(raw)) } else { Cow::Borrowed(raw) };
         if labels[first..].iter().any(|l| l.name == lname) {
             return Err(ParseErrorKind::DuplicateLabel(lname.to_string()));
         }
         if labels.len() - first >= limits.max_labels_per_sample {
-            return Err(ParseErrorKind::TooManyLabels {
-                limit: limits.max_labels_per_sample,
-            });
+            return Err(ParseErrorKind::TooManyLabels { limit: limits.max_labels_per_sample });
         }
         labels.push(Label { name: lname, value });
         i = skip_blanks(b, i);
@@ -226,9 +191,7 @@ fn parse_labels<'a>(
         } else if i < b.len() && b[i] == b'}' {
             return Ok(i + 1);
         } else {
-            return Err(syntax(format!(
-                "expected ',' or '}}' after the value of label {lname:?}"
-            )));
+            return Err(syntax(format!("expected ',' or '}}' after the value of label {lname:?}")));
         }
     }
 }

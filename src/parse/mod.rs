@@ -137,10 +137,7 @@ impl<'a> Exposition<'a> {
 
     /// The value of label `name` on sample `s`, if present.
     pub fn label<'s>(&'s self, s: &Sample<'a>, name: &str) -> Option<&'s str> {
-        self.labels_of(s)
-            .iter()
-            .find(|l| l.name == name)
-            .map(|l| l.value.as_ref())
+        self.labels_of(s).iter().find(|l| l.name == name).map(|l| l.value.as_ref())
     }
 
     /// The family a sample belongs to.
@@ -301,24 +298,15 @@ impl<'a> Parser<'a> {
         }
         let (name, rest) = split_token(rest);
         if name.is_empty() {
-            return Err(ParseError::at(
-                lineno,
-                ParseErrorKind::Syntax(format!("{keyword} without a metric name")),
-            ));
+            return Err(ParseError::at(lineno, ParseErrorKind::Syntax(format!("{keyword} without a metric name"))));
         }
         if !line::is_metric_name(name) {
-            return Err(ParseError::at(
-                lineno,
-                ParseErrorKind::InvalidMetricName(name.to_string()),
-            ));
+            return Err(ParseError::at(lineno, ParseErrorKind::InvalidMetricName(name.to_string())));
         }
         match keyword {
             "TYPE" => {
                 let kind = MetricType::from_token(rest.trim()).ok_or_else(|| {
-                    ParseError::at(
-                        lineno,
-                        ParseErrorKind::Syntax(format!("unknown metric type {:?}", rest.trim())),
-                    )
+                    ParseError::at(lineno, ParseErrorKind::Syntax(format!("unknown metric type {:?}", rest.trim())))
                 })?;
                 let idx = self.family_entry(name);
                 self.out.families[idx as usize].kind = kind;
@@ -339,12 +327,7 @@ impl<'a> Parser<'a> {
             return i;
         }
         let i = self.out.families.len() as u32;
-        self.out.families.push(Family {
-            name,
-            kind: MetricType::Untyped,
-            help: None,
-            samples: 0,
-        });
+        self.out.families.push(Family { name, kind: MetricType::Untyped, help: None, samples: 0 });
         self.by_name.insert(name, i);
         i
     }
@@ -361,9 +344,7 @@ impl<'a> Parser<'a> {
         if let Some(&i) = self.by_name.get(name) {
             return i;
         }
-        for suffix in [
-            "_bucket", "_sum", "_count", "_total", "_created", "_gcount", "_gsum", "_info",
-        ] {
+        for suffix in ["_bucket", "_sum", "_count", "_total", "_created", "_gcount", "_gsum", "_info"] {
             if let Some(base) = name.strip_suffix(suffix)
                 && let Some(&i) = self.by_name.get(base)
                 && belongs(&self.out.families[i as usize], name)
@@ -382,34 +363,18 @@ impl<'a> Parser<'a> {
             .map_err(|kind| ParseError::at(lineno as usize, kind))?;
         let family = self.family_for(parsed.name);
         let labels = label_start as u32..self.out.labels.len() as u32;
-        let sample = Sample {
-            name: parsed.name,
-            family,
-            labels,
-            value: parsed.value,
-            timestamp: parsed.timestamp,
-            line: lineno,
-        };
+        let sample = Sample { name: parsed.name, family, labels, value: parsed.value, timestamp: parsed.timestamp, line: lineno };
 
         let hash = series_hash(parsed.name, &self.out.labels[label_start..]);
         let idx = self.out.samples.len() as u32;
         if let Some(first) = self.first_with_hash(hash, &sample) {
             let series = self.out.series_string(&sample);
             self.out.labels.truncate(label_start);
-            self.out.duplicates.push(Duplicate {
-                line: lineno,
-                first_line: self.out.samples[first as usize].line,
-                series,
-            });
+            self.out.duplicates.push(Duplicate { line: lineno, first_line: self.out.samples[first as usize].line, series });
             return Ok(());
         }
         if self.out.samples.len() >= self.limits.max_samples {
-            return Err(ParseError::at(
-                lineno,
-                ParseErrorKind::TooManySamples {
-                    limit: self.limits.max_samples,
-                },
-            ));
+            return Err(ParseError::at(lineno, ParseErrorKind::TooManySamples { limit: self.limits.max_samples }));
         }
         self.out.families[family as usize].samples += 1;
         self.out.samples.push(sample);
@@ -447,19 +412,14 @@ fn belongs(f: &Family<'_>, sample: &str) -> bool {
 }
 
 fn same_labels(a: &[Label<'_>], b: &[Label<'_>]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .all(|l| b.iter().any(|m| m.name == l.name && m.value == l.value))
+    a.len() == b.len() && a.iter().all(|l| b.iter().any(|m| m.name == l.name && m.value == l.value))
 }
 
 /// An order-independent hash of a series identity (label order does not make a new series).
 fn series_hash(name: &str, labels: &[Label<'_>]) -> u64 {
     let mut h = fnv1a(0xcbf2_9ce4_8422_2325, name.as_bytes());
     for l in labels {
-        let lh = fnv1a(
-            fnv1a(0x8422_2325_cbf2_9ce4, l.name.as_bytes()) ^ 0xff,
-            l.value.as_bytes(),
-        );
+        let lh = fnv1a(fnv1a(0x8422_2325_cbf2_9ce4, l.name.as_bytes()) ^ 0xff, l.value.as_bytes());
         h = h.wrapping_add(lh.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     }
     h

@@ -34,9 +34,7 @@ fn label_escapes_and_odd_characters() {
 
 #[test]
 fn values_and_timestamps() {
-    let e = ok(
-        "a NaN\nb +Inf\nc -Inf\nd 1.5e+03\ne 0.00015000000000000001\nf 7 1700000000000\ng 2 # {trace_id=\"x\"} 1.0 1.5\n",
-    );
+    let e = ok("a NaN\nb +Inf\nc -Inf\nd 1.5e+03\ne 0.00015000000000000001\nf 7 1700000000000\ng 2 # {trace_id=\"x\"} 1.0 1.5\n");
     assert!(e.samples[0].value.is_nan());
     assert_eq!(e.samples[1].value, f64::INFINITY);
     assert_eq!(e.samples[2].value, f64::NEG_INFINITY);
@@ -49,9 +47,7 @@ fn values_and_timestamps() {
 
 #[test]
 fn help_type_without_samples_crlf_no_trailing_newline_eof() {
-    let e = ok(
-        "# HELP lm:x Esc \\\\ and \\n.\r\n# TYPE lm:x counter\r\n\r\n# TYPE t gauge\r\nt 1\r\n# EOF\r\nignored{ 1",
-    );
+    let e = ok("# HELP lm:x Esc \\\\ and \\n.\r\n# TYPE lm:x counter\r\n\r\n# TYPE t gauge\r\nt 1\r\n# EOF\r\nignored{ 1");
     assert_eq!(e.families.len(), 2);
     assert_eq!(e.families[0].help.as_deref(), Some("Esc \\ and \n."));
     assert_eq!(e.families[0].samples, 0);
@@ -82,9 +78,7 @@ fn histogram_lines_in_any_order_and_total_suffix() {
 
 #[test]
 fn summaries_and_untyped() {
-    let e = ok(
-        "# TYPE s summary\ns{quantile=\"0.5\"} 1\ns_sum 3\ns_count 2\nfree 4\n# TYPE u untyped\nu 1\n",
-    );
+    let e = ok("# TYPE s summary\ns{quantile=\"0.5\"} 1\ns_sum 3\ns_count 2\nfree 4\n# TYPE u untyped\nu 1\n");
     assert_eq!(e.families[0].kind, MetricType::Summary);
     assert_eq!(e.families[0].samples, 3);
     assert_eq!(e.families[1].name, "free");
@@ -133,22 +127,13 @@ fn malformed_lines_give_line_and_reason() {
 
 #[test]
 fn limits_are_enforced() {
-    let small = Limits {
-        max_body_bytes: 10,
-        ..Limits::default()
-    };
+    let small = Limits { max_body_bytes: 10, ..Limits::default() };
     let e = parse(b"a_long_metric 1\n", &small).unwrap_err();
     assert_eq!(e.reason(), "body_too_large");
-    let few = Limits {
-        max_samples: 2,
-        ..Limits::default()
-    };
+    let few = Limits { max_samples: 2, ..Limits::default() };
     let e = parse(b"a 1\nb 1\nc 1\n", &few).unwrap_err();
     assert_eq!((e.line, e.reason()), (3, "too_many_samples"));
-    let short = Limits {
-        max_label_value_bytes: 3,
-        ..Limits::default()
-    };
+    let short = Limits { max_label_value_bytes: 3, ..Limits::default() };
     let e = parse(b"a{x=\"abcd\"} 1\n", &short).unwrap_err();
     assert_eq!(e.reason(), "label_limit");
     let e = parse(b"ok 1\n\xff 1\n", &Limits::default()).unwrap_err();
