@@ -34,7 +34,9 @@ fn label_escapes_and_odd_characters() {
 
 #[test]
 fn values_and_timestamps() {
-    let e = ok("a NaN\nb +Inf\nc -Inf\nd 1.5e+03\ne 0.00015000000000000001\nf 7 1700000000000\ng 2 # {trace_id=\"x\"} 1.0 1.5\n");
+    let e = ok(
+        "a NaN\nb +Inf\nc -Inf\nd 1.5e+03\ne 0.00015000000000000001\nf 7 1700000000000\ng 2 # {trace_id=\"x\"} 1.0 1.5\n",
+    );
     assert!(e.samples[0].value.is_nan());
     assert_eq!(e.samples[1].value, f64::INFINITY);
     assert_eq!(e.samples[2].value, f64::NEG_INFINITY);
@@ -47,7 +49,8 @@ fn values_and_timestamps() {
 
 #[test]
 fn help_type_without_samples_crlf_no_trailing_newline_eof() {
-    let e = ok("# HELP lm:x Esc \\\\ and \\n.\r\n# TYPE lm:x counter\r\n\r\n# TYPE t gauge\r\nt 1\r\n# EOF\r\nignored{ 1");
+    let e =
+        ok("# HELP lm:x Esc \\\\ and \\n.\r\n# TYPE lm:x counter\r\n\r\n# TYPE t gauge\r\nt 1\r\n# EOF\r\nignored{ 1");
     assert_eq!(e.families.len(), 2);
     assert_eq!(e.families[0].help.as_deref(), Some("Esc \\ and \n."));
     assert_eq!(e.families[0].samples, 0);
