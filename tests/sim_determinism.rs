@@ -11,10 +11,7 @@ use goodput::sim::offline::{self, Options};
 
 fn snapshot(cfg: &SimConfig) -> BTreeMap<String, Vec<u8>> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options {
-        duration: Duration::from_secs(90),
-        scrape_interval: Duration::from_secs(5),
-    };
+    let opts = Options { duration: Duration::from_secs(90), scrape_interval: Duration::from_secs(5) };
     offline::run(cfg, dir.path(), &opts).expect("run");
     let mut out = BTreeMap::new();
     walk(dir.path(), dir.path(), &mut out);
@@ -43,20 +40,12 @@ fn same_seed_gives_byte_identical_recordings() {
         let b = snapshot(&cfg);
         assert!(a.len() > 15, "scrapes plus ground truth: {}", a.len());
         assert!(a.contains_key("requests.jsonl") && a.contains_key("inflight.jsonl"));
-        assert_eq!(
-            a.keys().collect::<Vec<_>>(),
-            b.keys().collect::<Vec<_>>(),
-            "same scrape instants"
-        );
+        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "same scrape instants");
         for (k, v) in &a {
             assert!(v == &b[k], "{k} differs between two runs with one seed");
         }
         cfg.seed = 43;
         let c = snapshot(&cfg);
-        assert_ne!(
-            a.get("requests.jsonl"),
-            c.get("requests.jsonl"),
-            "another seed, another history"
-        );
+        assert_ne!(a.get("requests.jsonl"), c.get("requests.jsonl"), "another seed, another history");
     }
 }

@@ -13,15 +13,7 @@ use goodput::sim::Sim;
 use goodput::sim::config::{Format, Profile, SimConfig};
 
 /// Family name → (type, help, sample name → label names, sample name → le list).
-type Shape = BTreeMap<
-    String,
-    (
-        MetricType,
-        String,
-        BTreeMap<String, BTreeSet<String>>,
-        BTreeMap<String, Vec<String>>,
-    ),
->;
+type Shape = BTreeMap<String, (MetricType, String, BTreeMap<String, BTreeSet<String>>, BTreeMap<String, Vec<String>>)>;
 
 fn shape(body: &str) -> Shape {
     let exp = parse(body.as_bytes(), &Limits::default()).expect("parses");
@@ -29,19 +21,10 @@ fn shape(body: &str) -> Shape {
     for s in &exp.samples {
         let fam = exp.family_of(s);
         let e = out.entry(fam.name.to_string()).or_insert_with(|| {
-            (
-                fam.kind,
-                fam.help.as_deref().unwrap_or("").to_string(),
-                BTreeMap::new(),
-                BTreeMap::new(),
-            )
+            (fam.kind, fam.help.as_deref().unwrap_or("").to_string(), BTreeMap::new(), BTreeMap::new())
         });
-        let names: BTreeSet<String> = exp
-            .labels_of(s)
-            .iter()
-            .map(|l| l.name.to_string())
-            .filter(|n| n != "le")
-            .collect();
+        let names: BTreeSet<String> =
+            exp.labels_of(s).iter().map(|l| l.name.to_string()).filter(|n| n != "le").collect();
         e.2.entry(s.name.to_string()).or_default().extend(names);
         if let Some(le) = exp.label(s, "le") {
             let les = e.3.entry(s.name.to_string()).or_default();
@@ -60,9 +43,7 @@ fn fixture(name: &str) -> Option<String> {
         root.join("../shared/fixtures/real").join(name),
         root.join("../../shared/fixtures/real").join(name),
     ];
-    candidates
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok())
+    candidates.iter().find_map(|p| std::fs::read_to_string(p).ok())
 }
 
 fn require_tools() -> bool {
@@ -92,24 +73,13 @@ fn vllm_exposition_matches_a_real_vllm_scrape() {
         if unmodelled.iter().any(|u| name.contains(u)) {
             continue;
         }
-        let o = ours
-            .get(name)
-            .unwrap_or_else(|| panic!("simulator lacks real family {name}"));
+        let o = ours.get(name).unwrap_or_else(|| panic!("simulator lacks real family {name}"));
         assert_eq!((o.0, &o.1), (t.0, &t.1), "{name}: TYPE/HELP");
-        assert_eq!(
-            o.2.keys().collect::<Vec<_>>(),
-            t.2.keys().collect::<Vec<_>>(),
-            "{name}: sample names"
-        );
+        assert_eq!(o.2.keys().collect::<Vec<_>>(), t.2.keys().collect::<Vec<_>>(), "{name}: sample names");
         for (sample, labels) in &t.2 {
             if name == "vllm:cache_config_info" {
-                assert!(
-                    o.2[sample].is_subset(labels),
-                    "cache_config_info labels are real ones"
-                );
-                assert!(
-                    o.2[sample].contains("num_gpu_blocks") && o.2[sample].contains("block_size")
-                );
+                assert!(o.2[sample].is_subset(labels), "cache_config_info labels are real ones");
+                assert!(o.2[sample].contains("num_gpu_blocks") && o.2[sample].contains("block_size"));
             } else {
                 assert_eq!(&o.2[sample], labels, "{sample}: label names");
             }
@@ -124,10 +94,8 @@ fn vllm_exposition_matches_a_real_vllm_scrape() {
         return;
     };
     let theirs = shape(&v0);
-    let runtime: Vec<&String> = theirs
-        .keys()
-        .filter(|n| n.starts_with("python_") || n.starts_with("process_"))
-        .collect();
+    let runtime: Vec<&String> =
+        theirs.keys().filter(|n| n.starts_with("python_") || n.starts_with("process_")).collect();
     assert_eq!(runtime.len(), 10);
     for name in runtime {
         let (o, t) = (&ours[name], &theirs[name]);
@@ -137,17 +105,8 @@ fn vllm_exposition_matches_a_real_vllm_scrape() {
 
 #[test]
 fn promtool_accepts_every_format() {
-    if Command::new("promtool")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_err()
-    {
-        assert!(
-            !require_tools(),
-            "promtool missing (apt-get install prometheus)"
-        );
+    if Command::new("promtool").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
+        assert!(!require_tools(), "promtool missing (apt-get install prometheus)");
         eprintln!("SKIP: promtool not installed");
         return;
     }
@@ -166,26 +125,14 @@ fn promtool_accepts_every_format() {
             .spawn()
             .expect("spawn promtool");
         use std::io::Write;
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(body.as_bytes())
-            .expect("write");
+        child.stdin.take().expect("stdin").write_all(body.as_bytes()).expect("write");
         let out = child.wait_with_output().expect("promtool");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         // Exit 3 = lint findings only; the only findings allowed are the real engines' own
         // naming habits (':' in names, vLLM's histogram named `_total`, TGI counters
         // without `_total` or HELP).
         let code = out.status.code();
-        assert!(
-            code == Some(0) || code == Some(3),
-            "{format:?}: promtool failed: {text}"
-        );
+        assert!(code == Some(0) || code == Some(3), "{format:?}: promtool failed: {text}");
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let known = line.contains("should not contain ':'")
                 || line.starts_with("vllm:iteration_tokens_total non-counter")
@@ -248,9 +195,7 @@ fn tgi_exposition_matches_a_real_tgi_scrape() {
         if name == "tgi_batch_max_total_tokens" {
             continue;
         }
-        let t = theirs
-            .get(name)
-            .unwrap_or_else(|| panic!("{name} is not a real TGI family"));
+        let t = theirs.get(name).unwrap_or_else(|| panic!("{name} is not a real TGI family"));
         assert_eq!((o.0, &o.1), (t.0, &t.1), "{name}: TYPE/HELP");
         assert_eq!(o.2, t.2, "{name}: sample and label names");
         if name.ends_with("duration") {

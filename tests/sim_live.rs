@@ -21,43 +21,25 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
 
 fn generated(body: &str) -> f64 {
     let exp = parse(body.as_bytes(), &Limits::default()).expect("live scrape parses");
-    exp.samples
-        .iter()
-        .filter(|s| s.name == "vllm:generation_tokens_total")
-        .map(|s| s.value)
-        .sum()
+    exp.samples.iter().filter(|s| s.name == "vllm:generation_tokens_total").map(|s| s.value).sum()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_server_serves_advancing_metrics() {
     let cfg = SimConfig::profile(Profile::Steady);
-    let h = live::serve(cfg, "127.0.0.1:0".parse().expect("addr"), 20.0)
-        .await
-        .expect("serve");
+    let h = live::serve(cfg, "127.0.0.1:0".parse().expect("addr"), 20.0).await.expect("serve");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let (head, first) = get(h.addr, "/metrics").await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(
-        head.to_ascii_lowercase()
-            .contains("content-type: text/plain; version=0.0.4"),
-        "{head}"
-    );
+    assert!(head.to_ascii_lowercase().contains("content-type: text/plain; version=0.0.4"), "{head}");
     let g1 = generated(&first);
     assert!(g1 > 0.0, "30 virtual seconds produced tokens");
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let (_, second) = get(h.addr, "/metrics").await;
     let g2 = generated(&second);
     // ~20 more virtual seconds at roughly 300-600 tokens/s.
-    assert!(
-        g2 > g1 + 1000.0,
-        "virtual time advances with the wall clock: {g1} -> {g2}"
-    );
+    assert!(g2 > g1 + 1000.0, "virtual time advances with the wall clock: {g1} -> {g2}");
     let addr = h.addr;
-    tokio::time::timeout(Duration::from_secs(5), h.shutdown())
-        .await
-        .expect("clean shutdown");
-    assert!(
-        tokio::net::TcpStream::connect(addr).await.is_err(),
-        "port closed after shutdown"
-    );
+    tokio::time::timeout(Duration::from_secs(5), h.shutdown()).await.expect("clean shutdown");
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err(), "port closed after shutdown");
 }

@@ -63,33 +63,17 @@ fn ramp_saturates_the_way_real_engines_do() {
         cfg.seed = seed;
         let p = points(&cfg, 300);
         let [first, middle, last] = thirds(&p);
-        assert!(
-            last.0 > first.0,
-            "seed {seed}: throughput still above the unloaded third: {first:?} {last:?}"
-        );
-        assert!(
-            last.0 > 0.75 * middle.0,
-            "seed {seed}: throughput plateaus, no collapse: {middle:?} {last:?}"
-        );
+        assert!(last.0 > first.0, "seed {seed}: throughput still above the unloaded third: {first:?} {last:?}");
+        assert!(last.0 > 0.75 * middle.0, "seed {seed}: throughput plateaus, no collapse: {middle:?} {last:?}");
         let unloaded = span(&p, 0.0, 0.25);
-        assert!(
-            unloaded.1 >= 0.99,
-            "seed {seed}: TTFT SLO met while unloaded: {unloaded:?}"
-        );
-        assert!(
-            last.1 < 0.5,
-            "seed {seed}: TTFT SLO attainment collapses: {last:?}"
-        );
+        assert!(unloaded.1 >= 0.99, "seed {seed}: TTFT SLO met while unloaded: {unloaded:?}");
+        assert!(last.1 < 0.5, "seed {seed}: TTFT SLO attainment collapses: {last:?}");
         assert!(max(&p, |x| x.kv) > 0.9, "seed {seed}: KV usage crosses 90%");
         let end = p.last().expect("points");
         assert!(end.preemptions > 0.0, "seed {seed}: preemptions appear");
         let early_queue = max(&p[..p.len() / 3], |x| x.waiting);
-        let late_queue =
-            p[2 * p.len() / 3..].iter().map(|x| x.waiting).sum::<f64>() / (p.len() / 3) as f64;
-        assert!(
-            late_queue > 10.0 * (early_queue + 1.0),
-            "seed {seed}: queue grows: {early_queue} -> {late_queue}"
-        );
+        let late_queue = p[2 * p.len() / 3..].iter().map(|x| x.waiting).sum::<f64>() / (p.len() / 3) as f64;
+        assert!(late_queue > 10.0 * (early_queue + 1.0), "seed {seed}: queue grows: {early_queue} -> {late_queue}");
     }
 }
 
@@ -102,24 +86,11 @@ fn steady_stays_healthy() {
         let t = thirds(&p);
         for (tps, share) in t {
             assert!(share >= 0.99, "seed {seed}: TTFT SLO attainment {share}");
-            assert!(
-                (tps - t[0].0).abs() < 0.3 * t[0].0,
-                "seed {seed}: flat throughput {t:?}"
-            );
+            assert!((tps - t[0].0).abs() < 0.3 * t[0].0, "seed {seed}: flat throughput {t:?}");
         }
-        assert!(
-            max(&p, |x| x.kv) < 0.85,
-            "seed {seed}: KV stays below the high band"
-        );
-        assert_eq!(
-            p.last().map(|x| x.preemptions),
-            Some(0.0),
-            "seed {seed}: no preemptions"
-        );
-        assert!(
-            max(&p, |x| x.waiting) <= 5.0,
-            "seed {seed}: no queue builds up"
-        );
+        assert!(max(&p, |x| x.kv) < 0.85, "seed {seed}: KV stays below the high band");
+        assert_eq!(p.last().map(|x| x.preemptions), Some(0.0), "seed {seed}: no preemptions");
+        assert!(max(&p, |x| x.waiting) <= 5.0, "seed {seed}: no queue builds up");
     }
 }
 
@@ -138,23 +109,11 @@ fn bursts_cause_transient_overload_that_recovers() {
     let calm_kv = calm.iter().map(|x| x.kv).fold(0.0, f64::max);
     assert!(peak_kv > 0.9, "bursts fill the KV cache: {peak_kv}");
     assert!(calm_kv < 0.75, "and it drains between bursts: {calm_kv}");
-    assert!(
-        calm.iter().all(|x| x.waiting <= 3.0),
-        "no queue left between bursts"
-    );
+    assert!(calm.iter().all(|x| x.waiting <= 3.0), "no queue left between bursts");
     // TTFT SLO attainment dips right after bursts and is perfect between them.
     let share = |a: &Point, b: &Point| (b.ttft_ok - a.ttft_ok) / (b.ttft_n - a.ttft_n);
-    let dips = p
-        .windows(2)
-        .filter(|w| phase(&w[1]) < 15.0)
-        .map(|w| share(&w[0], &w[1]));
+    let dips = p.windows(2).filter(|w| phase(&w[1]) < 15.0).map(|w| share(&w[0], &w[1]));
     assert!(dips.fold(1.0, f64::min) < 0.5, "bursts hurt TTFT");
-    let quiet = p
-        .windows(2)
-        .filter(|w| phase(&w[0]) > 40.0)
-        .map(|w| share(&w[0], &w[1]));
-    assert!(
-        quiet.fold(1.0, f64::min) >= 0.99,
-        "calm stretches meet the SLO"
-    );
+    let quiet = p.windows(2).filter(|w| phase(&w[0]) > 40.0).map(|w| share(&w[0], &w[1]));
+    assert!(quiet.fold(1.0, f64::min) >= 0.99, "calm stretches meet the SLO");
 }

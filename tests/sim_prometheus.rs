@@ -20,9 +20,7 @@ impl Drop for KillOnDrop {
 }
 
 async fn http_get(port: u16, path_and_query: &str) -> Option<(u16, String)> {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
     let req = format!("GET {path_and_query} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
     s.write_all(req.as_bytes()).await.ok()?;
     let mut buf = Vec::new();
@@ -36,9 +34,7 @@ async fn http_get(port: u16, path_and_query: &str) -> Option<(u16, String)> {
 fn encode(q: &str) -> String {
     q.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -59,21 +55,12 @@ async fn query(port: u16, q: &str) -> Option<f64> {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_prometheus_scrapes_the_live_simulator() {
-    if Command::new("prometheus")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_err()
-    {
+    if Command::new("prometheus").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
         assert!(
             std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() != Ok("1"),
             "prometheus missing (apt-get install prometheus)"
@@ -83,9 +70,7 @@ async fn real_prometheus_scrapes_the_live_simulator() {
     }
     let mut cfg = SimConfig::profile(Profile::Spec);
     cfg.engines = 2;
-    let sim = live::serve(cfg, "127.0.0.1:0".parse().expect("addr"), 10.0)
-        .await
-        .expect("serve");
+    let sim = live::serve(cfg, "127.0.0.1:0".parse().expect("addr"), 10.0).await.expect("serve");
     let dir = tempfile::tempdir().expect("tempdir");
     let conf = dir.path().join("prometheus.yml");
     std::fs::write(
@@ -100,10 +85,7 @@ async fn real_prometheus_scrapes_the_live_simulator() {
     let _prom = KillOnDrop(
         Command::new("prometheus")
             .arg(format!("--config.file={}", conf.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -116,11 +98,9 @@ async fn real_prometheus_scrapes_the_live_simulator() {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let up = query(port, "up{job=\"sim\"}").await;
         let tokens = query(port, "sum(rate(vllm:generation_tokens_total[5s]))").await;
-        let p99 = query(
-            port,
-            "histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[5s])))",
-        )
-        .await;
+        let p99 =
+            query(port, "histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[5s])))")
+                .await;
         let engines = query(port, "count(vllm:kv_cache_usage_perc)").await;
         if let (Some(up), Some(tokens), Some(p99), Some(engines)) = (up, tokens, p99, engines)
             && tokens > 0.0
@@ -130,12 +110,8 @@ async fn real_prometheus_scrapes_the_live_simulator() {
             break;
         }
     }
-    let (up, tokens, p99, engines) =
-        got.expect("Prometheus scraped the simulator and computed rates within 30 s");
-    assert_eq!(
-        up, 1.0,
-        "the scrape succeeded (Prometheus accepted the exposition)"
-    );
+    let (up, tokens, p99, engines) = got.expect("Prometheus scraped the simulator and computed rates within 30 s");
+    assert_eq!(up, 1.0, "the scrape succeeded (Prometheus accepted the exposition)");
     assert_eq!(engines, 2.0, "one series per data-parallel engine");
     assert!(tokens > 100.0, "tokens/s at 10x speed: {tokens}");
     assert!(p99 > 0.0 && p99 < 1.0, "ITL p99 {p99}");

@@ -67,8 +67,7 @@ impl Opts {
     pub fn sim_config(&self) -> Result<SimConfig, String> {
         let mut c = match &self.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
                 SimConfig::from_yaml(&text).map_err(|e| format!("{}: {e}", path.display()))?
             }
             None => SimConfig::default(),
@@ -106,42 +105,24 @@ pub fn run(args: Args) -> CliResult {
     let args = *args.opts;
     let cfg = args.sim_config()?;
     if let Some(dir) = &args.out {
-        let duration = args
-            .duration
-            .ok_or("--out needs --duration, e.g. --duration 10m")?;
-        let opts = offline::Options {
-            duration,
-            scrape_interval: args.scrape_interval,
-        };
+        let duration = args.duration.ok_or("--out needs --duration, e.g. --duration 10m")?;
+        let opts = offline::Options { duration, scrape_interval: args.scrape_interval };
         let s = offline::run(&cfg, dir, &opts)?;
         println!(
             "wrote {} scrapes to {}, {} finished requests to {}, {} in flight",
             s.scrapes,
-            s.target_dirs
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
+            s.target_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
             s.finished,
             dir.join("requests.jsonl").display(),
             s.in_flight
         );
         return Ok(0);
     }
-    let addr = args
-        .listen
-        .ok_or("give --listen ADDR (live) or --out DIR --duration D (offline)")?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let addr = args.listen.ok_or("give --listen ADDR (live) or --out DIR --duration D (offline)")?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
         let handle = live::serve(cfg, addr, args.speed).await?;
-        println!(
-            "simulated engine serving {} ({}x speed); Ctrl-C stops it",
-            handle.url(),
-            args.speed
-        );
+        println!("simulated engine serving {} ({}x speed); Ctrl-C stops it", handle.url(), args.speed);
         tokio::signal::ctrl_c().await?;
         handle.shutdown().await;
         Ok(0)

@@ -48,8 +48,7 @@ impl ArrivalGen {
         // Validated config: medians >= 1 and sigmas finite, so these cannot fail; fall back
         // to a point mass rather than panic if they ever did.
         let ln = |median: f64, sigma: f64| {
-            LogNormal::new(median.ln(), sigma)
-                .unwrap_or_else(|_| LogNormal::new(0.0, 0.0).expect("unit lognormal"))
+            LogNormal::new(median.ln(), sigma).unwrap_or_else(|_| LogNormal::new(0.0, 0.0).expect("unit lognormal"))
         };
         let mut g = ArrivalGen {
             arrivals: c.arrivals.clone(),
@@ -135,20 +134,10 @@ impl ArrivalGen {
         let patience: f64 = self.rng.random();
         let mut abort_at = (w.client_timeout_s > 0.0).then_some(arrival + w.client_timeout_s);
         if early < w.abort_fraction {
-            let after =
-                w.abort_after_min_s + patience * (w.abort_after_max_s - w.abort_after_min_s);
+            let after = w.abort_after_min_s + patience * (w.abort_after_max_s - w.abort_after_min_s);
             abort_at = Some(abort_at.map_or(arrival + after, |t| t.min(arrival + after)));
         }
-        RequestSpec {
-            id,
-            arrival,
-            prompt,
-            output,
-            hits_max_tokens,
-            max_tokens: w.max_tokens,
-            prefix_hit,
-            abort_at,
-        }
+        RequestSpec { id, arrival, prompt, output, hits_max_tokens, max_tokens: w.max_tokens, prefix_hit, abort_at }
     }
 }
 
@@ -192,13 +181,7 @@ mod tests {
         let mid = (a.ramp_start_rate + a.rate) / 2.0;
         let e1 = (a.ramp_start_rate + mid) / 2.0 * a.period_s / 2.0;
         let e2 = (mid + a.rate) / 2.0 * a.period_s / 2.0;
-        assert!(
-            (first_half as f64 - e1).abs() < 5.0 * e1.sqrt(),
-            "{first_half} vs {e1}"
-        );
-        assert!(
-            (second_half as f64 - e2).abs() < 5.0 * e2.sqrt(),
-            "{second_half} vs {e2}"
-        );
+        assert!((first_half as f64 - e1).abs() < 5.0 * e1.sqrt(), "{first_half} vs {e1}");
+        assert!((second_half as f64 - e2).abs() < 5.0 * e2.sqrt(), "{second_half} vs {e2}");
     }
 }

@@ -38,9 +38,7 @@ impl Sim {
         cfg.validate()?;
         Ok(Sim {
             arrivals: ArrivalGen::new(cfg),
-            engines: (0..cfg.engines)
-                .map(|i| Engine::new(i, &cfg.engine, cfg.seed))
-                .collect(),
+            engines: (0..cfg.engines).map(|i| Engine::new(i, &cfg.engine, cfg.seed)).collect(),
             now: 0.0,
             metrics: Metrics::new(cfg),
             truth: keep_truth.then(Vec::new),
@@ -69,27 +67,21 @@ impl Sim {
         let overhead = self.cfg.workload.frontend_overhead_s;
         loop {
             let delivery = self.arrivals.peek_time() + overhead;
-            let step = self
-                .engines
-                .iter()
-                .enumerate()
-                .filter_map(|(i, e)| e.busy_until().map(|b| (i, b)))
-                .fold(None, |best: Option<(usize, f64)>, (i, b)| match best {
+            let step = self.engines.iter().enumerate().filter_map(|(i, e)| e.busy_until().map(|b| (i, b))).fold(
+                None,
+                |best: Option<(usize, f64)>, (i, b)| match best {
                     Some((_, bb)) if bb <= b => best,
                     _ => Some((i, b)),
-                });
+                },
+            );
             match step {
-                Some((i, at)) if at <= delivery && at <= t => {
-                    self.engines[i].end_step(at, &mut self.events)
-                }
+                Some((i, at)) if at <= delivery && at <= t => self.engines[i].end_step(at, &mut self.events),
                 _ if delivery <= t => {
                     let Some(spec) = self.arrivals.pop() else {
                         break;
                     };
                     // Least loaded engine, lowest index on ties (vLLM's DP balancer).
-                    let i = (0..self.engines.len())
-                        .min_by_key(|&i| (self.engines[i].load_score(), i))
-                        .unwrap_or(0);
+                    let i = (0..self.engines.len()).min_by_key(|&i| (self.engines[i].load_score(), i)).unwrap_or(0);
                     self.events.push(Event::Arrived {
                         engine: i as u32,
                         prompt: spec.prompt,

@@ -242,21 +242,12 @@ impl SimConfig {
         let w = &self.workload;
         let a = &self.arrivals;
         let checks: [(bool, &str); 16] = [
-            (
-                self.engines >= 1 && self.engines <= 64,
-                "engines must be 1..=64",
-            ),
-            (
-                !self.name.is_empty() && !self.name.contains(['/', '\\']),
-                "name must be non-empty without slashes",
-            ),
+            (self.engines >= 1 && self.engines <= 64, "engines must be 1..=64"),
+            (!self.name.is_empty() && !self.name.contains(['/', '\\']), "name must be non-empty without slashes"),
             (e.block_size >= 1, "engine.block_size must be >= 1"),
             (e.num_gpu_blocks >= 2, "engine.num_gpu_blocks must be >= 2"),
             (e.max_num_seqs >= 1, "engine.max_num_seqs must be >= 1"),
-            (
-                e.max_num_batched_tokens > e.spec_tokens,
-                "engine.max_num_batched_tokens must exceed spec_tokens",
-            ),
+            (e.max_num_batched_tokens > e.spec_tokens, "engine.max_num_batched_tokens must exceed spec_tokens"),
             (e.max_model_len >= 2, "engine.max_model_len must be >= 2"),
             (
                 (u64::from(e.num_gpu_blocks) - 1) * u64::from(e.block_size)
@@ -264,32 +255,18 @@ impl SimConfig {
                 "the KV pool must hold one max_model_len sequence: raise engine.num_gpu_blocks or lower max_model_len",
             ),
             (
-                [
-                    e.step_base_s,
-                    e.prefill_per_token_s,
-                    e.decode_per_seq_s,
-                    e.kv_per_token_s,
-                    e.spec_draft_per_token_s,
-                ]
-                .iter()
-                .all(|x| x.is_finite() && *x >= 0.0)
+                [e.step_base_s, e.prefill_per_token_s, e.decode_per_seq_s, e.kv_per_token_s, e.spec_draft_per_token_s]
+                    .iter()
+                    .all(|x| x.is_finite() && *x >= 0.0)
                     && e.step_base_s > 0.0,
                 "engine step costs must be finite and >= 0, step_base_s > 0",
             ),
+            ((0.0..=1.0).contains(&e.spec_acceptance), "engine.spec_acceptance must be in [0, 1]"),
             (
-                (0.0..=1.0).contains(&e.spec_acceptance),
-                "engine.spec_acceptance must be in [0, 1]",
-            ),
-            (
-                [a.rate, a.ramp_start_rate, a.burst_rate]
-                    .iter()
-                    .all(|x| x.is_finite() && *x >= 0.0 && *x <= 1e5),
+                [a.rate, a.ramp_start_rate, a.burst_rate].iter().all(|x| x.is_finite() && *x >= 0.0 && *x <= 1e5),
                 "arrival rates must be in [0, 100000] requests/s",
             ),
-            (
-                a.period_s.is_finite() && a.period_s > 0.0 && a.burst_length_s >= 0.0,
-                "arrivals.period_s must be > 0",
-            ),
+            (a.period_s.is_finite() && a.period_s > 0.0 && a.burst_length_s >= 0.0, "arrivals.period_s must be > 0"),
             (
                 w.prompt_median >= 1.0
                     && w.output_median >= 1.0
@@ -299,13 +276,9 @@ impl SimConfig {
                     && w.output_sigma <= 5.0,
                 "workload medians must be >= 1 and sigmas in [0, 5]",
             ),
+            (w.max_tokens >= 1 && w.max_tokens < e.max_model_len, "workload.max_tokens must be in 1..max_model_len"),
             (
-                w.max_tokens >= 1 && w.max_tokens < e.max_model_len,
-                "workload.max_tokens must be in 1..max_model_len",
-            ),
-            (
-                (0.0..=1.0).contains(&w.abort_fraction)
-                    && (0.0..=1.0).contains(&w.shared_prefix_fraction),
+                (0.0..=1.0).contains(&w.abort_fraction) && (0.0..=1.0).contains(&w.shared_prefix_fraction),
                 "fractions must be in [0, 1]",
             ),
             (
@@ -334,42 +307,24 @@ mod tests {
             "name: llama\nengines: 2\narrivals: {pattern: burst, rate: 3}\nengine:\n  num_gpu_blocks: 4096\n  spec_tokens: 2\n",
         )
         .expect("valid");
-        assert_eq!(
-            (c.name.as_str(), c.engines, c.arrivals.pattern),
-            ("llama", 2, Pattern::Burst)
-        );
+        assert_eq!((c.name.as_str(), c.engines, c.arrivals.pattern), ("llama", 2, Pattern::Burst));
         assert_eq!((c.engine.num_gpu_blocks, c.engine.spec_tokens), (4096, 2));
-        assert_eq!(
-            c.workload,
-            Workload::default(),
-            "unset sections keep defaults"
-        );
+        assert_eq!(c.workload, Workload::default(), "unset sections keep defaults");
 
         let err = SimConfig::from_yaml("engine:\n  num_gpu_blokcs: 10\n").expect_err("typo");
-        assert!(
-            err.contains("num_gpu_blokcs") && err.contains('2'),
-            "names the key and its line: {err}"
-        );
+        assert!(err.contains("num_gpu_blokcs") && err.contains('2'), "names the key and its line: {err}");
         let err = SimConfig::from_yaml("engine: {num_gpu_blocks: 10}\n").expect_err("too small");
         assert!(err.contains("num_gpu_blocks"), "{err}");
     }
 
     #[test]
     fn every_profile_is_valid_and_ramp_passes_the_steady_rate() {
-        for p in [
-            Profile::Steady,
-            Profile::Ramp,
-            Profile::Burst,
-            Profile::Spec,
-        ] {
+        for p in [Profile::Steady, Profile::Ramp, Profile::Burst, Profile::Spec] {
             SimConfig::profile(p).validate().expect("profile validates");
         }
         let steady = SimConfig::profile(Profile::Steady);
         let ramp = SimConfig::profile(Profile::Ramp);
         assert!(ramp.arrivals.rate > 3.0 * steady.arrivals.rate);
-        assert_eq!(
-            ramp.engine, steady.engine,
-            "profiles differ in load, not in the engine"
-        );
+        assert_eq!(ramp.engine, steady.engine, "profiles differ in load, not in the engine");
     }
 }

@@ -91,10 +91,7 @@ impl Engine {
 
     /// Token budget the running batch holds (TGI's `batch_current_max_tokens`).
     pub fn running_max_tokens(&self) -> u64 {
-        self.running
-            .iter()
-            .map(|r| u64::from(r.spec.prompt + r.spec.max_tokens))
-            .sum()
+        self.running.iter().map(|r| u64::from(r.spec.prompt + r.spec.max_tokens)).sum()
     }
 
     /// vLLM's data-parallel balancer score: waiting weighs more than running.
@@ -104,10 +101,7 @@ impl Engine {
 
     /// Snapshot of in-flight requests: (spec, first token time, tokens generated).
     pub fn in_flight(&self) -> impl Iterator<Item = (&RequestSpec, Option<f64>, u32)> {
-        self.running
-            .iter()
-            .chain(self.waiting.iter())
-            .map(|r| (&r.spec, r.first_token_at, r.generated))
+        self.running.iter().chain(self.waiting.iter()).map(|r| (&r.spec, r.first_token_at, r.generated))
     }
 
     /// A request reaches the engine queue at `now`; starts a step if the engine was idle.
@@ -154,14 +148,8 @@ impl Engine {
             }
             let accepted = if drafts > 0 {
                 let alpha = self.cfg.spec_acceptance;
-                let a = (0..drafts)
-                    .take_while(|_| self.rng.random::<f64>() < alpha)
-                    .count() as u32;
-                out.push(Event::Spec {
-                    engine: self.index,
-                    drafts,
-                    accepted: a,
-                });
+                let a = (0..drafts).take_while(|_| self.rng.random::<f64>() < alpha).count() as u32;
+                out.push(Event::Spec { engine: self.index, drafts, accepted: a });
                 a
             } else {
                 0
@@ -172,11 +160,7 @@ impl Engine {
             let first = r.generated == 0;
             let itl = if first {
                 r.first_token_at = Some(now);
-                out.push(Event::FirstToken {
-                    engine: self.index,
-                    ttft: now - r.spec.arrival,
-                    prompt: r.spec.prompt,
-                });
+                out.push(Event::FirstToken { engine: self.index, ttft: now - r.spec.arrival, prompt: r.spec.prompt });
                 iteration_tokens += u64::from(r.spec.prompt);
                 None
             } else {
@@ -185,17 +169,9 @@ impl Engine {
             r.generated += new_tokens;
             r.last_token_at = Some(now);
             iteration_tokens += u64::from(new_tokens);
-            out.push(Event::Tokens {
-                engine: self.index,
-                n: new_tokens,
-                itl,
-            });
+            out.push(Event::Tokens { engine: self.index, n: new_tokens, itl });
             if r.generated >= r.spec.output {
-                let reason = if r.spec.hits_max_tokens {
-                    FinishReason::Length
-                } else {
-                    FinishReason::Stop
-                };
+                let reason = if r.spec.hits_max_tokens { FinishReason::Length } else { FinishReason::Stop };
                 let r = self.running.remove(i);
                 self.pool.release(r.blocks);
                 out.push(Event::Finished(self.finished(&r, now, reason)));
@@ -203,11 +179,7 @@ impl Engine {
                 i += 1;
             }
         }
-        out.push(Event::Step {
-            engine: self.index,
-            at: now,
-            iteration_tokens,
-        });
+        out.push(Event::Step { engine: self.index, at: now, iteration_tokens });
         self.start_step(now, out);
     }
 
@@ -222,11 +194,7 @@ impl Engine {
             (Some(f), Some(l)) => l - f,
             _ => 0.0,
         };
-        let tpot = if r.generated > 1 {
-            decode / f64::from(r.generated - 1)
-        } else {
-            0.0
-        };
+        let tpot = if r.generated > 1 { decode / f64::from(r.generated - 1) } else { 0.0 };
         Finished {
             engine: self.index,
             id: r.spec.id,
@@ -293,14 +261,8 @@ impl Engine {
             let r = &self.running[i];
             let need = r.context() - r.computed;
             let decoding = need == 1 && r.generated >= 1;
-            let drafts = if decoding {
-                self.cfg
-                    .spec_tokens
-                    .min(r.spec.output - r.generated - 1)
-                    .min(budget - 1)
-            } else {
-                0
-            };
+            let drafts =
+                if decoding { self.cfg.spec_tokens.min(r.spec.output - r.generated - 1).min(budget - 1) } else { 0 };
             let n = need.min(budget);
             let want = blocks_for(r.computed + n + drafts, bs).saturating_sub(r.blocks);
             let mut self_preempted = false;
@@ -339,10 +301,7 @@ impl Engine {
             v.sched = 0;
             v.drafts = 0;
             self.waiting.push_front(v);
-            out.push(Event::Preempted {
-                engine: self.index,
-                at: now,
-            });
+            out.push(Event::Preempted { engine: self.index, at: now });
         }
     }
 
@@ -367,11 +326,7 @@ impl Engine {
             };
             if fresh {
                 r.scheduled_at = Some(now);
-                out.push(Event::PrefixQuery {
-                    engine: self.index,
-                    queried: r.spec.prompt,
-                    hit: r.spec.prefix_hit,
-                });
+                out.push(Event::PrefixQuery { engine: self.index, queried: r.spec.prompt, hit: r.spec.prefix_hit });
             }
             r.computed = start;
             r.blocks = want;

@@ -11,12 +11,8 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
-    pub const ALL: [FinishReason; 4] = [
-        FinishReason::Stop,
-        FinishReason::Length,
-        FinishReason::Abort,
-        FinishReason::Error,
-    ];
+    pub const ALL: [FinishReason; 4] =
+        [FinishReason::Stop, FinishReason::Length, FinishReason::Abort, FinishReason::Error];
 
     pub fn as_str(self) -> &'static str {
         match self {

@@ -54,10 +54,7 @@ pub fn render_labels(labels: &Labels, extra: Option<(&'static str, &str)>) -> St
         return String::new();
     }
     all.sort_by(|a, b| a.0.cmp(b.0));
-    let body: Vec<String> = all
-        .iter()
-        .map(|(k, v)| format!("{k}=\"{}\"", escape_value(v)))
-        .collect();
+    let body: Vec<String> = all.iter().map(|(k, v)| format!("{k}=\"{}\"", escape_value(v))).collect();
     format!("{{{}}}", body.join(","))
 }
 
@@ -68,10 +65,7 @@ pub struct Writer {
 
 impl Writer {
     pub fn new(style: Style) -> Writer {
-        Writer {
-            out: String::with_capacity(64 * 1024),
-            style,
-        }
+        Writer { out: String::with_capacity(64 * 1024), style }
     }
 
     fn header(&mut self, name: &str, help: Option<&str>, kind: &str) {
@@ -91,12 +85,7 @@ impl Writer {
         }
     }
 
-    pub fn gauge<'a>(
-        &mut self,
-        name: &str,
-        help: Option<&str>,
-        rows: impl IntoIterator<Item = (&'a Labels, f64)>,
-    ) {
+    pub fn gauge<'a>(&mut self, name: &str, help: Option<&str>, rows: impl IntoIterator<Item = (&'a Labels, f64)>) {
         self.header(name, help, "gauge");
         for (l, v) in rows {
             let ls = render_labels(l, None);
@@ -145,13 +134,7 @@ impl Writer {
         self.end_family();
     }
 
-    fn created<'a>(
-        &mut self,
-        base: &str,
-        help: Option<&str>,
-        labels: impl IntoIterator<Item = &'a Labels>,
-        at: f64,
-    ) {
+    fn created<'a>(&mut self, base: &str, help: Option<&str>, labels: impl IntoIterator<Item = &'a Labels>, at: f64) {
         let name = format!("{base}_created");
         self.header(&name, help, "gauge");
         for l in labels {

@@ -12,10 +12,7 @@ pub struct BlockPool {
 impl BlockPool {
     /// `num_gpu_blocks >= 2` (checked by `SimConfig::validate`).
     pub fn new(num_gpu_blocks: u32) -> BlockPool {
-        BlockPool {
-            usable: num_gpu_blocks.saturating_sub(1).max(1),
-            used: 0,
-        }
+        BlockPool { usable: num_gpu_blocks.saturating_sub(1).max(1), used: 0 }
     }
 
     pub fn free(&self) -> u32 {

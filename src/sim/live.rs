@@ -52,10 +52,7 @@ impl LiveHandle {
     /// Stops serving and waits for the server task to finish.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
-        for task in [self.server.take(), self.ticker.take()]
-            .into_iter()
-            .flatten()
-        {
+        for task in [self.server.take(), self.ticker.take()].into_iter().flatten() {
             let _ = task.await;
         }
     }
@@ -73,21 +70,13 @@ pub async fn serve(cfg: SimConfig, addr: SocketAddr, speed: f64) -> Result<LiveH
         return Err(format!("--speed must be in (0, 10000], got {speed}"));
     }
     let mut sim = Sim::new(&cfg, false)?;
-    let now_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
+    let now_unix = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     if let Metrics::Vllm(m) = sim.metrics_mut() {
         m.set_created(now_unix);
     }
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    let shared: Shared = Arc::new(Mutex::new(Live {
-        sim,
-        started: Instant::now(),
-        speed,
-    }));
+    let shared: Shared = Arc::new(Mutex::new(Live { sim, started: Instant::now(), speed }));
     let (stop, mut stop_rx) = watch::channel(false);
 
     let app = Router::new()
@@ -112,12 +101,7 @@ pub async fn serve(cfg: SimConfig, addr: SocketAddr, speed: f64) -> Result<LiveH
             }
         }
     });
-    Ok(LiveHandle {
-        addr: local,
-        stop,
-        server: Some(server),
-        ticker: Some(ticker),
-    })
+    Ok(LiveHandle { addr: local, stop, server: Some(server), ticker: Some(ticker) })
 }
 
 fn lock(s: &Shared) -> std::sync::MutexGuard<'_, Live> {
@@ -130,11 +114,5 @@ async fn metrics(State(s): State<Shared>) -> impl IntoResponse {
         live.catch_up();
         live.sim.render()
     };
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        body,
-    )
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body)
 }

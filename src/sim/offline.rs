@@ -47,38 +47,25 @@ pub fn run_many(cfgs: &[SimConfig], out_dir: &Path, opts: &Options) -> Result<Su
     }
     for (i, c) in cfgs.iter().enumerate() {
         if cfgs[..i].iter().any(|o| o.name == c.name) {
-            return Err(format!(
-                "two simulated targets are both named {:?}; give each its own name",
-                c.name
-            ));
+            return Err(format!("two simulated targets are both named {:?}; give each its own name", c.name));
         }
     }
-    let mut summary = Summary {
-        target_dirs: Vec::new(),
-        scrapes: 0,
-        finished: 0,
-        in_flight: 0,
-    };
+    let mut summary = Summary { target_dirs: Vec::new(), scrapes: 0, finished: 0, in_flight: 0 };
     let mut requests = String::new();
     let mut in_flight = String::new();
     for cfg in cfgs {
         let dir = out_dir.join(&cfg.name);
         // Mixing two runs' scrapes would make a recording no run produced.
         if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
-            return Err(format!(
-                "{} already holds a recording; remove it or choose another --out",
-                dir.display()
-            ));
+            return Err(format!("{} already holds a recording; remove it or choose another --out", dir.display()));
         }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let mut sim = Sim::new(cfg, true)?;
         let start_ms = (cfg.start_unix_s as i64).saturating_mul(1000);
         for rel_ms in scrape_times(cfg.seed, interval_ms, duration_ms) {
             sim.advance_to(rel_ms as f64 / 1000.0);
             let path = dir.join(format!("{}.prom", start_ms + rel_ms));
-            std::fs::write(&path, sim.render())
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            std::fs::write(&path, sim.render()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             summary.scrapes += 1;
         }
         let start_s = cfg.start_unix_s as f64;
@@ -89,10 +76,7 @@ pub fn run_many(cfgs: &[SimConfig], out_dir: &Path, opts: &Options) -> Result<Su
         summary.in_flight += open.len();
         summary.target_dirs.push(dir);
     }
-    for (name, body) in [
-        ("requests.jsonl", &requests),
-        ("inflight.jsonl", &in_flight),
-    ] {
+    for (name, body) in [("requests.jsonl", &requests), ("inflight.jsonl", &in_flight)] {
         let path = out_dir.join(name);
         std::fs::write(&path, body).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }

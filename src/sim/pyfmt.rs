@@ -14,11 +14,7 @@ pub fn py_repr(v: f64) -> String {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if v == 0.0 {
-        return if v.is_sign_negative() {
-            "-0.0".into()
-        } else {
-            "0.0".into()
-        };
+        return if v.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
     }
     // `{:e}` gives the shortest round-trip digits: "-1.2345e-5".
     let sci = format!("{v:e}");
@@ -46,11 +42,7 @@ pub fn py_repr(v: f64) -> String {
         }
         out
     } else {
-        let m = if digits.len() > 1 {
-            format!("{}.{}", &digits[..1], &digits[1..])
-        } else {
-            digits
-        };
+        let m = if digits.len() > 1 { format!("{}.{}", &digits[..1], &digits[1..]) } else { digits };
         let esign = if exp < 0 { '-' } else { '+' };
         format!("{sign}{m}e{esign}{:02}", exp.abs())
     }

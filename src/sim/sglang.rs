@@ -83,8 +83,7 @@ impl SglangMetrics {
         SglangMetrics {
             model: vec![("model_name", c.model.clone())],
             sched,
-            max_total_tokens: u64::from(c.engine.num_gpu_blocks - 1)
-                * u64::from(c.engine.block_size),
+            max_total_tokens: u64::from(c.engine.num_gpu_blocks - 1) * u64::from(c.engine.block_size),
             ttft: Histogram::new(hist::SGLANG_TTFT),
             itl: Histogram::new(hist::SGLANG_ITL),
             e2e: Histogram::new(hist::SGLANG_E2E),
@@ -98,11 +97,7 @@ impl SglangMetrics {
 
     pub fn observe(&mut self, ev: &Event) {
         match ev {
-            Event::PrefixQuery {
-                engine,
-                queried,
-                hit,
-            } => {
+            Event::PrefixQuery { engine, queried, hit } => {
                 let s = &mut self.sched[*engine as usize];
                 s.prefill_cache += u64::from(*hit);
                 s.prefill_compute += u64::from(queried - hit);
@@ -117,34 +112,22 @@ impl SglangMetrics {
                     self.itl.observe_n(gap / f64::from(*n), u64::from(*n), *gap);
                 }
             }
-            Event::Spec {
-                engine,
-                drafts,
-                accepted,
-            } => {
+            Event::Spec { engine, drafts, accepted } => {
                 let s = &mut self.sched[*engine as usize];
                 s.drafts_since_log += 1;
                 s.draft_tokens_since_log += u64::from(*drafts);
                 s.accepted_since_log += u64::from(*accepted);
             }
-            Event::Preempted { engine, .. } => {
-                self.sched[*engine as usize].retracted_last_step += 1
-            }
+            Event::Preempted { engine, .. } => self.sched[*engine as usize].retracted_last_step += 1,
             Event::Step { engine, at, .. } => {
                 let s = &mut self.sched[*engine as usize];
                 s.steps_since_log += 1;
                 if s.steps_since_log >= LOG_INTERVAL_STEPS {
                     let dt = at - s.log_started;
-                    s.gen_throughput = if dt > 0.0 {
-                        s.tokens_since_log as f64 / dt
-                    } else {
-                        0.0
-                    };
+                    s.gen_throughput = if dt > 0.0 { s.tokens_since_log as f64 / dt } else { 0.0 };
                     if s.drafts_since_log > 0 {
-                        s.spec_accept_length =
-                            1.0 + s.accepted_since_log as f64 / s.drafts_since_log as f64;
-                        s.spec_accept_rate =
-                            s.accepted_since_log as f64 / s.draft_tokens_since_log.max(1) as f64;
+                        s.spec_accept_length = 1.0 + s.accepted_since_log as f64 / s.drafts_since_log as f64;
+                        s.spec_accept_rate = s.accepted_since_log as f64 / s.draft_tokens_since_log.max(1) as f64;
                     }
                     s.steps_since_log = 0;
                     s.log_started = *at;
@@ -179,21 +162,17 @@ impl SglangMetrics {
             s.iter().map(|x| (&x.labels, &x.queue)),
             0.0,
         );
-        let rt: Vec<(Labels, u64)> = s
-            .iter()
-            .flat_map(|x| {
-                [
-                    ("prefill_compute", x.prefill_compute),
-                    ("prefill_cache", x.prefill_cache),
-                    ("decode", x.decode),
-                ]
-                .map(|(m, v)| {
-                    let mut l = x.labels.clone();
-                    l.push(("mode", m.into()));
-                    (l, v)
+        let rt: Vec<(Labels, u64)> =
+            s.iter()
+                .flat_map(|x| {
+                    [("prefill_compute", x.prefill_compute), ("prefill_cache", x.prefill_cache), ("decode", x.decode)]
+                        .map(|(m, v)| {
+                            let mut l = x.labels.clone();
+                            l.push(("mode", m.into()));
+                            (l, v)
+                        })
                 })
-            })
-            .collect();
+                .collect();
         w.counter(
             "sglang:realtime_tokens",
             Some("Total number of tokens processed (updated on each log interval)."),
@@ -202,44 +181,16 @@ impl SglangMetrics {
         );
         let max = self.max_total_tokens as f64;
         let gauges: [(&str, &str, &GaugeFn<'_>); 9] = [
-            (
-                "sglang:num_retracted_reqs",
-                "The number of retracted requests.",
-                &|x, _| x.retracted_last_step as f64,
-            ),
-            (
-                "sglang:num_running_reqs",
-                "The number of running requests.",
-                &|_, e| e.num_running() as f64,
-            ),
-            (
-                "sglang:num_used_tokens",
-                "The number of used tokens.",
-                &|_, e| e.kv_used_tokens() as f64,
-            ),
-            ("sglang:token_usage", "The token usage.", &|_, e| {
-                e.kv_used_tokens() as f64 / max
+            ("sglang:num_retracted_reqs", "The number of retracted requests.", &|x, _| x.retracted_last_step as f64),
+            ("sglang:num_running_reqs", "The number of running requests.", &|_, e| e.num_running() as f64),
+            ("sglang:num_used_tokens", "The number of used tokens.", &|_, e| e.kv_used_tokens() as f64),
+            ("sglang:token_usage", "The token usage.", &|_, e| e.kv_used_tokens() as f64 / max),
+            ("sglang:gen_throughput", "The generation throughput (token/s).", &|x, _| x.gen_throughput),
+            ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", &|_, e| e.num_waiting() as f64),
+            ("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", &|_, _| max),
+            ("sglang:spec_accept_length", "The average acceptance length of speculative decoding.", &|x, _| {
+                x.spec_accept_length
             }),
-            (
-                "sglang:gen_throughput",
-                "The generation throughput (token/s).",
-                &|x, _| x.gen_throughput,
-            ),
-            (
-                "sglang:num_queue_reqs",
-                "The number of requests in the waiting queue.",
-                &|_, e| e.num_waiting() as f64,
-            ),
-            (
-                "sglang:max_total_num_tokens",
-                "Maximum total number of tokens in the KV cache pool.",
-                &|_, _| max,
-            ),
-            (
-                "sglang:spec_accept_length",
-                "The average acceptance length of speculative decoding.",
-                &|x, _| x.spec_accept_length,
-            ),
             (
                 "sglang:spec_accept_rate",
                 "The average acceptance rate of speculative decoding (`accepted tokens / total draft tokens` in batch).",
@@ -247,11 +198,7 @@ impl SglangMetrics {
             ),
         ];
         for (name, help, f) in gauges {
-            w.gauge(
-                name,
-                Some(help),
-                s.iter().zip(engines).map(|(x, e)| (&x.labels, f(x, e))),
-            );
+            w.gauge(name, Some(help), s.iter().zip(engines).map(|(x, e)| (&x.labels, f(x, e))));
         }
         let model = &self.model;
         let one = |h| [(model, h)];
@@ -274,31 +221,11 @@ impl SglangMetrics {
             0.0,
         );
         let counters = [
-            (
-                "sglang:prompt_tokens",
-                "Number of prefill tokens processed.",
-                self.prompt_tokens,
-            ),
-            (
-                "sglang:generation_tokens",
-                "Number of generation tokens processed.",
-                self.generation_tokens,
-            ),
-            (
-                "sglang:cached_tokens",
-                "Number of cached prompt tokens.",
-                self.cached_tokens,
-            ),
-            (
-                "sglang:num_requests",
-                "Number of requests processed.",
-                self.requests,
-            ),
-            (
-                "sglang:num_aborted_requests",
-                "Number of requests aborted.",
-                self.aborted,
-            ),
+            ("sglang:prompt_tokens", "Number of prefill tokens processed.", self.prompt_tokens),
+            ("sglang:generation_tokens", "Number of generation tokens processed.", self.generation_tokens),
+            ("sglang:cached_tokens", "Number of cached prompt tokens.", self.cached_tokens),
+            ("sglang:num_requests", "Number of requests processed.", self.requests),
+            ("sglang:num_aborted_requests", "Number of requests aborted.", self.aborted),
         ];
         for (name, help, v) in counters {
             w.counter(name, Some(help), [(&self.model, v)], 0.0);

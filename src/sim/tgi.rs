@@ -48,12 +48,7 @@ impl TgiMetrics {
 
     pub fn observe(&mut self, ev: &Event) {
         match ev {
-            Event::Arrived {
-                prompt,
-                max_tokens,
-                validation,
-                ..
-            } => {
+            Event::Arrived { prompt, max_tokens, validation, .. } => {
                 self.count += 1;
                 self.input_length.observe(f64::from(*prompt));
                 self.max_new_tokens.observe(f64::from(*max_tokens));
@@ -75,34 +70,16 @@ impl TgiMetrics {
     pub fn render(&self, engines: &[Engine]) -> String {
         let mut w = Writer::new(Style::Rust);
         let n = &self.none;
-        w.counter(
-            "tgi_request_success",
-            Some("Number of successful requests"),
-            [(n, self.success)],
-            0.0,
-        );
-        w.counter(
-            "tgi_request_count",
-            Some("Total number of requests"),
-            [(n, self.count)],
-            0.0,
-        );
+        w.counter("tgi_request_success", Some("Number of successful requests"), [(n, self.success)], 0.0);
+        w.counter("tgi_request_count", Some("Total number of requests"), [(n, self.count)], 0.0);
         let sum = |f: &dyn Fn(&Engine) -> f64| engines.iter().map(f).sum::<f64>();
-        w.gauge(
-            "tgi_queue_size",
-            Some("Current queue size"),
-            [(n, sum(&|e| e.num_waiting() as f64))],
-        );
+        w.gauge("tgi_queue_size", Some("Current queue size"), [(n, sum(&|e| e.num_waiting() as f64))]);
         w.gauge(
             "tgi_batch_current_max_tokens",
             Some("Maximum tokens for the current batch"),
             [(n, sum(&|e| e.running_max_tokens() as f64))],
         );
-        w.gauge(
-            "tgi_batch_current_size",
-            Some("Current batch size"),
-            [(n, sum(&|e| e.num_running() as f64))],
-        );
+        w.gauge("tgi_batch_current_size", Some("Current batch size"), [(n, sum(&|e| e.num_running() as f64))]);
         w.gauge(
             "tgi_batch_max_total_tokens",
             // Set once at warm-up and never described, so TGI prints no HELP for it.
@@ -110,42 +87,14 @@ impl TgiMetrics {
             [(n, self.max_total_tokens as f64)],
         );
         let hists: [(&str, &str, &Histogram); 8] = [
-            (
-                "tgi_request_input_length",
-                "Input token length per request",
-                &self.input_length,
-            ),
-            (
-                "tgi_request_max_new_tokens",
-                "Maximum new tokens per request",
-                &self.max_new_tokens,
-            ),
-            (
-                "tgi_request_inference_duration",
-                "Request inference duration",
-                &self.inference,
-            ),
+            ("tgi_request_input_length", "Input token length per request", &self.input_length),
+            ("tgi_request_max_new_tokens", "Maximum new tokens per request", &self.max_new_tokens),
+            ("tgi_request_inference_duration", "Request inference duration", &self.inference),
             ("tgi_request_duration", "Request duration", &self.duration),
-            (
-                "tgi_request_validation_duration",
-                "Request validation duration",
-                &self.validation,
-            ),
-            (
-                "tgi_request_queue_duration",
-                "Request queue duration",
-                &self.queue,
-            ),
-            (
-                "tgi_request_mean_time_per_token_duration",
-                "Mean time per token per request",
-                &self.mean_tpt,
-            ),
-            (
-                "tgi_request_generated_tokens",
-                "Generated tokens per request",
-                &self.generated,
-            ),
+            ("tgi_request_validation_duration", "Request validation duration", &self.validation),
+            ("tgi_request_queue_duration", "Request queue duration", &self.queue),
+            ("tgi_request_mean_time_per_token_duration", "Mean time per token per request", &self.mean_tpt),
+            ("tgi_request_generated_tokens", "Generated tokens per request", &self.generated),
         ];
         for (name, help, h) in hists {
             w.histogram(name, Some(help), [(n, h)], 0.0);

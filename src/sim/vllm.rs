@@ -81,15 +81,7 @@ impl VllmMetrics {
         let cache_info = vec![
             ("block_size", e.block_size.to_string()),
             ("cache_dtype", "auto".into()),
-            (
-                "enable_prefix_caching",
-                if c.workload.shared_prefix_fraction > 0.0 {
-                    "True"
-                } else {
-                    "False"
-                }
-                .into(),
-            ),
+            ("enable_prefix_caching", if c.workload.shared_prefix_fraction > 0.0 { "True" } else { "False" }.into()),
             ("gpu_memory_utilization", "0.9".into()),
             ("num_cpu_blocks", "None".into()),
             ("num_gpu_blocks", e.num_gpu_blocks.to_string()),
@@ -98,12 +90,7 @@ impl VllmMetrics {
             ("sliding_window", "None".into()),
             ("swap_space", "4.0".into()),
         ];
-        VllmMetrics {
-            engines,
-            spec_tokens: e.spec_tokens,
-            created: c.start_unix_s as f64,
-            cache_info,
-        }
+        VllmMetrics { engines, spec_tokens: e.spec_tokens, created: c.start_unix_s as f64, cache_info }
     }
 
     /// Sets the `_created` value (unix seconds when the registry came up).
@@ -113,20 +100,12 @@ impl VllmMetrics {
 
     pub fn observe(&mut self, ev: &Event) {
         match ev {
-            Event::PrefixQuery {
-                engine,
-                queried,
-                hit,
-            } => {
+            Event::PrefixQuery { engine, queried, hit } => {
                 let m = &mut self.engines[*engine as usize];
                 m.prefix_queries += u64::from(*queried);
                 m.prefix_hits += u64::from(*hit);
             }
-            Event::FirstToken {
-                engine,
-                ttft,
-                prompt,
-            } => {
+            Event::FirstToken { engine, ttft, prompt } => {
                 let m = &mut self.engines[*engine as usize];
                 m.ttft.observe(*ttft);
                 m.prompt_tokens += u64::from(*prompt);
@@ -138,11 +117,7 @@ impl VllmMetrics {
                     m.itl.observe(*itl);
                 }
             }
-            Event::Spec {
-                engine,
-                drafts,
-                accepted,
-            } => {
+            Event::Spec { engine, drafts, accepted } => {
                 let m = &mut self.engines[*engine as usize];
                 m.spec_drafts += 1;
                 m.spec_draft_tokens += u64::from(*drafts);
@@ -153,14 +128,8 @@ impl VllmMetrics {
             }
             Event::Preempted { engine, .. } => self.engines[*engine as usize].preemptions += 1,
             Event::Arrived { .. } => {}
-            Event::Step {
-                engine,
-                iteration_tokens,
-                ..
-            } => {
-                self.engines[*engine as usize]
-                    .iteration_tokens
-                    .observe(*iteration_tokens as f64);
+            Event::Step { engine, iteration_tokens, .. } => {
+                self.engines[*engine as usize].iteration_tokens.observe(*iteration_tokens as f64);
             }
             Event::Finished(f) => {
                 let m = &mut self.engines[f.engine as usize];
@@ -176,8 +145,7 @@ impl VllmMetrics {
                 m.max_num_generation_tokens.observe(f64::from(f.max_tokens));
                 m.params_n.observe(1.0);
                 m.params_max_tokens.observe(f64::from(f.max_tokens));
-                m.prefill_kv_computed
-                    .observe(f64::from(f.prompt - f.prefix_hit.min(f.prompt)));
+                m.prefill_kv_computed.observe(f64::from(f.prompt - f.prefix_hit.min(f.prompt)));
             }
         }
     }
@@ -189,33 +157,18 @@ impl VllmMetrics {
         let at = self.created;
         let es = &self.engines;
         let gauge = |w: &mut Writer, name: &str, help: &str, f: &dyn Fn(&Engine) -> f64| {
-            w.gauge(
-                name,
-                Some(help),
-                es.iter().zip(engines).map(|(m, e)| (&m.labels, f(e))),
-            );
+            w.gauge(name, Some(help), es.iter().zip(engines).map(|(m, e)| (&m.labels, f(e))));
         };
-        gauge(
-            &mut w,
-            "vllm:num_requests_running",
-            "Number of requests in model execution batches.",
-            &|e| e.num_running() as f64,
-        );
-        gauge(
-            &mut w,
-            "vllm:num_requests_waiting",
-            "Number of requests waiting to be processed.",
-            &|e| e.num_waiting() as f64,
-        );
+        gauge(&mut w, "vllm:num_requests_running", "Number of requests in model execution batches.", &|e| {
+            e.num_running() as f64
+        });
+        gauge(&mut w, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", &|e| {
+            e.num_waiting() as f64
+        });
         let sleep: Vec<(Labels, f64)> = es
             .iter()
             .flat_map(|m| {
-                [
-                    ("awake", 1.0),
-                    ("weights_offloaded", 0.0),
-                    ("discard_all", 0.0),
-                ]
-                .map(|(s, v)| {
+                [("awake", 1.0), ("weights_offloaded", 0.0), ("discard_all", 0.0)].map(|(s, v)| {
                     let mut l = m.labels.clone();
                     l.push(("sleep_state", s.to_string()));
                     (l, v)
@@ -227,12 +180,7 @@ impl VllmMetrics {
             Some("Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2."),
             sleep.iter().map(|(l, v)| (l, *v)),
         );
-        gauge(
-            &mut w,
-            "vllm:kv_cache_usage_perc",
-            "KV-cache usage. 1 means 100 percent usage.",
-            &|e| e.kv_usage(),
-        );
+        gauge(&mut w, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", &|e| e.kv_usage());
         let counter = |w: &mut Writer, base: &str, help: &str, f: &dyn Fn(&PerEngine) -> u64| {
             let rows: Vec<(&Labels, u64)> = es.iter().map(|m| (&m.labels, f(m))).collect();
             w.counter(base, Some(help), rows.iter().copied(), at);
@@ -243,30 +191,12 @@ impl VllmMetrics {
             "Prefix cache queries, in terms of number of queried tokens.",
             &|m| m.prefix_queries,
         );
-        counter(
-            &mut w,
-            "vllm:prefix_cache_hits",
-            "Prefix cache hits, in terms of number of cached tokens.",
-            &|m| m.prefix_hits,
-        );
-        counter(
-            &mut w,
-            "vllm:num_preemptions",
-            "Cumulative number of preemption from the engine.",
-            &|m| m.preemptions,
-        );
-        counter(
-            &mut w,
-            "vllm:prompt_tokens",
-            "Number of prefill tokens processed.",
-            &|m| m.prompt_tokens,
-        );
-        counter(
-            &mut w,
-            "vllm:generation_tokens",
-            "Number of generation tokens processed.",
-            &|m| m.generation_tokens,
-        );
+        counter(&mut w, "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", &|m| {
+            m.prefix_hits
+        });
+        counter(&mut w, "vllm:num_preemptions", "Cumulative number of preemption from the engine.", &|m| m.preemptions);
+        counter(&mut w, "vllm:prompt_tokens", "Number of prefill tokens processed.", &|m| m.prompt_tokens);
+        counter(&mut w, "vllm:generation_tokens", "Number of generation tokens processed.", &|m| m.generation_tokens);
         let success: Vec<(Labels, u64)> = es
             .iter()
             .flat_map(|m| {
@@ -284,24 +214,9 @@ impl VllmMetrics {
             at,
         );
         if self.spec_tokens > 0 {
-            counter(
-                &mut w,
-                "vllm:spec_decode_num_drafts",
-                "Number of spec decoding drafts.",
-                &|m| m.spec_drafts,
-            );
-            counter(
-                &mut w,
-                "vllm:spec_decode_num_draft_tokens",
-                "Number of draft tokens.",
-                &|m| m.spec_draft_tokens,
-            );
-            counter(
-                &mut w,
-                "vllm:spec_decode_num_accepted_tokens",
-                "Number of accepted tokens.",
-                &|m| m.spec_accepted,
-            );
+            counter(&mut w, "vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", &|m| m.spec_drafts);
+            counter(&mut w, "vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", &|m| m.spec_draft_tokens);
+            counter(&mut w, "vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", &|m| m.spec_accepted);
             let per_pos: Vec<(Labels, u64)> = es
                 .iter()
                 .flat_map(|m| {
@@ -319,72 +234,36 @@ impl VllmMetrics {
                 at,
             );
         }
-        let hist =
-            |w: &mut Writer, name: &str, help: &str, f: &dyn Fn(&PerEngine) -> &Histogram| {
-                let rows: Vec<(&Labels, &Histogram)> =
-                    es.iter().map(|m| (&m.labels, f(m))).collect();
-                w.histogram(name, Some(help), rows.iter().copied(), at);
-            };
-        hist(
-            &mut w,
-            "vllm:request_prompt_tokens",
-            "Number of prefill tokens processed.",
-            &|m| &m.req_prompt_tokens,
-        );
-        hist(
-            &mut w,
-            "vllm:request_generation_tokens",
-            "Number of generation tokens processed.",
-            &|m| &m.req_generation_tokens,
-        );
-        hist(
-            &mut w,
-            "vllm:iteration_tokens_total",
-            "Histogram of number of tokens per engine_step.",
-            &|m| &m.iteration_tokens,
-        );
+        let hist = |w: &mut Writer, name: &str, help: &str, f: &dyn Fn(&PerEngine) -> &Histogram| {
+            let rows: Vec<(&Labels, &Histogram)> = es.iter().map(|m| (&m.labels, f(m))).collect();
+            w.histogram(name, Some(help), rows.iter().copied(), at);
+        };
+        hist(&mut w, "vllm:request_prompt_tokens", "Number of prefill tokens processed.", &|m| &m.req_prompt_tokens);
+        hist(&mut w, "vllm:request_generation_tokens", "Number of generation tokens processed.", &|m| {
+            &m.req_generation_tokens
+        });
+        hist(&mut w, "vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", &|m| {
+            &m.iteration_tokens
+        });
         hist(
             &mut w,
             "vllm:request_max_num_generation_tokens",
             "Histogram of maximum number of requested generation tokens.",
             &|m| &m.max_num_generation_tokens,
         );
-        hist(
-            &mut w,
-            "vllm:request_params_n",
-            "Histogram of the n request parameter.",
-            &|m| &m.params_n,
-        );
-        hist(
-            &mut w,
-            "vllm:request_params_max_tokens",
-            "Histogram of the max_tokens request parameter.",
-            &|m| &m.params_max_tokens,
-        );
-        hist(
-            &mut w,
-            "vllm:time_to_first_token_seconds",
-            "Histogram of time to first token in seconds.",
-            &|m| &m.ttft,
-        );
-        hist(
-            &mut w,
-            "vllm:inter_token_latency_seconds",
-            "Histogram of inter-token latency in seconds.",
-            &|m| &m.itl,
-        );
+        hist(&mut w, "vllm:request_params_n", "Histogram of the n request parameter.", &|m| &m.params_n);
+        hist(&mut w, "vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", &|m| {
+            &m.params_max_tokens
+        });
+        hist(&mut w, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", &|m| &m.ttft);
+        hist(&mut w, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", &|m| &m.itl);
         hist(
             &mut w,
             "vllm:request_time_per_output_token_seconds",
             "Histogram of time_per_output_token_seconds per request.",
             &|m| &m.tpot,
         );
-        hist(
-            &mut w,
-            "vllm:e2e_request_latency_seconds",
-            "Histogram of e2e request latency in seconds.",
-            &|m| &m.e2e,
-        );
+        hist(&mut w, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", &|m| &m.e2e);
         hist(
             &mut w,
             "vllm:request_queue_time_seconds",

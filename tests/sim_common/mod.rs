@@ -26,47 +26,30 @@ impl Run {
 
 pub fn record(cfg: &SimConfig, secs: u64, interval_secs: u64) -> Run {
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options {
-        duration: Duration::from_secs(secs),
-        scrape_interval: Duration::from_secs(interval_secs),
-    };
+    let opts = Options { duration: Duration::from_secs(secs), scrape_interval: Duration::from_secs(interval_secs) };
     offline::run(cfg, dir.path(), &opts).expect("offline run");
     let scrapes = read_scrapes(&dir.path().join(&cfg.name));
     let finished = read_jsonl(&dir.path().join("requests.jsonl"));
     let in_flight = read_jsonl(&dir.path().join("inflight.jsonl"));
-    Run {
-        dir,
-        scrapes,
-        finished,
-        in_flight,
-    }
+    Run { dir, scrapes, finished, in_flight }
 }
 
 pub fn read_scrapes(dir: &Path) -> Vec<(i64, String)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("target dir")
-        .map(|e| e.expect("entry").path())
-        .collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(dir).expect("target dir").map(|e| e.expect("entry").path()).collect();
     files.sort();
     files
         .into_iter()
         .map(|p| {
-            let ms: i64 = p
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .and_then(|s| s.parse().ok())
-                .expect("unix-millis name");
+            let ms: i64 =
+                p.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse().ok()).expect("unix-millis name");
             (ms, std::fs::read_to_string(&p).expect("scrape"))
         })
         .collect()
 }
 
 pub fn read_jsonl(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .expect("jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect()
+    std::fs::read_to_string(path).expect("jsonl").lines().map(|l| serde_json::from_str(l).expect("json line")).collect()
 }
 
 /// Sum over every sample named `name` whose labels include all of `want`.
@@ -90,11 +73,7 @@ impl Parsed {
             .samples
             .iter()
             .map(|s| {
-                let labels = exp
-                    .labels_of(s)
-                    .iter()
-                    .map(|l| (l.name.to_string(), l.value.to_string()))
-                    .collect();
+                let labels = exp.labels_of(s).iter().map(|l| (l.name.to_string(), l.value.to_string())).collect();
                 (s.name.to_string(), labels, s.value)
             })
             .collect();
@@ -105,10 +84,7 @@ impl Parsed {
         self.samples
             .iter()
             .filter(|(n, labels, _)| {
-                n == name
-                    && want
-                        .iter()
-                        .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+                n == name && want.iter().all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
             })
             .map(|(_, _, v)| *v)
             .sum()
