@@ -49,3 +49,34 @@ fn same_seed_gives_byte_identical_recordings() {
         assert_ne!(a.get("requests.jsonl"), c.get("requests.jsonl"), "another seed, another history");
     }
 }
+
+#[test]
+fn several_targets_share_one_recording() {
+    let mut healthy = SimConfig::profile(Profile::Steady);
+    healthy.name = "healthy".into();
+    let mut hot = SimConfig::profile(Profile::Ramp);
+    hot.name = "hot".into();
+    hot.seed = 9;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options { duration: Duration::from_secs(30), scrape_interval: Duration::from_secs(5) };
+    let summary = offline::run_many(&[healthy.clone(), hot.clone()], dir.path(), &opts).expect("run");
+    assert_eq!(summary.target_dirs.len(), 2);
+    for name in ["healthy", "hot"] {
+        let n = std::fs::read_dir(dir.path().join(name)).expect("target dir").count();
+        assert!((5..=6).contains(&n), "{name}: one scrape per 5 s over 30 s, got {n}");
+    }
+    let truth = std::fs::read_to_string(dir.path().join("requests.jsonl")).expect("truth");
+    let targets: Vec<String> = truth
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("json")["target"].as_str().unwrap_or("").to_string()
+        })
+        .collect();
+    assert!(targets.iter().any(|t| t == "healthy") && targets.iter().any(|t| t == "hot"));
+    assert_eq!(targets.len(), summary.finished);
+
+    // Same name twice, or a directory that already holds a recording, is refused.
+    let other = tempfile::tempdir().expect("tempdir");
+    assert!(offline::run_many(&[healthy.clone(), healthy.clone()], other.path(), &opts).is_err());
+    assert!(offline::run(&healthy, dir.path(), &opts).is_err());
+}
