@@ -25,5 +25,6 @@ pub mod replay;
 pub mod report;
 pub mod scrape;
 pub mod serve;
+pub mod sim;
 pub mod slo;
 pub mod window;

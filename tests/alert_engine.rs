@@ -116,7 +116,7 @@ fn config_rejects_typos() {
 }
 
 #[test]
-fn validation_warns_about_clamped_factors_and_missing_windows() {
+fn validation_warns_about_clamped_factors() {
     let c = cfg("alertmanager: {url: 'ftp://x'}\nrules: {LLMKVCacheSaturated: {threshold: 1.5}}");
     let f = validate(&c, &[chat(0.9)], &[win(300), win(3600)]);
     assert_eq!(f.errors.len(), 2, "{f:?}");
@@ -124,8 +124,8 @@ fn validation_warns_about_clamped_factors_and_missing_windows() {
     let clamp: Vec<_> = f.warnings.iter().filter(|w| w.contains("clamped")).collect();
     assert_eq!(clamp.len(), 1, "{f:?}");
     assert!(clamp[0].contains("LLMErrorBudgetBurnFast") && clamp[0].contains("10.0000"));
-    // 30m and 6h are read by the slow burn rule but not configured.
-    assert!(f.warnings.iter().any(|w| w.contains("30m")) && f.warnings.iter().any(|w| w.contains("6h")));
+    // Windows the rules read are evaluated whether configured or not: no warning.
+    assert_eq!(f.warnings.len(), 1, "{f:?}");
     assert_eq!(required_windows(&c.rule_set()), vec![win(300), win(1800), win(3600), win(6 * 3600)]);
     let ok = validate(&AlertingConfig::default(), &[chat(0.99)], &[win(300), win(1800), win(3600), win(21600)]);
     assert_eq!(ok, Default::default());

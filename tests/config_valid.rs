@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use goodput::adapt::EngineHint;
 use goodput::canonical::Engine;
-use goodput::config::{self, Severity};
+use goodput::alert::rule::Severity;
+use goodput::config;
 
 const FULL: &str = r#"
 listen: 0.0.0.0:9000
@@ -75,15 +76,15 @@ fn every_key_is_read() {
     assert_eq!((c.kv_cache.target_high, c.kv_cache.critical), (0.85, 0.95));
 
     let a = &c.alerting;
-    assert_eq!(a.alertmanagers.len(), 2);
+    assert_eq!(a.alertmanager_urls().len(), 2);
     assert_eq!(a.resend_interval, Duration::from_secs(30));
-    assert_eq!(a.webhook.as_ref().unwrap().as_str(), "http://127.0.0.1:8080/hook");
-    let kv = &a.rules["LLMKVCacheSaturated"];
+    assert_eq!(a.webhook.as_ref().unwrap().url, "http://127.0.0.1:8080/hook");
+    let kv = &a.rules.kv_cache_saturated;
     assert_eq!(
         (kv.for_, kv.threshold, kv.severity),
         (Some(Duration::from_secs(120)), Some(0.92), Some(Severity::Ticket))
     );
-    assert_eq!(a.rules["LLMQueueGrowing"].enabled, Some(false));
+    assert_eq!(a.rules.queue_growing.enabled, Some(false));
 
     // The shortest window (1m) holds three scrapes at the slowest interval (20s): no warning.
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
@@ -101,8 +102,9 @@ fn defaults() {
     assert_eq!(windows, ["1m", "5m", "15m", "1h"]);
     assert_eq!(c.quantiles, [0.5, 0.9, 0.95, 0.99]);
     assert_eq!(c.kv_cache, goodput::evaluate::KvThresholds::default());
-    assert!(c.alerting.alertmanagers.is_empty() && c.slos.is_empty());
-    assert_eq!(c.max_window(), Duration::from_secs(3600));
+    assert!(c.alerting.alertmanager_urls().is_empty() && c.slos.is_empty());
+    // The default burn-rate alerts read 6h windows, so the store keeps 6 hours.
+    assert_eq!(c.max_window(), Duration::from_secs(6 * 3600));
 }
 
 #[test]
@@ -138,7 +140,7 @@ fn both_alertmanager_forms_is_an_error() {
     let yaml = "targets: [{name: a, url: 'http://127.0.0.1:8000/metrics'}]\nalerting:\n  alertmanager: {url: 'http://a:9093'}\n  alertmanagers: [{url: 'http://b:9093'}]\n";
     let errs = config::from_str(yaml, "a.yaml").unwrap_err().0;
     assert_eq!(errs.len(), 1);
-    assert_eq!((errs[0].pos.line, errs[0].pos.column), (3, 23));
+    assert_eq!((errs[0].pos.line, errs[0].pos.column), (3, 3));
     assert!(errs[0].message.contains("use alertmanagers: [{url: ...}, ...] for several"));
 }
 

@@ -15,7 +15,6 @@ mod yaml;
 pub use bytes::parse_bytes;
 pub use error::{ConfigError, ConfigErrors, Pos};
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,6 +22,8 @@ use std::time::Duration;
 use url::Url;
 
 use crate::adapt::EngineHint;
+use crate::alert::config::AlertingConfig;
+use crate::gpu::config::{CostConfig, GpuConfig};
 use crate::duration::Window;
 use crate::evaluate::slo::SloSpec;
 use crate::evaluate::{EvalConfig, KvThresholds};
@@ -42,7 +43,13 @@ pub struct Config {
     pub quantiles: Vec<f64>,
     pub slos: Vec<Slo>,
     pub kv_cache: KvThresholds,
-    pub alerting: Alerting,
+    pub alerting: AlertingConfig,
+    /// GPU telemetry (NVML, dcgm-exporter); `None` when the section is absent.
+    pub gpu: Option<GpuConfig>,
+    /// GPU price, for $/M tokens and $/M good tokens.
+    pub cost: Option<CostConfig>,
+    /// Draft step cost / target step cost, for the spec-decode speedup estimate.
+    pub spec_draft_cost_ratio: Option<f64>,
 }
 
 /// Global scrape settings; each target may override interval and timeout.
@@ -87,51 +94,12 @@ pub struct Slo {
     pub models: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
-    Page,
-    Ticket,
-}
-
-/// Overrides for one built-in alert rule; `None` keeps the rule's default.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RuleOverride {
-    pub for_: Option<Duration>,
-    pub threshold: Option<f64>,
-    pub enabled: Option<bool>,
-    pub severity: Option<Severity>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Alerting {
-    pub alertmanagers: Vec<Url>,
-    pub resend_interval: Duration,
-    pub runbook_base_url: Option<Url>,
-    pub webhook: Option<Url>,
-    /// Keyed by alert name, one of [`ALERT_NAMES`].
-    pub rules: BTreeMap<String, RuleOverride>,
-}
-
-/// The built-in alert rules (issue 6) that `alerting.rules` may configure.
-pub const ALERT_NAMES: &[&str] = &[
-    "LLMKVCacheSaturated",
-    "LLMGoodputDivergence",
-    "LLMTTFTAboveSLO",
-    "LLMTPOTAboveSLO",
-    "LLMErrorBudgetBurnFast",
-    "LLMErrorBudgetBurnSlow",
-    "LLMTargetDown",
-    "LLMPreemptionsSustained",
-    "LLMQueueGrowing",
-];
-
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 pub const DEFAULT_SCRAPE_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_SCRAPE_TIMEOUT: Duration = Duration::from_secs(3);
 pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
 pub const DEFAULT_WINDOWS: &[&str] = &["1m", "5m", "15m", "1h"];
 pub const DEFAULT_QUANTILES: &[f64] = &[0.5, 0.9, 0.95, 0.99];
-pub const DEFAULT_RESEND_INTERVAL: Duration = Duration::from_secs(60);
 
 impl Config {
     /// What `evaluate_target` needs at each tick.
@@ -150,17 +118,27 @@ impl Config {
             })
             .collect();
         EvalConfig {
-            windows: self.windows.clone(),
+            windows: self.eval_windows(),
             quantiles: self.quantiles.clone(),
             kv: self.kv_cache,
             slos,
-            spec_draft_cost_ratio: None,
+            spec_draft_cost_ratio: self.spec_draft_cost_ratio,
         }
     }
 
-    /// The longest configured window (what each target's store must keep).
+    /// The longest window evaluated (what each target's store must keep).
     pub fn max_window(&self) -> Duration {
-        self.windows.iter().map(|w| w.duration()).max().unwrap_or(Duration::from_secs(3600))
+        self.eval_windows().iter().map(|w| w.duration()).max().unwrap_or(Duration::from_secs(3600))
+    }
+
+    /// The configured windows plus those the enabled alert rules read (the burn-rate
+    /// pairs' 5m/30m/1h/6h), sorted, without duplicates.
+    pub fn eval_windows(&self) -> Vec<Window> {
+        let mut w = self.windows.clone();
+        w.extend(crate::alert::validate::required_windows(&self.alerting.rule_set()));
+        w.sort();
+        w.dedup();
+        w
     }
 }
 

@@ -22,7 +22,16 @@ pub struct RawConfig {
     pub quantiles: Option<S<Vec<S<f64>>>>,
     pub slos: Option<Vec<RawSlo>>,
     pub kv_cache: Option<RawKv>,
-    pub alerting: Option<RawAlerting>,
+    pub alerting: Option<S<crate::alert::config::AlertingConfig>>,
+    pub gpu: Option<S<crate::gpu::config::GpuConfig>>,
+    pub cost: Option<S<crate::gpu::config::CostConfig>>,
+    pub spec_decode: Option<RawSpecDecode>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSpecDecode {
+    pub draft_cost_ratio: Option<S<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -68,33 +77,6 @@ pub struct RawKv {
     pub critical: Option<S<f64>>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawAlerting {
-    pub alertmanager: Option<RawEndpoint>,
-    pub alertmanagers: Option<Vec<RawEndpoint>>,
-    pub resend_interval: Option<S<String>>,
-    pub runbook_base_url: Option<S<String>>,
-    pub webhook: Option<RawEndpoint>,
-    pub rules: Option<BTreeMap<String, S<RawRule>>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawEndpoint {
-    pub url: S<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawRule {
-    #[serde(rename = "for")]
-    pub for_: Option<S<String>>,
-    pub threshold: Option<S<f64>>,
-    pub enabled: Option<bool>,
-    pub severity: Option<S<String>>,
-}
-
 /// A scalar that may be written as a number or a string (`body_limit: 1048576` or `16MiB`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scalar(pub String);
@@ -129,15 +111,64 @@ impl<'de> Deserialize<'de> for Scalar {
 pub const SECTIONS: &[(&str, &[&str])] = &[
     (
         "the top level",
-        &["listen", "evaluation_interval", "scrape", "targets", "windows", "quantiles", "slos", "kv_cache", "alerting"],
+        &[
+            "listen",
+            "evaluation_interval",
+            "scrape",
+            "targets",
+            "windows",
+            "quantiles",
+            "slos",
+            "kv_cache",
+            "alerting",
+            "gpu",
+            "cost",
+            "spec_decode",
+        ],
     ),
     ("scrape", &["interval", "timeout", "body_limit", "gzip"]),
     ("targets[]", &["name", "url", "engine", "model", "bearer_token_file", "headers", "interval", "timeout"]),
     ("slos[]", &["name", "ttft", "tpot", "e2e", "objective", "targets", "models"]),
     ("kv_cache", &["underloaded", "target_low", "target_high", "critical"]),
-    ("alerting", &["alertmanager", "alertmanagers", "resend_interval", "runbook_base_url", "webhook", "rules"]),
+    (
+        "alerting",
+        &[
+            "alertmanager",
+            "alertmanagers",
+            "resend_interval",
+            "timeout",
+            "runbook_base_url",
+            "webhook",
+            "queue_capacity",
+            "rules",
+        ],
+    ),
     ("an alertmanager or webhook entry", &["url"]),
-    ("alerting.rules.<AlertName>", &["for", "threshold", "enabled", "severity"]),
+    (
+        "alerting.rules",
+        &[
+            "LLMKVCacheSaturated",
+            "LLMGoodputDivergence",
+            "LLMTTFTAboveSLO",
+            "LLMTPOTAboveSLO",
+            "LLMErrorBudgetBurnFast",
+            "LLMErrorBudgetBurnSlow",
+            "LLMTargetDown",
+            "LLMPreemptionsSustained",
+            "LLMQueueGrowing",
+        ],
+    ),
+    ("alerting.rules.<AlertName>", &["enabled", "for", "severity"]),
+    ("alerting.rules.<AlertName>", &["enabled", "for", "severity", "threshold"]),
+    ("alerting.rules.<AlertName>", &["enabled", "for", "severity", "threshold", "window"]),
+    ("alerting.rules.<AlertName>", &["enabled", "for", "severity", "window"]),
+    ("alerting.rules.<AlertName>", &["enabled", "for", "severity", "threshold", "window", "throughput_floor"]),
+    (
+        "alerting.rules.<AlertName>",
+        &["enabled", "for", "severity", "factor", "long_window", "short_window", "min_requests"],
+    ),
+    ("spec_decode", &["draft_cost_ratio"]),
+    ("cost", &["gpu_hour_dollars"]),
 ];
 
 /// The section whose keys are exactly `expected`.

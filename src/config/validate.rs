@@ -1,14 +1,14 @@
 //! Meaning checks on a [`RawConfig`]: durations, sizes, URLs, ranges and references,
 //! each error at the line and column of the value that causes it.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use url::Url;
 
 use super::error::{ConfigErrors, Diagnostics, Pos};
-use super::raw::{RawAlerting, RawConfig, RawKv, RawScrape, RawSlo, RawTarget, S};
+use super::raw::{RawConfig, RawKv, RawScrape, RawSlo, RawSpecDecode, RawTarget, S};
 use super::*;
 use crate::adapt::EngineHint;
 use crate::canonical::Engine;
@@ -53,12 +53,35 @@ pub(crate) fn validate(raw: RawConfig, file: &str) -> Result<Loaded, ConfigError
     let names: Vec<&str> = raw.targets.iter().flat_map(|t| t.value.iter()).map(|t| t.name.value.trim()).collect();
     let slos = slos_section(&mut d, raw.slos.as_deref().unwrap_or(&[]), &names);
     let kv_cache = kv_section(&mut d, raw.kv_cache.as_ref());
-    let alerting = alerting_section(&mut d, raw.alerting.as_ref());
+    let alerting = alerting_section(&mut d, raw.alerting.as_ref(), &slos, &windows);
+    let spec_draft_cost_ratio = spec_decode_section(&mut d, raw.spec_decode.as_ref());
+    let gpu = raw.gpu.as_ref().map(|g| g.value.clone());
+    let cost = raw.cost.as_ref().and_then(|c| {
+        if c.value.gpu_hour_dollars.is_finite() && c.value.gpu_hour_dollars > 0.0 {
+            Some(c.value.clone())
+        } else {
+            d.error(pos(c), "cost.gpu_hour_dollars must be a positive number of dollars, e.g. 2.5");
+            None
+        }
+    });
 
     let Some(listen) = listen.filter(|_| d.errors.is_empty()) else {
         return Err(ConfigErrors(d.errors));
     };
-    let config = Config { listen, evaluation_interval, scrape, targets, windows, quantiles, slos, kv_cache, alerting };
+    let config = Config {
+        listen,
+        evaluation_interval,
+        scrape,
+        targets,
+        windows,
+        quantiles,
+        slos,
+        kv_cache,
+        alerting,
+        gpu,
+        cost,
+        spec_draft_cost_ratio,
+    };
     Ok(Loaded { config, warnings: d.warnings })
 }
 
@@ -373,64 +396,38 @@ fn kv_section(d: &mut Diagnostics, raw: Option<&RawKv>) -> KvThresholds {
     kv
 }
 
-fn alerting_section(d: &mut Diagnostics, raw: Option<&RawAlerting>) -> Alerting {
-    let mut out = Alerting {
-        alertmanagers: Vec::new(),
-        resend_interval: DEFAULT_RESEND_INTERVAL,
-        runbook_base_url: None,
-        webhook: None,
-        rules: BTreeMap::new(),
-    };
-    let Some(raw) = raw else { return out };
-    if let (Some(one), Some(_)) = (&raw.alertmanager, &raw.alertmanagers) {
-        d.error(pos(&one.url), "both alerting.alertmanager and alerting.alertmanagers are set; use alertmanagers: [{url: ...}, ...] for several");
+fn alerting_section(d: &mut Diagnostics, raw: Option<&S<AlertingConfig>>, slos: &[Slo], windows: &[Window]) -> AlertingConfig {
+    let Some(raw) = raw else { return AlertingConfig::default() };
+    let cfg = raw.value.clone();
+    if cfg.alertmanager.is_some() && !cfg.alertmanagers.is_empty() {
+        d.error(pos(raw), "both alerting.alertmanager and alerting.alertmanagers are set; use alertmanagers: [{url: ...}, ...] for several");
     }
-    for ep in raw.alertmanager.iter().chain(raw.alertmanagers.iter().flatten()) {
-        if let Some(u) = http_url(d, &ep.url, "alertmanager url") {
-            out.alertmanagers.push(u);
-        }
+    let specs: Vec<crate::alert::input::SloSpec> = slos.iter().map(alert_slo).collect();
+    let findings = crate::alert::validate::validate(&cfg, &specs, windows);
+    for e in findings.errors {
+        d.error(pos(raw), e);
     }
-    if let Some(s) = &raw.resend_interval
-        && let Some(v) = positive_duration(d, s, "resend_interval")
-    {
-        out.resend_interval = v;
+    for w in findings.warnings {
+        d.warn(pos(raw), w);
     }
-    if let Some(s) = &raw.runbook_base_url {
-        out.runbook_base_url = http_url(d, s, "runbook_base_url");
+    cfg
+}
+
+fn alert_slo(s: &Slo) -> crate::alert::input::SloSpec {
+    crate::alert::input::SloSpec {
+        name: s.name.clone(),
+        objective: s.objective,
+        ttft: s.ttft.map(|d| d.as_secs_f64()),
+        tpot: s.tpot.map(|d| d.as_secs_f64()),
+        e2e: s.e2e.map(|d| d.as_secs_f64()),
     }
-    if let Some(ep) = &raw.webhook {
-        out.webhook = http_url(d, &ep.url, "webhook url");
+}
+
+fn spec_decode_section(d: &mut Diagnostics, raw: Option<&RawSpecDecode>) -> Option<f64> {
+    let r = raw?.draft_cost_ratio.as_ref()?;
+    if !(r.value.is_finite() && r.value >= 0.0) {
+        d.error(pos(r), format!("draft_cost_ratio is {}; write the draft model's step cost as a share of the target's, e.g. 0.1", r.value));
+        return None;
     }
-    for (name, rule) in raw.rules.iter().flatten() {
-        if !ALERT_NAMES.contains(&name.as_str()) {
-            d.error(pos(rule), format!("unknown alert rule {name:?}; expected one of {}", ALERT_NAMES.join(", ")));
-            continue;
-        }
-        let r = &rule.value;
-        let for_ = r.for_.as_ref().and_then(|s| match parse_duration(&s.value) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                d.error(pos(s), format!("for: {e}"));
-                None
-            }
-        });
-        if let Some(t) = &r.threshold
-            && !t.value.is_finite()
-        {
-            d.error(pos(t), "threshold must be a finite number");
-        }
-        let severity = r.severity.as_ref().and_then(|s| match s.value.trim() {
-            "page" => Some(Severity::Page),
-            "ticket" => Some(Severity::Ticket),
-            other => {
-                d.error(pos(s), format!("unknown severity {other:?}; expected page or ticket"));
-                None
-            }
-        });
-        out.rules.insert(
-            name.clone(),
-            RuleOverride { for_, threshold: r.threshold.as_ref().map(|t| t.value), enabled: r.enabled, severity },
-        );
-    }
-    out
+    Some(r.value)
 }
