@@ -32,6 +32,9 @@ alerting:
   runbook_base_url: https://rb.example/
 "#;
 
+/// `goodput rules` reads the daemon's config with the daemon's loader, which wants targets.
+const TARGETS: &str = "targets: [{name: llama, url: \"http://127.0.0.1:8000/metrics\"}]\n";
+
 fn goodput_rules(dir: &Path, format: &str) -> String {
     let cfg = dir.join("goodput.yml");
     std::fs::write(&cfg, CONFIG).unwrap();
@@ -314,8 +317,11 @@ fn prometheusrule_wraps_the_same_groups() {
 fn disabled_rules_and_bad_configs() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("c.yml");
-    std::fs::write(&cfg, "slos: [{name: chat, ttft: 1s}]\nalerting: {rules: {LLMQueueGrowing: {enabled: false}}}\n")
-        .unwrap();
+    std::fs::write(
+        &cfg,
+        format!("{TARGETS}slos: [{{name: chat, ttft: 1s, objective: 0.99}}]\nalerting: {{rules: {{LLMQueueGrowing: {{enabled: false}}}}}}\n"),
+    )
+    .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_goodput"))
         .args(["rules", "--format", "prometheus", "--config"])
         .arg(&cfg)
@@ -323,7 +329,7 @@ fn disabled_rules_and_bad_configs() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success() && !text.contains("LLMQueueGrowing") && text.contains("LLMKVCacheSaturated"));
-    std::fs::write(&cfg, "slos: [{name: chat, ttft: fast}]\n").unwrap();
+    std::fs::write(&cfg, format!("{TARGETS}slos: [{{name: chat, ttft: fast, objective: 0.99}}]\n")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_goodput")).args(["rules", "--config"]).arg(&cfg).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ttft"));
@@ -333,7 +339,7 @@ fn disabled_rules_and_bad_configs() {
 fn clamped_factor_and_selector_reach_the_promql() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("c.yml");
-    std::fs::write(&cfg, "slos: [{name: batch, ttft: 5s, objective: 0.9}]\n").unwrap();
+    std::fs::write(&cfg, format!("{TARGETS}slos: [{{name: batch, ttft: 5s, objective: 0.9}}]\n")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_goodput"))
         .args(["rules", "--format", "prometheus", "--selector", "job=\"vllm\"", "--config"])
         .arg(&cfg)

@@ -1,10 +1,83 @@
-//! `goodput replay`.
+//! `goodput replay --config FILE --recording DIR --step 5s`: a recording evaluated in
+//! virtual time by the daemon's own core, one JSON line per instant on stdout, with the
+//! families and labels /metrics would show at that instant (issue 3 §3).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use super::CliResult;
+use crate::config;
+use crate::duration::parse_duration;
+use crate::replay::{Recording, ReplayTarget, replay};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The daemon's config; its targets are matched to the recording's folders by name.
+    #[arg(long, short)]
+    pub config: PathBuf,
+    /// A folder written by `goodput record` or `goodput simulate --out`: DIR/<target>/<unix-millis>.prom.
+    #[arg(long)]
+    pub recording: PathBuf,
+    /// Evaluate at every multiple of STEP on the Unix epoch, from the first to the last scrape.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub step: Duration,
+}
 
-pub fn run(_args: Args) -> CliResult {
-    Err("`goodput replay` is not built yet".into())
+pub fn run(args: Args) -> CliResult {
+    let loaded = match config::load(&args.config) {
+        Ok(l) => l,
+        Err(errs) => {
+            for e in &errs.0 {
+                eprintln!("error: {e}");
+            }
+            eprintln!(
+                "{}: {} error(s); `goodput check --config FILE` shows them too",
+                args.config.display(),
+                errs.0.len()
+            );
+            return Ok(1);
+        }
+    };
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let cfg = loaded.config;
+    let step_ms = i64::try_from(args.step.as_millis()).unwrap_or(i64::MAX);
+    if step_ms <= 0 {
+        return Err("--step must be at least 1ms, e.g. 5s".into());
+    }
+    let recording = Recording::scan(&args.recording)?;
+    for (name, _) in &recording.targets {
+        if !cfg.targets.iter().any(|t| &t.name == name) {
+            eprintln!(
+                "warning: recording folder {name:?} matches no target in {}; it is not replayed",
+                args.config.display()
+            );
+        }
+    }
+    let targets: Vec<ReplayTarget> = cfg
+        .targets
+        .iter()
+        .map(|t| ReplayTarget { name: t.name.clone(), hint: t.engine, default_model: t.model.clone() })
+        .collect();
+    if targets.is_empty() {
+        return Err(format!("{} configures no targets; nothing to replay", args.config.display()).into());
+    }
+    let frames = replay(&args.recording, &recording, &targets, cfg.eval_config(), step_ms)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for frame in frames {
+        if let Err(e) = writeln!(out, "{}", frame.json_line()) {
+            // A closed pipe (`| head`) is the reader's choice, not an error.
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(0);
+            }
+            return Err(e.into());
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(0),
+    }
 }

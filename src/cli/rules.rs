@@ -3,13 +3,10 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
-
 use super::CliResult;
-use crate::alert::AlertingConfig;
 use crate::alert::input::SloSpec;
 use crate::alert::promql::{RulesSpec, groups, render_prometheus, render_prometheusrule};
-use crate::duration::{Window, parse_duration};
+use crate::config;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -34,70 +31,40 @@ pub struct Args {
     pub name: String,
 }
 
-/// The parts of the main config that rules need; other keys are ignored here (the full
-/// loader validates them).
-#[derive(Debug, Deserialize)]
-struct RulesConfig {
-    #[serde(default)]
-    slos: Vec<SloConfig>,
-    #[serde(default)]
-    windows: Vec<String>,
-    #[serde(default)]
-    alerting: AlertingConfig,
-}
-
-#[derive(Debug, Deserialize)]
-struct SloConfig {
-    name: String,
-    ttft: Option<String>,
-    tpot: Option<String>,
-    e2e: Option<String>,
-    #[serde(default = "default_objective")]
-    objective: f64,
-}
-
-fn default_objective() -> f64 {
-    0.99
-}
-
-fn seconds(slo: &str, what: &str, v: &Option<String>) -> Result<Option<f64>, String> {
-    v.as_deref()
-        .map(|s| parse_duration(s).map(|d| d.as_secs_f64()).map_err(|e| format!("slo {slo}: {what}: {e}")))
-        .transpose()
-}
-
-/// Reads the config at `path` into what the rule generator needs.
+/// Reads the config at `path` with the daemon's own loader (so `goodput check` and
+/// `goodput rules` accept exactly the same files) into what the rule generator needs.
+/// Errors carry `file:line:column`, one per line.
 pub fn load_spec(path: &std::path::Path, selector: Option<String>) -> Result<RulesSpec, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let cfg: RulesConfig = serde_saphyr::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut slos = Vec::new();
-    for s in &cfg.slos {
-        if !(s.objective > 0.0 && s.objective < 1.0) {
-            return Err(format!("slo {}: objective {} must be between 0 and 1, e.g. 0.99", s.name, s.objective));
-        }
-        slos.push(SloSpec {
-            name: s.name.clone(),
-            ttft: seconds(&s.name, "ttft", &s.ttft)?,
-            tpot: seconds(&s.name, "tpot", &s.tpot)?,
-            e2e: seconds(&s.name, "e2e", &s.e2e)?,
-            objective: s.objective,
-        });
+    let loaded = config::load(path).map_err(|errs| errs.to_string())?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
     }
-    let windows = cfg
-        .windows
+    let cfg = loaded.config;
+    let slos = cfg
+        .slos
         .iter()
-        .map(|w| {
-            parse_duration(w)
-                .ok()
-                .and_then(Window::new)
-                .ok_or_else(|| format!("windows: {w:?} is not a window; write e.g. 5m"))
+        .map(|s| SloSpec {
+            name: s.name.clone(),
+            ttft: s.ttft.map(|d| d.as_secs_f64()),
+            tpot: s.tpot.map(|d| d.as_secs_f64()),
+            e2e: s.e2e.map(|d| d.as_secs_f64()),
+            objective: s.objective,
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(RulesSpec { slos, windows, alerting: cfg.alerting, selector })
+        .collect();
+    Ok(RulesSpec { slos, windows: cfg.windows, alerting: cfg.alerting, selector })
 }
 
 pub fn run(args: Args) -> CliResult {
-    let spec = load_spec(&args.config, args.selector)?;
+    let spec = match load_spec(&args.config, args.selector) {
+        Ok(spec) => spec,
+        Err(e) => {
+            for line in e.lines() {
+                eprintln!("error: {line}");
+            }
+            eprintln!("{}: fix the config (`goodput check --config FILE` shows every error)", args.config.display());
+            return Ok(1);
+        }
+    };
     if spec.slos.is_empty() {
         eprintln!("note: {} defines no `slos`; only the non-SLO rules are generated", args.config.display());
     }
