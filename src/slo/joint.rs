@@ -14,6 +14,9 @@ pub fn joint(clauses: &[Bounded], failed: f64) -> Bounded {
     let lower_sum: f64 = clauses.iter().map(|c| c.lower).sum();
     let lower = (lower_sum - (n - 1.0).max(0.0) - failed).max(0.0);
     let upper = clauses.iter().map(|c| c.upper).fold(1.0 - failed, f64::min);
+    // Mathematically lower ≤ upper; rounding in the sum can put it one ulp above (e.g. two
+    // clauses at 1 with failed = 0.0018…), and `clamp` panics on min > max.
+    let lower = lower.min(upper);
     let estimate = (1.0 - failed) * clauses.iter().map(|c| c.estimate).product::<f64>();
     Bounded { lower, estimate: estimate.clamp(lower, upper), upper }
 }
@@ -32,6 +35,15 @@ pub fn burn_rate(attainment: Bounded, objective: f64) -> Bounded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounding_never_inverts_the_bounds() {
+        let one = Bounded { lower: 1.0, estimate: 1.0, upper: 1.0 };
+        for n in 1..3000 {
+            let j = joint(&[one, one, one], 1.0 / n as f64);
+            assert!(j.lower <= j.estimate && j.estimate <= j.upper, "{n}: {j:?}");
+        }
+    }
 
     #[test]
     fn frechet_bounds_and_independence_estimate() {
