@@ -114,4 +114,47 @@ impl Prometheus {
             })
             .collect()
     }
+
+    /// `query_range` → every result series: its labels and its points as (t_ms, the value
+    /// exactly as Prometheus printed it, e.g. `NaN`, `+Inf`). Panics on API errors.
+    pub fn query_range_series(
+        &self,
+        query: &str,
+        start_ms: i64,
+        end_ms: i64,
+        step_s: u64,
+    ) -> Vec<(std::collections::BTreeMap<String, String>, Vec<(i64, String)>)> {
+        let q: String = url::form_urlencoded::byte_serialize(query.as_bytes()).collect();
+        let path = format!(
+            "/api/v1/query_range?query={q}&start={}&end={}&step={step_s}",
+            start_ms as f64 / 1000.0,
+            end_ms as f64 / 1000.0
+        );
+        let (status, body) = self.get(&path).expect("query_range request");
+        assert_eq!(status, 200, "query_range {query}: {body}");
+        let v: serde_json::Value = serde_json::from_str(&body).expect("query_range JSON");
+        v["data"]["result"]
+            .as_array()
+            .expect("result array")
+            .iter()
+            .map(|series| {
+                let labels = series["metric"]
+                    .as_object()
+                    .expect("metric")
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect();
+                let points = series["values"]
+                    .as_array()
+                    .expect("values")
+                    .iter()
+                    .map(|p| {
+                        let t = (p[0].as_f64().expect("timestamp") * 1000.0).round() as i64;
+                        (t, p[1].as_str().expect("value string").to_string())
+                    })
+                    .collect();
+                (labels, points)
+            })
+            .collect()
+    }
 }
