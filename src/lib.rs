@@ -21,6 +21,7 @@ pub mod export;
 pub mod gpu;
 pub mod logging;
 pub mod parse;
+pub mod probe;
 pub mod replay;
 pub mod report;
 pub mod scrape;

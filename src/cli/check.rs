@@ -1,16 +1,25 @@
-//! `goodput check --config FILE`: validate a config, print a summary or every error.
+//! `goodput check --config FILE [--probe]`: validate a config, print a summary or every
+//! error; with `--probe`, also scrape each target once and say which SLO clauses are
+//! bracketed rather than exact, or not evaluable, on what the engine exposes.
 
 use std::path::PathBuf;
 
 use super::CliResult;
 use crate::config::{self, Config};
+use crate::daemon::target::{fetcher_for, limits_for};
 use crate::duration::format_duration;
+use crate::probe::findings;
+use crate::scrape::ingest;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The YAML config file to validate.
     #[arg(long, short)]
     pub config: PathBuf,
+    /// Scrape each target once and check the SLOs against its buckets and histograms.
+    /// Findings and unreachable targets are warnings (exit 0).
+    #[arg(long)]
+    pub probe: bool,
 }
 
 pub fn run(args: Args) -> CliResult {
@@ -20,6 +29,11 @@ pub fn run(args: Args) -> CliResult {
                 eprintln!("warning: {w}");
             }
             print!("{}", summary(&args.config.display().to_string(), &loaded.config));
+            if args.probe {
+                for line in probe(&loaded.config)? {
+                    eprintln!("warning: {line}");
+                }
+            }
             Ok(0)
         }
         Err(errs) => {
@@ -30,6 +44,50 @@ pub fn run(args: Args) -> CliResult {
             Ok(1)
         }
     }
+}
+
+/// Scrapes every target once, concurrently, with the daemon's own fetcher and ingest,
+/// and returns what the user should know, one message each. Never fails on a target.
+pub fn probe(c: &Config) -> Result<Vec<String>, Box<dyn std::error::Error + Send + Sync>> {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let slos = c.eval_config().slos;
+    let limits = limits_for(c);
+    let results = rt.block_on(async {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, t) in c.targets.iter().enumerate() {
+            let fetcher = fetcher_for(c, t);
+            let (name, url, hint, model, limits) = (t.name.clone(), t.url.clone(), t.engine, t.model.clone(), limits);
+            tasks.spawn(async move {
+                let fetcher = fetcher.map_err(|e| format!("target {name} ({url}): cannot build the client: {e}"))?;
+                let body = fetcher
+                    .fetch()
+                    .await
+                    .map_err(|e| format!("target {name} ({url}) not probed: {} ({})", e.message(), e.reason()))?;
+                let snap = ingest(&body, &limits, hint, &model)
+                    .map_err(|e| format!("target {name} ({url}) not probed: {} ({})", e.message(), e.reason()))?;
+                Ok::<_, String>((i, name, snap))
+            });
+        }
+        let mut out = Vec::new();
+        while let Some(r) = tasks.join_next().await {
+            out.push(r.unwrap_or_else(|e| Err(format!("a probe task failed: {e}"))));
+        }
+        out
+    });
+    let mut ok: Vec<_> = Vec::new();
+    let mut msgs = Vec::new();
+    for r in results {
+        match r {
+            Ok(x) => ok.push(x),
+            Err(m) => msgs.push(m),
+        }
+    }
+    ok.sort_by_key(|x| x.0);
+    for (_, name, snap) in &ok {
+        println!("  probed {name}: {} engine, {} model(s)", snap.engine.as_str(), snap.models.len());
+        msgs.extend(findings(&slos, name, snap).iter().map(|f| f.to_string()));
+    }
+    Ok(msgs)
 }
 
 /// A short human summary of what the daemon will do with this config.
