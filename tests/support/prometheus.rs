@@ -35,6 +35,9 @@ pub fn backfill(promtool: &Path, om_file: &Path, data: &Path) {
     assert!(out.status.success(), "promtool backfill failed: {}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// One `query_range` result: its labels, and (t_ms, value as Prometheus printed it).
+pub type Series = (std::collections::BTreeMap<String, String>, Vec<(i64, String)>);
+
 pub struct Prometheus {
     child: Child,
     pub port: u16,
@@ -117,13 +120,7 @@ impl Prometheus {
 
     /// `query_range` → every result series: its labels and its points as (t_ms, the value
     /// exactly as Prometheus printed it, e.g. `NaN`, `+Inf`). Panics on API errors.
-    pub fn query_range_series(
-        &self,
-        query: &str,
-        start_ms: i64,
-        end_ms: i64,
-        step_s: u64,
-    ) -> Vec<(std::collections::BTreeMap<String, String>, Vec<(i64, String)>)> {
+    pub fn query_range_series(&self, query: &str, start_ms: i64, end_ms: i64, step_s: u64) -> Vec<Series> {
         let q: String = url::form_urlencoded::byte_serialize(query.as_bytes()).collect();
         let path = format!(
             "/api/v1/query_range?query={q}&start={}&end={}&step={step_s}",
