@@ -374,6 +374,7 @@ fn recording_rules_in_prometheus_agree_with_replay() {
     let mut bad = Vec::new();
     let mut worst: BTreeMap<String, (usize, f64)> = BTreeMap::new();
     let mut spread: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    let mut range: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for p in pairs() {
         // Only samples stamped exactly at the instant: no lookback to an older one.
         let q = format!("{0} and timestamp({0}) == time()", p.promql);
@@ -383,7 +384,12 @@ fn recording_rules_in_prometheus_agree_with_replay() {
             let mine = frames.get(&t).and_then(|f| f.get(&(p.family.to_string(), p.labels.clone()))).copied();
             match (theirs.get(&t), mine) {
                 (Some(&a), Some(b)) if agree(a, b, p.tol) => {
-                    *compared.entry(p.what.clone()).or_default() += 1;
+                    // Only finite values count: NaN on both sides agrees but proves little.
+                    if b.is_finite() {
+                        *compared.entry(p.what.clone()).or_default() += 1;
+                        let r = range.entry(p.what.clone()).or_insert((f64::INFINITY, f64::NEG_INFINITY));
+                        *r = (r.0.min(b), r.1.max(b));
+                    }
                     if !matches!(p.tol, Tol::Exact) && a.is_finite() && b.is_finite() {
                         let e = spread.entry(p.what.clone()).or_insert((0.0, 0.0));
                         e.0 = f64::max(e.0, (a - b).abs());
@@ -411,6 +417,36 @@ fn recording_rules_in_prometheus_agree_with_replay() {
     assert!(bad.is_empty(), "{} disagreements:\n{}", bad.len(), bad[..bad.len().min(30)].join("\n"));
     for p in pairs() {
         let n = compared.get(&p.what).copied().unwrap_or(0);
-        assert!(n >= 100, "{}: only {n} points compared", p.what);
+        assert!(n >= 100, "{}: only {n} finite points compared", p.what);
     }
+    // The SLO is tight enough under ramp that attainment moves: agreement is not 1 == 1.
+    let (lo, hi) = range["attainment joint estimate"];
+    assert!(lo < 0.9 && hi - lo > 0.05, "joint attainment barely moves: [{lo}, {hi}]");
+    let (lo, hi) = range["llm_slo_ttft_seconds q0.99"];
+    assert!(hi > lo, "TTFT p99 never changes: {lo}");
+
+    // Teeth: the same comparison catches a rule that forgets to sum across engines.
+    let (target, model) = TARGETS[0];
+    let one_engine = format!(
+        "histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{model_name=\"{model}\", engine=\"0\"}}[1m])))"
+    );
+    let labels = BTreeMap::from([
+        ("model".to_string(), model.to_string()),
+        ("quantile".into(), "0.99".into()),
+        ("target".into(), target.into()),
+        ("window".into(), "1m".into()),
+    ]);
+    let wrong = prom.query_range(&one_engine, start, last, (STEP_MS / 1000) as u64);
+    let caught = wrong
+        .iter()
+        .filter(|(t, v)| {
+            let mine = frames.get(t).and_then(|f| f.get(&("llm_slo_ttft_seconds".to_string(), labels.clone())));
+            mine.is_some_and(|&m| !agree(*v, m, Tol::Exact))
+        })
+        .count();
+    assert!(
+        wrong.len() > 50 && caught * 10 > wrong.len() * 9,
+        "per-engine p99 not caught: {caught} of {}",
+        wrong.len()
+    );
 }
