@@ -12,6 +12,7 @@
 
 mod error;
 mod float;
+mod hash;
 mod line;
 
 pub use error::{ParseError, ParseErrorKind};
@@ -140,6 +141,12 @@ impl<'a> Exposition<'a> {
         self.labels_of(s).iter().find(|l| l.name == name).map(|l| l.value.as_ref())
     }
 
+    /// The value of label `name` read as a Prometheus float, so that `le="2"` and
+    /// `le="2.0"` (or `quantile="0.50"` and `"0.5"`) compare equal.
+    pub fn label_f64(&self, s: &Sample<'a>, name: &str) -> Option<f64> {
+        self.label(s, name).and_then(parse_f64)
+    }
+
     /// The family a sample belongs to.
     pub fn family_of(&self, s: &Sample<'a>) -> &Family<'a> {
         &self.families[s.family as usize]
@@ -233,8 +240,9 @@ struct Parser<'a> {
     out: Exposition<'a>,
     /// Family name → index, for samples that come after another family's lines.
     by_name: HashMap<&'a str, u32>,
-    /// Series hash → first sample index, for duplicate detection.
-    seen: HashMap<u64, u32>,
+    /// Series hash → first sample index, for duplicate detection. The key is already a
+    /// well-mixed hash, so the map passes it through instead of running SipHash over it.
+    seen: HashMap<u64, u32, hash::PassThrough>,
     /// Hash collisions between distinct series; checked linearly (practically never used).
     collided: Vec<u32>,
     current: Option<u32>,
@@ -253,7 +261,7 @@ impl<'a> Parser<'a> {
                 duplicates: Vec::new(),
             },
             by_name: HashMap::new(),
-            seen: HashMap::with_capacity(approx_lines.min(1 << 20)),
+            seen: HashMap::with_capacity_and_hasher(approx_lines.min(1 << 20), hash::PassThrough),
             collided: Vec::new(),
             current: None,
         }
@@ -270,6 +278,10 @@ impl<'a> Parser<'a> {
             start = end + 1;
             if let Some(l) = line.strip_suffix('\r') {
                 line = l;
+            }
+            // Go's text parser skips leading blanks; a line of blanks is a blank line.
+            if line.starts_with([' ', '\t']) {
+                line = line.trim_start_matches([' ', '\t']);
             }
             if line.is_empty() {
                 continue;
@@ -365,16 +377,17 @@ impl<'a> Parser<'a> {
         let labels = label_start as u32..self.out.labels.len() as u32;
         let sample = Sample { name: parsed.name, family, labels, value: parsed.value, timestamp: parsed.timestamp, line: lineno };
 
-        let hash = series_hash(parsed.name, &self.out.labels[label_start..]);
+        let hash = hash::series(parsed.name, &self.out.labels[label_start..]);
         let idx = self.out.samples.len() as u32;
+        if self.out.samples.len() + self.out.duplicates.len() >= self.limits.max_samples {
+            // Duplicates count too: each one costs memory for its message.
+            return Err(ParseError::at(lineno, ParseErrorKind::TooManySamples { limit: self.limits.max_samples }));
+        }
         if let Some(first) = self.first_with_hash(hash, &sample) {
             let series = self.out.series_string(&sample);
             self.out.labels.truncate(label_start);
             self.out.duplicates.push(Duplicate { line: lineno, first_line: self.out.samples[first as usize].line, series });
             return Ok(());
-        }
-        if self.out.samples.len() >= self.limits.max_samples {
-            return Err(ParseError::at(lineno, ParseErrorKind::TooManySamples { limit: self.limits.max_samples }));
         }
         self.out.families[family as usize].samples += 1;
         self.out.samples.push(sample);
@@ -413,24 +426,6 @@ fn belongs(f: &Family<'_>, sample: &str) -> bool {
 
 fn same_labels(a: &[Label<'_>], b: &[Label<'_>]) -> bool {
     a.len() == b.len() && a.iter().all(|l| b.iter().any(|m| m.name == l.name && m.value == l.value))
-}
-
-/// An order-independent hash of a series identity (label order does not make a new series).
-fn series_hash(name: &str, labels: &[Label<'_>]) -> u64 {
-    let mut h = fnv1a(0xcbf2_9ce4_8422_2325, name.as_bytes());
-    for l in labels {
-        let lh = fnv1a(fnv1a(0x8422_2325_cbf2_9ce4, l.name.as_bytes()) ^ 0xff, l.value.as_bytes());
-        h = h.wrapping_add(lh.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    }
-    h
-}
-
-fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }
 
 /// Splits off the first whitespace-delimited token; the rest has leading blanks removed.
