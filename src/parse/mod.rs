@@ -14,9 +14,11 @@ mod error;
 mod float;
 mod hash;
 mod line;
+mod synth;
 
 pub use error::{ParseError, ParseErrorKind};
 pub use float::parse_f64;
+pub use synth::vllm_like_exposition;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
