@@ -6,6 +6,9 @@
 /// Rust's own parser also accepts `infinity` and `nan` spelled out, which Go does too, so
 /// the only thing to reject is what neither accepts: empty strings, hex, `_` separators.
 pub fn parse_f64(s: &str) -> Option<f64> {
+    if let Some(v) = simple_decimal(s.as_bytes()) {
+        return Some(v);
+    }
     let b = s.as_bytes();
     let first = *b.first()?;
     // Fast path for the overwhelmingly common plain decimals.
@@ -23,6 +26,42 @@ pub fn parse_f64(s: &str) -> Option<f64> {
         return Some(f64::NAN);
     }
     None
+}
+
+/// Powers of ten that are exact in an f64.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+    1e20, 1e21, 1e22,
+];
+
+/// Clinger's fast path for the forms exporters write most (`12`, `0.25`, `1768264339.889`):
+/// when the digits fit in 2^53 and the scale is an exact power of ten, one IEEE division
+/// is correctly rounded, so the result equals the full parser's. Anything else (signs,
+/// exponents, more digits) returns `None` and takes the general path.
+#[inline]
+fn simple_decimal(b: &[u8]) -> Option<f64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    let mut mantissa: u64 = 0;
+    let mut frac: Option<usize> = None;
+    let mut digits = 0usize;
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'0'..=b'9' => {
+                mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
+                digits += 1;
+            }
+            b'.' if frac.is_none() => frac = Some(i + 1),
+            _ => return None,
+        }
+    }
+    // 20 digits may wrap the u64; those, and a lone ".", take the general path.
+    if digits == 0 || digits > 19 || mantissa > (1u64 << 53) {
+        return None;
+    }
+    let scale = frac.map_or(0, |f| b.len() - f);
+    Some(mantissa as f64 / *POW10.get(scale)?)
 }
 
 #[cfg(test)]
@@ -47,5 +86,33 @@ mod tests {
         assert_eq!(parse_f64("0x10"), None);
         assert_eq!(parse_f64("abc"), None);
         assert_eq!(parse_f64("+NaN"), None);
+        assert_eq!(parse_f64("."), None);
+        assert_eq!(parse_f64("1.2.3"), None);
+        assert_eq!(parse_f64("5."), Some(5.0));
+    }
+
+    #[test]
+    fn fast_path_agrees_with_the_full_parser() {
+        // Cases straddling the fast path's bounds: 2^53, 19/20 digits, 22 decimals.
+        let cases = [
+            "9007199254740992", "9007199254740993", "0.9007199254740993", "1234567890123456789",
+            "12345678901234567890", "99999999999999999999", "0.0000000000000000000001", "0.00000000000000000000012",
+            "1768264339.889", "0.4143967628479004", "0.1", "0.3", "123.456", "0", "0.0", "007",
+        ];
+        for c in cases {
+            let want: f64 = c.parse().unwrap();
+            assert_eq!(parse_f64(c).map(f64::to_bits), Some(want.to_bits()), "{c}");
+        }
+        let mut x: u64 = 0x1234_5678_9abc_def0;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = (x % 1_000_000_000_000_000_000).to_string();
+            let cut = (x >> 60) as usize % (digits.len() + 1);
+            let s = format!("{}.{}", &digits[..cut], &digits[cut..]);
+            let want: f64 = s.parse().unwrap();
+            assert_eq!(parse_f64(&s).map(f64::to_bits), Some(want.to_bits()), "{s}");
+        }
     }
 }

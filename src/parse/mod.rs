@@ -248,6 +248,7 @@ struct Parser<'a> {
     /// Hash collisions between distinct series; checked linearly (practically never used).
     collided: Vec<u32>,
     current: Option<u32>,
+    names: line::NameCache<'a>,
 }
 
 impl<'a> Parser<'a> {
@@ -266,6 +267,7 @@ impl<'a> Parser<'a> {
             seen: HashMap::with_capacity_and_hasher(approx_lines.min(1 << 20), hash::PassThrough),
             collided: Vec::new(),
             current: None,
+            names: line::NameCache::default(),
         }
     }
 
@@ -373,7 +375,7 @@ impl<'a> Parser<'a> {
 
     fn sample(&mut self, line: &'a str, lineno: u32) -> Result<(), ParseError> {
         let label_start = self.out.labels.len();
-        let parsed = line::parse_sample(line, &mut self.out.labels, &self.limits)
+        let parsed = line::parse_sample(line, &mut self.out.labels, &self.limits, &mut self.names)
             .map_err(|kind| ParseError::at(lineno as usize, kind))?;
         let family = self.family_for(parsed.name);
         let labels = label_start as u32..self.out.labels.len() as u32;
@@ -385,7 +387,27 @@ impl<'a> Parser<'a> {
             // Duplicates count too: each one costs memory for its message.
             return Err(ParseError::at(lineno, ParseErrorKind::TooManySamples { limit: self.limits.max_samples }));
         }
-        if let Some(first) = self.first_with_hash(hash, &sample) {
+        // One probe of the map on the common path (a new series).
+        let first = match self.seen.entry(hash) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(idx);
+                None
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let out = &self.out;
+                let same = |i: u32| {
+                    let o = &out.samples[i as usize];
+                    o.name == sample.name && same_labels(out.labels_of(o), out.labels_of(&sample))
+                };
+                let first = *o.get();
+                let found = if same(first) { Some(first) } else { self.collided.iter().copied().find(|&i| same(i)) };
+                if found.is_none() {
+                    self.collided.push(idx);
+                }
+                found
+            }
+        };
+        if let Some(first) = first {
             let series = self.out.series_string(&sample);
             self.out.labels.truncate(label_start);
             self.out.duplicates.push(Duplicate { line: lineno, first_line: self.out.samples[first as usize].line, series });
@@ -393,26 +415,7 @@ impl<'a> Parser<'a> {
         }
         self.out.families[family as usize].samples += 1;
         self.out.samples.push(sample);
-        match self.seen.entry(hash) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(idx);
-            }
-            std::collections::hash_map::Entry::Occupied(_) => self.collided.push(idx),
-        }
         Ok(())
-    }
-
-    /// The index of an earlier sample of the same series, if any.
-    fn first_with_hash(&self, hash: u64, s: &Sample<'a>) -> Option<u32> {
-        let &first = self.seen.get(&hash)?;
-        let same = |i: u32| {
-            let o = &self.out.samples[i as usize];
-            o.name == s.name && same_labels(self.out.labels_of(o), self.out.labels_of(s))
-        };
-        if same(first) {
-            return Some(first);
-        }
-        self.collided.iter().copied().find(|&i| same(i))
     }
 }
 
