@@ -68,7 +68,7 @@ pub(super) fn series(name: &str, labels: &[Label<'_>]) -> u64 {
     fold_mul(h ^ (h >> 29), K3)
 }
 
-/// A `BuildHasher` for keys that are already uniformly distributed `u64` hashes.
+/// A `BuildHasher` for keys that are already uniformly distributed hashes.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct PassThrough;
 
@@ -92,6 +92,11 @@ impl Hasher for PassThroughHasher {
     }
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
+    }
+    fn write_u32(&mut self, n: u32) {
+        // A 32-bit fingerprint: spread it over all 64 bits, because the table takes its
+        // bucket index from the low bits and its control tag from the top seven.
+        self.0 = u64::from(n).wrapping_mul(K1) ^ u64::from(n);
     }
 }
 

@@ -242,9 +242,10 @@ struct Parser<'a> {
     out: Exposition<'a>,
     /// Family name → index, for samples that come after another family's lines.
     by_name: HashMap<&'a str, u32>,
-    /// Series hash → first sample index, for duplicate detection. The key is already a
-    /// well-mixed hash, so the map passes it through instead of running SipHash over it.
-    seen: HashMap<u64, u32, hash::PassThrough>,
+    /// Series fingerprint (32 bits of the series hash) → first sample index, for duplicate
+    /// detection. The key is already well mixed, so the map does not hash it again, and
+    /// 8-byte entries keep the table small: its cache misses dominate the parse otherwise.
+    seen: HashMap<u32, u32, hash::PassThrough>,
     /// Hash collisions between distinct series; checked linearly (practically never used).
     collided: Vec<u32>,
     current: Option<u32>,
@@ -264,7 +265,9 @@ impl<'a> Parser<'a> {
                 duplicates: Vec::new(),
             },
             by_name: HashMap::new(),
-            seen: HashMap::with_capacity_and_hasher(approx_lines.min(1 << 20), hash::PassThrough),
+            // Lines average ~100 bytes; undersizing costs one rehash, oversizing costs
+            // cache misses and page faults on every scrape.
+            seen: HashMap::with_capacity_and_hasher((text.len() / 128 + 1).min(1 << 20), hash::PassThrough),
             collided: Vec::new(),
             current: None,
             names: line::NameCache::default(),
@@ -388,7 +391,7 @@ impl<'a> Parser<'a> {
             return Err(ParseError::at(lineno, ParseErrorKind::TooManySamples { limit: self.limits.max_samples }));
         }
         // One probe of the map on the common path (a new series).
-        let first = match self.seen.entry(hash) {
+        let first = match self.seen.entry((hash >> 32) as u32) {
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(idx);
                 None

@@ -193,3 +193,21 @@ fn error_lines_count_crlf_and_blank_lines() {
     assert_eq!(e.line, 4);
     assert!(e.to_string().starts_with("line 4: invalid sample value \"oops\""), "{e}");
 }
+
+#[test]
+fn fingerprint_collisions_are_told_apart_from_duplicates() {
+    // Find two distinct series whose 32-bit fingerprints collide (birthday search).
+    let mut by_fp: HashMap<u32, u32> = HashMap::new();
+    let (a, b) = (0u32..1_000_000)
+        .find_map(|i| {
+            let v = i.to_string();
+            let fp = (hash::series("m", &[Label { name: "i", value: Cow::Borrowed(&v) }]) >> 32) as u32;
+            by_fp.insert(fp, i).map(|j| (j, i))
+        })
+        .expect("a 32-bit collision within a million series");
+    let body = format!("m{{i=\"{a}\"}} 1\nm{{i=\"{b}\"}} 2\nm{{i=\"{b}\"}} 3\nm{{i=\"{a}\"}} 4\n");
+    let e = ok(&body);
+    assert_eq!(e.samples.iter().map(|s| s.value).collect::<Vec<_>>(), vec![1.0, 2.0]);
+    let dups: Vec<_> = e.duplicates.iter().map(|d| (d.line, d.first_line)).collect();
+    assert_eq!(dups, vec![(3, 2), (4, 1)]);
+}
