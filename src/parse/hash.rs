@@ -1,12 +1,9 @@
-//! The series-identity hash used for duplicate detection, and the pass-through hasher
-//! that lets a `HashMap<u64, _>` use it without hashing it a second time.
+//! The series-identity hash used for duplicate detection.
 //!
 //! Hashing is on the hot path (once per sample line), so it reads eight bytes at a time
 //! with a folded 128-bit multiply instead of FNV's byte loop. Collisions are harmless
 //! for correctness: the parser compares the series themselves before calling two
 //! samples duplicates.
-
-use std::hash::{BuildHasher, Hasher};
 
 use super::Label;
 
@@ -66,38 +63,6 @@ pub(super) fn series(name: &str, labels: &[Label<'_>]) -> u64 {
         h = h.wrapping_add(fold_mul(lh, K1));
     }
     fold_mul(h ^ (h >> 29), K3)
-}
-
-/// A `BuildHasher` for keys that are already uniformly distributed hashes.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct PassThrough;
-
-impl BuildHasher for PassThrough {
-    type Hasher = PassThroughHasher;
-    fn build_hasher(&self) -> PassThroughHasher {
-        PassThroughHasher(0)
-    }
-}
-
-#[derive(Debug, Default)]
-pub(super) struct PassThroughHasher(u64);
-
-impl Hasher for PassThroughHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, b: &[u8]) {
-        // Only `write_u64` is used by `HashMap<u64, _>`; mix anything else in anyway.
-        self.0 = bytes(self.0 ^ K1, b);
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-    fn write_u32(&mut self, n: u32) {
-        // A 32-bit fingerprint: spread it over all 64 bits, because the table takes its
-        // bucket index from the low bits and its control tag from the top seven.
-        self.0 = u64::from(n).wrapping_mul(K1) ^ u64::from(n);
-    }
 }
 
 #[cfg(test)]

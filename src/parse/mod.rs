@@ -10,6 +10,7 @@
 //! `# TYPE` declared (or an untyped family of its own), with all labels in one shared
 //! vector so that parsing allocates per scrape, not per sample.
 
+mod dedup;
 mod error;
 mod float;
 mod hash;
@@ -242,12 +243,8 @@ struct Parser<'a> {
     out: Exposition<'a>,
     /// Family name → index, for samples that come after another family's lines.
     by_name: HashMap<&'a str, u32>,
-    /// Series fingerprint (32 bits of the series hash) → first sample index, for duplicate
-    /// detection. The key is already well mixed, so the map does not hash it again, and
-    /// 8-byte entries keep the table small: its cache misses dominate the parse otherwise.
-    seen: HashMap<u32, u32, hash::PassThrough>,
-    /// Hash collisions between distinct series; checked linearly (practically never used).
-    collided: Vec<u32>,
+    /// The series hash of each sample, in order, for the duplicate pass at the end.
+    hashes: Vec<u64>,
     current: Option<u32>,
     names: line::NameCache<'a>,
 }
@@ -265,10 +262,7 @@ impl<'a> Parser<'a> {
                 duplicates: Vec::new(),
             },
             by_name: HashMap::new(),
-            // Lines average ~100 bytes; undersizing costs one rehash, oversizing costs
-            // cache misses and page faults on every scrape.
-            seen: HashMap::with_capacity_and_hasher((text.len() / 128 + 1).min(1 << 20), hash::PassThrough),
-            collided: Vec::new(),
+            hashes: Vec::with_capacity(approx_lines.min(1 << 20)),
             current: None,
             names: line::NameCache::default(),
         }
@@ -301,6 +295,7 @@ impl<'a> Parser<'a> {
                 self.sample(line, lineno)?;
             }
         }
+        dedup::remove_duplicates(&mut self.out, &self.hashes);
         Ok(self.out)
     }
 
@@ -384,38 +379,11 @@ impl<'a> Parser<'a> {
         let labels = label_start as u32..self.out.labels.len() as u32;
         let sample = Sample { name: parsed.name, family, labels, value: parsed.value, timestamp: parsed.timestamp, line: lineno };
 
-        let hash = hash::series(parsed.name, &self.out.labels[label_start..]);
-        let idx = self.out.samples.len() as u32;
-        if self.out.samples.len() + self.out.duplicates.len() >= self.limits.max_samples {
-            // Duplicates count too: each one costs memory for its message.
+        if self.out.samples.len() >= self.limits.max_samples.min(u32::MAX as usize) {
+            // Duplicates count too, until the final pass removes them.
             return Err(ParseError::at(lineno, ParseErrorKind::TooManySamples { limit: self.limits.max_samples }));
         }
-        // One probe of the map on the common path (a new series).
-        let first = match self.seen.entry((hash >> 32) as u32) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(idx);
-                None
-            }
-            std::collections::hash_map::Entry::Occupied(o) => {
-                let out = &self.out;
-                let same = |i: u32| {
-                    let o = &out.samples[i as usize];
-                    o.name == sample.name && same_labels(out.labels_of(o), out.labels_of(&sample))
-                };
-                let first = *o.get();
-                let found = if same(first) { Some(first) } else { self.collided.iter().copied().find(|&i| same(i)) };
-                if found.is_none() {
-                    self.collided.push(idx);
-                }
-                found
-            }
-        };
-        if let Some(first) = first {
-            let series = self.out.series_string(&sample);
-            self.out.labels.truncate(label_start);
-            self.out.duplicates.push(Duplicate { line: lineno, first_line: self.out.samples[first as usize].line, series });
-            return Ok(());
-        }
+        self.hashes.push(hash::series(parsed.name, &self.out.labels[label_start..]));
         self.out.families[family as usize].samples += 1;
         self.out.samples.push(sample);
         Ok(())
@@ -430,10 +398,6 @@ fn belongs(f: &Family<'_>, sample: &str) -> bool {
         Some(suffix) => f.kind.suffixes().contains(&suffix),
         None => false,
     }
-}
-
-fn same_labels(a: &[Label<'_>], b: &[Label<'_>]) -> bool {
-    a.len() == b.len() && a.iter().all(|l| b.iter().any(|m| m.name == l.name && m.value == l.value))
 }
 
 /// Splits off the first whitespace-delimited token; the rest has leading blanks removed.
