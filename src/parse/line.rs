@@ -106,7 +106,37 @@ pub(super) struct NameCache<'a> {
 #[inline]
 fn reuse(b: &[u8], i: usize, known: &str, bits: u8) -> Option<usize> {
     let end = i + known.len();
-    (!known.is_empty() && b.len() > end && b[i..end] == *known.as_bytes() && class(b[end]) & bits == 0).then_some(end)
+    (!known.is_empty() && b.len() > end && same_bytes(&b[i..end], known.as_bytes()) && class(b[end]) & bits == 0)
+        .then_some(end)
+}
+
+#[inline]
+fn word(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_ne_bytes(w)
+}
+
+/// Equality of two short, equal-length byte strings, eight bytes at a time and inline:
+/// names are 2–60 bytes, where a `memcmp` call costs more than the comparison.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a == b;
+    }
+    let mut at = 0;
+    while at + 8 <= n {
+        if word(a, at) != word(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    // The last (possibly overlapping) word covers the tail.
+    word(a, n - 8) == word(b, n - 8)
 }
 
 /// Parses a sample line, pushing its labels onto `labels`.

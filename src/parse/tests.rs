@@ -211,3 +211,23 @@ fn fingerprint_collisions_are_told_apart_from_duplicates() {
     let dups: Vec<_> = e.duplicates.iter().map(|d| (d.line, d.first_line)).collect();
     assert_eq!(dups, vec![(3, 2), (4, 1)]);
 }
+
+#[test]
+fn name_cache_never_confuses_similar_names() {
+    // Each line shares a prefix with the previous one but is a different name.
+    let e = ok("abcdefghij_x{ab=\"1\"} 1\nabcdefghij_y{ab=\"1\",abc=\"2\"} 2\nabcdefghij_x_total{a=\"1\"} 3\n\
+                abcdefghij{abc=\"1\"} 4\nabcdefghij_x{ab=\"1\"} 5\nabcdefghij_x:{ab=\"1\"} 6\n");
+    let got: Vec<_> = e.samples.iter().map(|s| (s.name, e.labels_of(s).iter().map(|l| l.name).collect::<Vec<_>>())).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("abcdefghij_x", vec!["ab"]),
+            ("abcdefghij_y", vec!["ab", "abc"]),
+            ("abcdefghij_x_total", vec!["a"]),
+            ("abcdefghij", vec!["abc"]),
+            ("abcdefghij_x:", vec!["ab"]),
+        ]
+    );
+    assert_eq!(e.duplicates.len(), 1);
+    assert_eq!((e.duplicates[0].line, e.duplicates[0].first_line), (5, 1));
+}
