@@ -9,10 +9,12 @@ fn main() {
         eprintln!("usage: gen_exposition OUT [MEGABYTES] [ENGINES] [SEED]");
         std::process::exit(2);
     };
-    let num = |i: usize, d: u64| args.get(i).map_or(Ok(d), |s| s.parse::<u64>()).unwrap_or_else(|e| {
-        eprintln!("argument {i}: {e}");
-        std::process::exit(2)
-    });
+    let num = |i: usize, d: u64| {
+        args.get(i).map_or(Ok(d), |s| s.parse::<u64>()).unwrap_or_else(|e| {
+            eprintln!("argument {i}: {e}");
+            std::process::exit(2)
+        })
+    };
     let mb = num(1, 20);
     let engines = num(2, 8) as usize;
     let text = goodput::parse::vllm_like_exposition((mb as usize) << 20, engines, num(3, 1));

@@ -134,6 +134,7 @@ impl FinishReason {
     pub fn from_label(s: &str) -> FinishReason {
         match s {
             "stop" => FinishReason::Stop,
+            "success" | "ok" => FinishReason::Success,
             "length" => FinishReason::Length,
             "abort" | "aborted" | "cancelled" => FinishReason::Abort,
             "error" | "failed" => FinishReason::Error,

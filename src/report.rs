@@ -112,3 +112,34 @@ pub struct KvReport {
     /// Share of the window spent in each band (sums to 1).
     pub band_time: BTreeMap<KvBand, f64>,
 }
+
+/// One SLO over one window of one target and model.
+#[derive(Debug, Clone, Serialize)]
+pub struct SloReport {
+    pub slo: String,
+    pub objective: f64,
+    pub status: SloStatus,
+}
+
+/// Whether an SLO could be evaluated, and what came out.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum SloStatus {
+    Evaluated(SloValues),
+    /// The engine lacks a quantity a clause needs (TGI has no TTFT); never silently passed.
+    NotEvaluable { reason: String },
+    /// No request finished in the window, so there is no share to report.
+    NoTraffic,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SloValues {
+    /// Per clause, and `joint` for all clauses together with failures counted as bad.
+    pub attainment: BTreeMap<crate::slo::Clause, crate::slo::Bounded>,
+    pub burn_rate: crate::slo::Bounded,
+    pub goodput_requests_per_second: Option<crate::slo::Bounded>,
+    pub goodput_tokens_per_second: Option<crate::slo::Bounded>,
+    /// Requests finished in the window (raw increase), and how many of them failed.
+    pub requests: f64,
+    pub failed: f64,
+}

@@ -60,7 +60,10 @@ fn label_value() -> impl Strategy<Value = String> {
 fn help_text() -> impl Strategy<Value = String> {
     // No leading blanks (the format cannot carry them) and no CR (a line ending).
     prop::collection::vec(
-        prop_oneof![prop::sample::select(vec!['\\', '\n', '"', ' ', '{', '#']), any::<char>().prop_filter("cr", |c| *c != '\r')],
+        prop_oneof![
+            prop::sample::select(vec!['\\', '\n', '"', ' ', '{', '#']),
+            any::<char>().prop_filter("cr", |c| *c != '\r')
+        ],
         0..16,
     )
     .prop_map(|v| v.into_iter().collect::<String>())

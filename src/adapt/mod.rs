@@ -1,9 +1,25 @@
-//! Engine adapters: one parsed exposition → one canonical [`Snapshot`](crate::canonical::Snapshot).
+//! Engine adapters: one parsed exposition → one canonical [`Snapshot`].
 //!
-//! INTERFACE STUB: the implementation lands from the `adapt` work; the signature is fixed.
+//! Each engine is a mapping table ([`table`]) written from what its metrics *mean*
+//! (engine-metrics.md §0), not from what they are called; [`build`] applies a table to a
+//! scrape generically. Series are grouped per model (`model_name`, Dynamo's `model`, none
+//! for TGI) and kept per source series (data-parallel `engine` ranks and the like) so that
+//! rates can be taken per series first, as PromQL does.
+
+mod build;
+mod detect;
+mod nim;
+mod sglang;
+pub mod table;
+mod tgi;
+mod trtllm;
+mod vllm;
+
+pub use detect::detect;
 
 use crate::canonical::{Engine, Snapshot};
 use crate::parse::Exposition;
+use table::EngineTable;
 
 /// Which engine a target runs: named in config, or detected from the scrape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -13,14 +29,50 @@ pub enum EngineHint {
     Is(Engine),
 }
 
-/// Why a parsed scrape could not be mapped (no known engine's metrics in it, …).
+/// Why a parsed scrape could not be mapped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct AdaptError(pub String);
 
 /// Maps one parsed exposition onto the canonical model. `default_model` names the model
-/// for engines whose metrics carry no model label (TGI).
+/// for engines whose metrics carry no model label (TGI) and for series that lack it.
 pub fn adapt(exposition: &Exposition<'_>, hint: EngineHint, default_model: &str) -> Result<Snapshot, AdaptError> {
-    let _ = (exposition, hint, default_model);
-    Err(AdaptError("adapters are not built yet".into()))
+    let engine = match hint {
+        EngineHint::Is(e) => e,
+        EngineHint::Auto => detect(exposition).ok_or_else(|| {
+            AdaptError(
+                "no metrics of a known engine (vLLM, SGLang, TGI, TensorRT-LLM/Dynamo, NIM) in this scrape; \
+                 check the URL points at the engine's /metrics, or set `engine:` on the target"
+                    .into(),
+            )
+        })?,
+    };
+    let snapshot = build::build(exposition, engine, engine_table(engine), default_model);
+    if snapshot.models.is_empty() {
+        return Err(AdaptError(format!(
+            "the scrape has none of the {engine} metrics goodput reads; is `engine: {engine}` right for this target?"
+        )));
+    }
+    Ok(snapshot)
 }
+
+pub(crate) fn engine_table(engine: Engine) -> &'static EngineTable {
+    match engine {
+        Engine::Vllm => &vllm::TABLE,
+        Engine::Sglang => &sglang::TABLE,
+        Engine::Tgi => &tgi::TABLE,
+        Engine::Trtllm => &trtllm::TABLE,
+        Engine::Nim => &nim::TABLE,
+    }
+}
+
+/// Whether a family or sample `name` is an instance of the table source `source`:
+/// the name itself, a counter family declared without `_total`, or a histogram part.
+pub(crate) fn source_of(name: &str, source: &str) -> bool {
+    name == source
+        || source.strip_suffix("_total") == Some(name)
+        || ["_bucket", "_sum", "_count"].iter().any(|s| name.strip_suffix(s) == Some(source))
+}
+
+#[cfg(test)]
+mod tests;

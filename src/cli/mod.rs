@@ -13,7 +13,11 @@ pub mod simulate;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "goodput", version, about = "PromQL-exact latency quantiles, SLO attainment and goodput for LLM inference engines")]
+#[command(
+    name = "goodput",
+    version,
+    about = "PromQL-exact latency quantiles, SLO attainment and goodput for LLM inference engines"
+)]
 pub struct Cli {
     /// Log format on stderr.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Human)]

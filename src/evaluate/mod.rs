@@ -1,12 +1,26 @@
 //! Evaluation of one target's windows at one instant: PromQL-exact quantiles and rates,
 //! KV-cache statistics.
 //!
-//! INTERFACE STUB: the signatures below are the contract; the implementation lands from
-//! the `window` work.
+//! Latency quantiles are `histogram_quantile(q, sum by (le) (rate(x_bucket[w])))` over
+//! the series of one target and model; rates are `sum(rate(x[w]))` over its shards. The
+//! math is in [`promql`], the range selection in [`range`].
 
+pub mod kv;
+pub mod promql;
+pub mod range;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use crate::canonical::CounterKind;
 use crate::duration::Window;
-use crate::report::ModelReport;
-use crate::window::TargetWindows;
+use crate::report::{LatencyQuantile, ModelReport, WindowReport};
+use crate::window::{Quantity, STORED_HISTOGRAMS, TargetWindows};
+
+pub use promql::RateMode;
+use range::RangeView;
 
 /// KV-cache band thresholds (DESIGN.md §4 `kv_cache`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,8 +45,76 @@ pub struct EvalConfig {
     pub kv: KvThresholds,
 }
 
+/// The quantiles exported when the config names none.
+pub const DEFAULT_QUANTILES: [f64; 4] = [0.5, 0.9, 0.95, 0.99];
+
 /// Evaluates every model of one target at `now_ms` over each configured window.
 pub fn evaluate_target(store: &TargetWindows, now_ms: i64, cfg: &EvalConfig) -> Vec<ModelReport> {
-    let _ = (store, now_ms, cfg);
-    Vec::new()
+    evaluate_target_with(store, now_ms, cfg, RateMode::Prometheus)
+}
+
+/// [`evaluate_target`] with a chosen rate flavour (the oracle test's negative control).
+#[doc(hidden)]
+pub fn evaluate_target_with(store: &TargetWindows, now_ms: i64, cfg: &EvalConfig, mode: RateMode) -> Vec<ModelReport> {
+    let views: Vec<(Window, RangeView)> =
+        cfg.windows.iter().map(|&w| (w, RangeView::collect(store, now_ms, w.millis()))).collect();
+    let models: BTreeSet<Arc<str>> = views.iter().flat_map(|(_, v)| v.models().cloned()).collect();
+    models
+        .into_iter()
+        .map(|model| ModelReport {
+            model: model.to_string(),
+            windows: views.iter().map(|(w, v)| window_report(v, &model, *w, now_ms, cfg, mode)).collect(),
+        })
+        .collect()
+}
+
+fn window_report(
+    view: &RangeView,
+    model: &str,
+    window: Window,
+    now_ms: i64,
+    cfg: &EvalConfig,
+    mode: RateMode,
+) -> WindowReport {
+    let range_ms = window.millis();
+    let rates = || {
+        view.series
+            .iter()
+            .filter(move |(k, _)| &*k.model == model)
+            .filter_map(move |(k, acc)| promql::rate(acc, now_ms, range_ms, mode).map(|r| (k.quantity, r)))
+    };
+    let mut latency = Vec::new();
+    for &kind in STORED_HISTOGRAMS {
+        // sum by (le): one entry per bound, shards added in series order.
+        let mut buckets: Vec<(f64, f64)> = Vec::new();
+        for (q, r) in rates() {
+            let Quantity::Bucket(k, _) = q else { continue };
+            if k != kind {
+                continue;
+            }
+            let le = q.le().unwrap_or(f64::NAN);
+            match buckets.iter_mut().find(|b| b.0 == le) {
+                Some(b) => b.1 += r,
+                None => buckets.push((le, r)),
+            }
+        }
+        if buckets.is_empty() {
+            continue; // PromQL returns no series at all: nothing to export.
+        }
+        for &q in &cfg.quantiles {
+            let got = promql::histogram_quantile(q, &buckets);
+            latency.push(LatencyQuantile { metric: kind, quantile: q, value: got.value, bracket: got.bracket });
+        }
+    }
+    let counter_rate = |want: CounterKind| {
+        rates().filter(|(q, _)| matches!(q, Quantity::Counter(k, _) if *k == want)).map(|(_, r)| r).reduce(|a, b| a + b)
+    };
+    WindowReport {
+        window,
+        latency,
+        input_tokens_per_second: counter_rate(CounterKind::PromptTokens),
+        output_tokens_per_second: counter_rate(CounterKind::GenerationTokens),
+        requests_per_second: counter_rate(CounterKind::RequestsFinished),
+        kv_cache: view.kv_usage.get(model).and_then(|s| kv::report(s, &cfg.kv)),
+    }
 }

@@ -72,11 +72,7 @@ impl fmt::Display for ParseErrorKind {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}", self.kind)
-        } else {
-            write!(f, "line {}: {}", self.line, self.kind)
-        }
+        if self.line == 0 { write!(f, "{}", self.kind) } else { write!(f, "line {}: {}", self.line, self.kind) }
     }
 }
 

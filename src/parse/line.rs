@@ -263,7 +263,10 @@ fn parse_labels<'a>(
         let raw = &line[vstart..i];
         i += 1; // closing quote
         if raw.len() > limits.max_label_value_bytes {
-            return Err(ParseErrorKind::LabelValueTooLong { name: lname.to_string(), limit: limits.max_label_value_bytes });
+            return Err(ParseErrorKind::LabelValueTooLong {
+                name: lname.to_string(),
+                limit: limits.max_label_value_bytes,
+            });
         }
         let value = if escaped { Cow::Owned(unescape_label(raw)) } else { Cow::Borrowed(raw) };
         if labels[first..].iter().any(|l| l.name == lname) {

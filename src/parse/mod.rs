@@ -225,10 +225,7 @@ impl Limits {
 /// Parses one exposition body with the given limits.
 pub fn parse<'a>(body: &'a [u8], limits: &Limits) -> Result<Exposition<'a>, ParseError> {
     if body.len() > limits.max_body_bytes {
-        return Err(ParseError::whole(ParseErrorKind::BodyTooLarge {
-            limit: limits.max_body_bytes,
-            got: body.len(),
-        }));
+        return Err(ParseError::whole(ParseErrorKind::BodyTooLarge { limit: limits.max_body_bytes, got: body.len() }));
     }
     let text = std::str::from_utf8(body).map_err(|e| {
         let line = 1 + memchr::memchr_iter(b'\n', &body[..e.valid_up_to()]).count();
@@ -377,10 +374,33 @@ impl<'a> Parser<'a> {
             .map_err(|kind| ParseError::at(lineno as usize, kind))?;
         let family = self.family_for(parsed.name);
         let labels = label_start as u32..self.out.labels.len() as u32;
-        let sample = Sample { name: parsed.name, family, labels, value: parsed.value, timestamp: parsed.timestamp, line: lineno };
+        let sample = Sample {
+            name: parsed.name,
+            family,
+            labels,
+            value: parsed.value,
+            timestamp: parsed.timestamp,
+            line: lineno,
+        };
 
+<<<<<<< HEAD
         if self.out.samples.len() >= self.limits.max_samples.min(u32::MAX as usize) {
             // Duplicates count too, until the final pass removes them.
+=======
+        let hash = series_hash(parsed.name, &self.out.labels[label_start..]);
+        let idx = self.out.samples.len() as u32;
+        if let Some(first) = self.first_with_hash(hash, &sample) {
+            let series = self.out.series_string(&sample);
+            self.out.labels.truncate(label_start);
+            self.out.duplicates.push(Duplicate {
+                line: lineno,
+                first_line: self.out.samples[first as usize].line,
+                series,
+            });
+            return Ok(());
+        }
+        if self.out.samples.len() >= self.limits.max_samples {
+>>>>>>> main
             return Err(ParseError::at(lineno, ParseErrorKind::TooManySamples { limit: self.limits.max_samples }));
         }
         self.hashes.push(hash::series(parsed.name, &self.out.labels[label_start..]));

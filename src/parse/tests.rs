@@ -34,7 +34,9 @@ fn label_escapes_and_odd_characters() {
 
 #[test]
 fn values_and_timestamps() {
-    let e = ok("a NaN\nb +Inf\nc -Inf\nd 1.5e+03\ne 0.00015000000000000001\nf 7 1700000000000\ng 2 # {trace_id=\"x\"} 1.0 1.5\n");
+    let e = ok(
+        "a NaN\nb +Inf\nc -Inf\nd 1.5e+03\ne 0.00015000000000000001\nf 7 1700000000000\ng 2 # {trace_id=\"x\"} 1.0 1.5\n",
+    );
     assert!(e.samples[0].value.is_nan());
     assert_eq!(e.samples[1].value, f64::INFINITY);
     assert_eq!(e.samples[2].value, f64::NEG_INFINITY);
@@ -47,7 +49,8 @@ fn values_and_timestamps() {
 
 #[test]
 fn help_type_without_samples_crlf_no_trailing_newline_eof() {
-    let e = ok("# HELP lm:x Esc \\\\ and \\n.\r\n# TYPE lm:x counter\r\n\r\n# TYPE t gauge\r\nt 1\r\n# EOF\r\nignored{ 1");
+    let e =
+        ok("# HELP lm:x Esc \\\\ and \\n.\r\n# TYPE lm:x counter\r\n\r\n# TYPE t gauge\r\nt 1\r\n# EOF\r\nignored{ 1");
     assert_eq!(e.families.len(), 2);
     assert_eq!(e.families[0].help.as_deref(), Some("Esc \\ and \n."));
     assert_eq!(e.families[0].samples, 0);
@@ -217,7 +220,8 @@ fn name_cache_never_confuses_similar_names() {
     // Each line shares a prefix with the previous one but is a different name.
     let e = ok("abcdefghij_x{ab=\"1\"} 1\nabcdefghij_y{ab=\"1\",abc=\"2\"} 2\nabcdefghij_x_total{a=\"1\"} 3\n\
                 abcdefghij{abc=\"1\"} 4\nabcdefghij_x{ab=\"1\"} 5\nabcdefghij_x:{ab=\"1\"} 6\n");
-    let got: Vec<_> = e.samples.iter().map(|s| (s.name, e.labels_of(s).iter().map(|l| l.name).collect::<Vec<_>>())).collect();
+    let got: Vec<_> =
+        e.samples.iter().map(|s| (s.name, e.labels_of(s).iter().map(|l| l.name).collect::<Vec<_>>())).collect();
     assert_eq!(
         got,
         vec![

@@ -1,0 +1,94 @@
+//! One pass over a target's stored points inside (now − w, now]: per-series range
+//! accumulators for rates, and per-model KV-usage samples.
+//!
+//! Public so that other evaluators (SLO attainment, goodput) read the same ranges with
+//! the same reset rules, e.g. [`RangeAcc::raw_increase`] for ratio math.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::promql::RangeAcc;
+use crate::canonical::GaugeKind;
+use crate::window::{Layout, Quantity, SeriesKey, TargetWindows};
+
+/// Everything one range of one target holds.
+#[derive(Debug, Default)]
+pub struct RangeView {
+    /// Every series seen in the range, in first-seen order, with its accumulator.
+    pub series: Vec<(SeriesKey, RangeAcc)>,
+    /// KV-cache usage per model at each point in the range, oldest first: the mean over
+    /// the shards present at that scrape (each data-parallel rank owns its own pool).
+    pub kv_usage: BTreeMap<Arc<str>, Vec<f64>>,
+}
+
+struct Slot<'a> {
+    acc: Option<RangeAcc>,
+    layout: &'a Arc<Layout>,
+    col: usize,
+}
+
+impl RangeView {
+    /// Collects the left-open range (now − range, now].
+    ///
+    /// A reset is a decrease (as in Prometheus) *or* a changed `_created` / process start
+    /// time between two consecutive samples of a series. The latter deliberately differs
+    /// from Prometheus, which would count a restarted counter that already climbed back
+    /// past its old value as a small increase; we count its full new value instead.
+    pub fn collect(store: &TargetWindows, now_ms: i64, range_ms: i64) -> RangeView {
+        let mut index: HashMap<&SeriesKey, usize> = HashMap::new();
+        let mut keys: Vec<&SeriesKey> = Vec::new();
+        let mut slots: Vec<Slot<'_>> = Vec::new();
+        let mut kv_usage: BTreeMap<Arc<str>, Vec<f64>> = BTreeMap::new();
+        let mut map: Vec<usize> = Vec::new();
+        let mut current: Option<&Arc<Layout>> = None;
+        store.for_each_in_range(now_ms, range_ms, |t_ms, layout, values| {
+            if !current.is_some_and(|l| Arc::ptr_eq(l, layout)) {
+                // Column → slot, resolved once per run of points sharing a layout.
+                map.clear();
+                for (col, key) in layout.keys.iter().enumerate() {
+                    let slot = *index.entry(key).or_insert_with(|| {
+                        keys.push(key);
+                        slots.push(Slot { acc: None, layout, col });
+                        slots.len() - 1
+                    });
+                    map.push(slot);
+                }
+                current = Some(layout);
+            }
+            let mut kv: Vec<(&Arc<str>, f64, usize)> = Vec::new();
+            for (col, &v) in values.iter().enumerate() {
+                let key = &layout.keys[col];
+                if key.quantity == Quantity::Gauge(GaugeKind::KvCacheUsage) {
+                    match kv.iter_mut().find(|e| Arc::ptr_eq(e.0, &key.model)) {
+                        Some(e) => {
+                            e.1 += v;
+                            e.2 += 1;
+                        }
+                        None => kv.push((&key.model, v, 1)),
+                    }
+                    continue;
+                }
+                let s = &mut slots[map[col]];
+                match &mut s.acc {
+                    None => s.acc = Some(RangeAcc::new(t_ms, v)),
+                    Some(acc) => {
+                        let forced = !Arc::ptr_eq(s.layout, layout) && layout.restarted_since(col, s.layout, s.col);
+                        acc.push(t_ms, v, forced);
+                    }
+                }
+                s.layout = layout;
+                s.col = col;
+            }
+            for (model, sum, n) in kv {
+                kv_usage.entry(model.clone()).or_default().push(sum / n as f64);
+            }
+        });
+        let series = keys.into_iter().zip(slots).filter_map(|(k, s)| s.acc.map(|a| (k.clone(), a))).collect();
+        RangeView { series, kv_usage }
+    }
+
+    /// Every model with any series or KV sample in the range.
+    pub fn models(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.series.iter().map(|(k, _)| &k.model).chain(self.kv_usage.keys())
+    }
+}

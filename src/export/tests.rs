@@ -1,0 +1,87 @@
+//! The exported list for a hand-built report: families, labels, omissions.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::*;
+use crate::duration::Window;
+use crate::report::{Health, KvReport, LatencyQuantile, ModelReport, TargetReport};
+
+fn report() -> Report {
+    let w = Window::new(Duration::from_secs(300)).unwrap();
+    let lq = |metric, quantile, value, bracket| LatencyQuantile { metric, quantile, value, bracket };
+    let band_time = [(KvBand::Target, 0.75), (KvBand::High, 0.25)].into_iter().collect();
+    Report {
+        t_ms: 1_000,
+        targets: vec![TargetReport {
+            target: "a".into(),
+            engine: None,
+            health: Health {
+                up: false,
+                last_error: Some("timeout".into()),
+                last_scrape_duration_seconds: Some(0.25),
+                errors_total: BTreeMap::from([("timeout".to_string(), 3)]),
+            },
+            models: vec![ModelReport {
+                model: "m".into(),
+                windows: vec![WindowReport {
+                    window: w,
+                    latency: vec![
+                        lq(HistogramKind::Ttft, 0.5, 0.3, Some((0.25, 0.5))),
+                        lq(HistogramKind::Ttft, 0.99, 2.5, Some((2.5, f64::INFINITY))),
+                        lq(HistogramKind::Tpot, 0.9, f64::NAN, None),
+                    ],
+                    input_tokens_per_second: Some(10.0),
+                    output_tokens_per_second: None,
+                    requests_per_second: Some(0.5),
+                    kv_cache: Some(KvReport { last: 0.8, mean: 0.82, max: 0.88, band_time }),
+                }],
+            }],
+        }],
+    }
+}
+
+fn find<'a>(s: &'a [ExportSample], name: &str, extra: &[(&str, &str)]) -> Option<&'a ExportSample> {
+    s.iter().find(|x| x.name == name && extra.iter().all(|(k, v)| x.labels.iter().any(|(a, b)| a == k && b == v)))
+}
+
+#[test]
+fn every_value_lands_under_its_family_and_labels() {
+    let s = samples(&report());
+    let ttft = find(&s, TTFT, &[("quantile", "0.5"), ("window", "5m"), ("model", "m"), ("target", "a")]).unwrap();
+    assert_eq!(ttft.value, 0.3);
+    assert_eq!(ttft.labels.iter().map(|l| l.0).collect::<Vec<_>>(), ["target", "model", "window", "quantile"]);
+    assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("quantile", "0.5"), ("side", "lower")]).unwrap().value, 0.25);
+    assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("quantile", "0.5"), ("side", "upper")]).unwrap().value, 0.5);
+    assert_eq!(find(&s, TOKENS, &[("direction", "input")]).unwrap().value, 10.0);
+    assert_eq!(find(&s, REQUESTS, &[]).unwrap().value, 0.5);
+    assert_eq!(find(&s, KV_UTILIZATION, &[("stat", "max")]).unwrap().value, 0.88);
+    assert_eq!(find(&s, KV_BAND_TIME, &[("band", "high")]).unwrap().value, 0.25);
+    assert_eq!(find(&s, KV_BAND_TIME, &[("band", "critical")]).unwrap().value, 0.0);
+    assert_eq!(find(&s, TARGET_UP, &[("target", "a")]).unwrap().value, 0.0);
+    assert_eq!(find(&s, SCRAPE_DURATION, &[]).unwrap().value, 0.25);
+    assert_eq!(find(&s, SCRAPE_ERRORS, &[("reason", "timeout")]).unwrap().value, 3.0);
+}
+
+#[test]
+fn nan_and_infinite_values_are_absent() {
+    let s = samples(&report());
+    assert!(find(&s, TPOT, &[]).is_none(), "NaN quantile must be absent");
+    assert!(find(&s, BRACKET, &[("metric", "tpot")]).is_none());
+    assert!(find(&s, TOKENS, &[("direction", "output")]).is_none());
+    assert!(find(&s, BRACKET, &[("quantile", "0.99"), ("side", "upper")]).is_none());
+    assert_eq!(find(&s, BRACKET, &[("quantile", "0.99"), ("side", "lower")]).unwrap().value, 2.5);
+    assert!(s.iter().all(|x| x.value.is_finite()));
+}
+
+#[test]
+fn families_come_out_grouped_in_a_stable_order_with_meta() {
+    let s = samples(&report());
+    let order: Vec<usize> = s.iter().map(|x| FAMILIES.iter().position(|f| f.0 == x.name).unwrap()).collect();
+    assert!(order.windows(2).all(|p| p[0] <= p[1]), "{order:?}");
+    for (name, _, _) in FAMILIES {
+        assert!(family_meta(name).is_some());
+    }
+    assert_eq!(family_meta(SCRAPE_ERRORS).unwrap().1, "counter");
+    assert!(family_meta("nope").is_none());
+}

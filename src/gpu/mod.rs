@@ -1,0 +1,3 @@
+//! GPU telemetry: what each GPU is doing, from dcgm-exporter scrapes (and, later, NVML).
+
+pub mod dcgm;

@@ -1,0 +1,155 @@
+//! The library side of `goodput replay`: recorded scrapes evaluated in virtual time.
+//!
+//! [`VirtualDaemon`] is the daemon's state without I/O: it takes scrape outcomes with
+//! their timestamps and answers a [`Report`] for any instant. [`replay`] feeds it a
+//! recording (DESIGN.md §4 layout, see [`recording`]) and yields one [`Frame`] per
+//! evaluation instant: the multiples of `step` on the Unix epoch from the first to the
+//! last scrape. The lead's CLI glue prints [`Frame::json_line`].
+
+pub mod recording;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use crate::adapt::EngineHint;
+use crate::canonical::Snapshot;
+use crate::evaluate::{EvalConfig, RateMode, evaluate_target_with};
+use crate::export::{ExportSample, samples};
+use crate::report::{Health, Report, TargetReport};
+use crate::window::TargetWindows;
+
+pub use recording::{Recording, ReplayError, replay};
+
+/// A configured target as replay needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayTarget {
+    pub name: String,
+    pub hint: EngineHint,
+    /// Model name for engines whose metrics carry none (TGI).
+    pub default_model: String,
+}
+
+/// Why a scrape gave no snapshot, as `llm_slo_scrape_errors_total{reason}` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScrapeFailure {
+    pub reason: String,
+    pub message: String,
+}
+
+struct TargetState {
+    name: String,
+    store: TargetWindows,
+    health: Health,
+}
+
+/// Every target's window store and health, driven by injected scrape outcomes.
+pub struct VirtualDaemon {
+    targets: Vec<TargetState>,
+    cfg: EvalConfig,
+    mode: RateMode,
+}
+
+impl VirtualDaemon {
+    pub fn new(names: impl IntoIterator<Item = String>, cfg: EvalConfig) -> Self {
+        let longest = cfg.windows.iter().map(|w| w.duration()).max().unwrap_or_default();
+        let targets = names
+            .into_iter()
+            .map(|name| TargetState { name, store: TargetWindows::new(longest), health: Health::default() })
+            .collect();
+        VirtualDaemon { targets, cfg, mode: RateMode::Prometheus }
+    }
+
+    /// Switches the rate flavour (the oracle test's negative control only).
+    #[doc(hidden)]
+    pub fn with_rate_mode(mut self, mode: RateMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Index of a target by name.
+    pub fn target_index(&self, name: &str) -> Option<usize> {
+        self.targets.iter().position(|t| t.name == name)
+    }
+
+    /// Records one scrape of target `idx` taken at `t_ms`. Unknown indices are ignored.
+    pub fn observe(&mut self, idx: usize, t_ms: i64, outcome: Result<Arc<Snapshot>, ScrapeFailure>) {
+        let Some(t) = self.targets.get_mut(idx) else { return };
+        match outcome {
+            Ok(snap) => {
+                t.store.push(t_ms, snap);
+                t.health.up = true;
+                t.health.last_error = None;
+            }
+            Err(f) => {
+                t.health.up = false;
+                t.health.last_error = Some(f.message);
+                *t.health.errors_total.entry(f.reason).or_default() += 1;
+            }
+        }
+    }
+
+    /// Sets the duration of the last scrape (live scraping knows it; replay does not).
+    pub fn set_scrape_duration(&mut self, idx: usize, seconds: f64) {
+        if let Some(t) = self.targets.get_mut(idx) {
+            t.health.last_scrape_duration_seconds = Some(seconds);
+        }
+    }
+
+    /// The evaluation of every target at `now_ms`.
+    pub fn report(&self, now_ms: i64) -> Report {
+        let targets = self
+            .targets
+            .iter()
+            .map(|t| TargetReport {
+                target: t.name.clone(),
+                engine: t.store.engine(),
+                health: t.health.clone(),
+                models: evaluate_target_with(&t.store, now_ms, &self.cfg, self.mode),
+            })
+            .collect();
+        Report { t_ms: now_ms, targets }
+    }
+}
+
+/// One evaluation instant of a replay.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub t_ms: i64,
+    pub report: Report,
+    pub samples: Vec<ExportSample>,
+}
+
+impl Frame {
+    pub fn new(report: Report) -> Frame {
+        let samples = samples(&report);
+        Frame { t_ms: report.t_ms, report, samples }
+    }
+
+    /// `{"t": <unix s>, "samples": [{"name", "labels": {...}, "value"}]}` (DESIGN.md §4).
+    pub fn json_line(&self) -> String {
+        let samples: Vec<serde_json::Value> = self
+            .samples
+            .iter()
+            .map(|s| {
+                let labels: serde_json::Map<String, serde_json::Value> =
+                    s.labels.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.clone()))).collect();
+                serde_json::json!({"name": s.name, "labels": labels, "value": s.value})
+            })
+            .collect();
+        // Whole seconds print as integers; a sub-second step keeps its fraction.
+        let t = if self.t_ms % 1000 == 0 {
+            serde_json::json!(self.t_ms / 1000)
+        } else {
+            serde_json::json!(self.t_ms as f64 / 1000.0)
+        };
+        serde_json::json!({"t": t, "samples": samples}).to_string()
+    }
+}
+
+/// Evaluation instants: multiples of `step_ms` on the Unix epoch in [first, last].
+pub fn instants(first_ms: i64, last_ms: i64, step_ms: i64) -> impl Iterator<Item = i64> {
+    let step = step_ms.max(1);
+    let start = first_ms.div_euclid(step) * step + if first_ms.rem_euclid(step) == 0 { 0 } else { step };
+    (0..).map(move |k| start + k * step).take_while(move |&t| t <= last_ms)
+}

@@ -1,0 +1,89 @@
+//! `goodput inspect` end to end: the JSON contract, files and URLs, and parse errors.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::Command;
+
+fn goodput(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_goodput")).args(args).output().unwrap()
+}
+
+const FIXTURE: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/real/vllm-v1-0.13ish-dynamo-worker-full.prom");
+
+fn check_contract(v: &serde_json::Value) {
+    assert_eq!(v["engine"], "vllm");
+    assert_eq!(v["families"], 119);
+    assert_eq!(v["samples"], 474);
+    let m = &v["models"]["Qwen/Qwen3-0.6B"];
+    assert_eq!(m["ttft"]["count"], 2.0);
+    let buckets = m["ttft"]["buckets"].as_array().unwrap();
+    assert_eq!(buckets.last().unwrap()[0], "+Inf");
+    assert_eq!(buckets[0][0], 0.001);
+    assert_eq!(m["generation_tokens"], 600.0);
+    assert_eq!(m["requests_finished{reason=\"length\"}"], 2.0);
+    let absent: Vec<&str> = v["absent"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+    assert!(absent.contains(&"spec_drafts"));
+    assert!(!absent.contains(&"tpot"));
+    assert!(v["warnings"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn json_contract_from_a_file() {
+    let out = goodput(&["inspect", FIXTURE, "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    check_contract(&serde_json::from_slice(&out.stdout).unwrap());
+}
+
+#[test]
+fn json_contract_from_a_url() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let body = std::fs::read(FIXTURE).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut req = [0u8; 4096];
+        let _ = conn.read(&mut req).unwrap();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        conn.write_all(head.as_bytes()).unwrap();
+        conn.write_all(&body).unwrap();
+    });
+    let url = format!("http://{addr}/metrics");
+    let out = goodput(&["inspect", &url, "--format", "json"]);
+    server.join().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    check_contract(&serde_json::from_slice(&out.stdout).unwrap());
+}
+
+#[test]
+fn text_summary_names_the_engine_and_what_is_absent() {
+    let out = goodput(&["inspect", FIXTURE]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("engine: vllm\n"), "{text}");
+    assert!(text.contains("model \"Qwen/Qwen3-0.6B\""));
+    assert!(text.contains("absent (the engine does not expose these): spec_drafts"));
+}
+
+#[test]
+fn a_malformed_file_exits_1_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.prom");
+    std::fs::write(&path, "vllm:ok 1\nvllm:bad{model_name=\"x\" 1\n").unwrap();
+    let out = goodput(&["inspect", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains(&format!("{}:2: ", path.display())), "{err}");
+}
+
+#[test]
+fn an_unknown_engine_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("node.prom");
+    std::fs::write(&path, "node_load1 0.5\n").unwrap();
+    let out = goodput(&["inspect", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("set `engine:`"));
+}

@@ -1,0 +1,117 @@
+//! A real Prometheus on 127.0.0.1 over backfilled data, and its query_range API.
+//!
+//! Tools missing: the test is skipped with a note, unless GOODPUT_REQUIRE_TOOLS=1 makes
+//! it fail (COMMON.md). The server is killed when the guard drops.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Finds `tool` on PATH; `None` means skip, and panics when GOODPUT_REQUIRE_TOOLS=1.
+pub fn require_tool(tool: &str) -> Option<PathBuf> {
+    let found =
+        std::env::var_os("PATH").iter().flat_map(std::env::split_paths).map(|d| d.join(tool)).find(|p| p.is_file());
+    if found.is_none() {
+        let note = format!("{tool} not found on PATH (Debian: apt-get install -y prometheus)");
+        if std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() == Ok("1") {
+            panic!("GOODPUT_REQUIRE_TOOLS=1 and {note}");
+        }
+        // Straight to stderr: libtest hides eprintln! of passing tests.
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {note}");
+    }
+    found
+}
+
+/// `promtool tsdb create-blocks-from openmetrics FILE DATA`.
+pub fn backfill(promtool: &Path, om_file: &Path, data: &Path) {
+    let out = Command::new(promtool)
+        .args(["tsdb", "create-blocks-from", "openmetrics"])
+        .arg(om_file)
+        .arg(data)
+        .output()
+        .expect("run promtool");
+    assert!(out.status.success(), "promtool backfill failed: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+pub struct Prometheus {
+    child: Child,
+    pub port: u16,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Prometheus {
+    /// Starts Prometheus on `data` with no scrape targets and waits for /-/ready.
+    pub fn start(binary: &Path, work: &Path, data: &Path) -> Prometheus {
+        let config = work.join("prometheus.yml");
+        std::fs::write(&config, "global:\n  scrape_interval: 1h\n").expect("write config");
+        let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let log = std::fs::File::create(work.join("prometheus.log")).expect("log file");
+        let child = Command::new(binary)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", data.display()))
+            .arg("--storage.tsdb.retention.time=100y")
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start prometheus");
+        let p = Prometheus { child, port };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if p.get("/-/ready").is_some_and(|(status, _)| status == 200) {
+                return p;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let log = std::fs::read_to_string(work.join("prometheus.log")).unwrap_or_default();
+        panic!("prometheus not ready within 60 s; log:\n{log}");
+    }
+
+    /// A plain HTTP/1.0 GET (no chunked encoding): status and body.
+    fn get(&self, path_and_query: &str) -> Option<(u16, String)> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+        write!(s, "GET {path_and_query} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).ok()?;
+        let text = String::from_utf8_lossy(&raw);
+        let (head, body) = text.split_once("\r\n\r\n")?;
+        let status = head.split_whitespace().nth(1)?.parse().ok()?;
+        Some((status, body.to_string()))
+    }
+
+    /// `query_range` → the one result series' points as (t_ms, value). Panics on API
+    /// errors; an empty result gives an empty list.
+    pub fn query_range(&self, query: &str, start_ms: i64, end_ms: i64, step_s: u64) -> Vec<(i64, f64)> {
+        let q: String = url::form_urlencoded::byte_serialize(query.as_bytes()).collect();
+        let path = format!(
+            "/api/v1/query_range?query={q}&start={}&end={}&step={step_s}",
+            start_ms as f64 / 1000.0,
+            end_ms as f64 / 1000.0
+        );
+        let (status, body) = self.get(&path).expect("query_range request");
+        assert_eq!(status, 200, "query_range {query}: {body}");
+        let v: serde_json::Value = serde_json::from_str(&body).expect("query_range JSON");
+        let result = v["data"]["result"].as_array().expect("result array");
+        assert!(result.len() <= 1, "{query} returned {} series", result.len());
+        let Some(series) = result.first() else { return Vec::new() };
+        series["values"]
+            .as_array()
+            .expect("values")
+            .iter()
+            .map(|p| {
+                let t = (p[0].as_f64().expect("timestamp") * 1000.0).round() as i64;
+                let v: f64 = p[1].as_str().expect("value string").parse().expect("float");
+                (t, v)
+            })
+            .collect()
+    }
+}
