@@ -383,24 +383,8 @@ impl<'a> Parser<'a> {
             line: lineno,
         };
 
-<<<<<<< HEAD
         if self.out.samples.len() >= self.limits.max_samples.min(u32::MAX as usize) {
             // Duplicates count too, until the final pass removes them.
-=======
-        let hash = series_hash(parsed.name, &self.out.labels[label_start..]);
-        let idx = self.out.samples.len() as u32;
-        if let Some(first) = self.first_with_hash(hash, &sample) {
-            let series = self.out.series_string(&sample);
-            self.out.labels.truncate(label_start);
-            self.out.duplicates.push(Duplicate {
-                line: lineno,
-                first_line: self.out.samples[first as usize].line,
-                series,
-            });
-            return Ok(());
-        }
-        if self.out.samples.len() >= self.limits.max_samples {
->>>>>>> main
             return Err(ParseError::at(lineno, ParseErrorKind::TooManySamples { limit: self.limits.max_samples }));
         }
         self.hashes.push(hash::series(parsed.name, &self.out.labels[label_start..]));
