@@ -57,7 +57,7 @@ fn value_token(line: &str) -> &str {
     after.split_whitespace().next().unwrap_or("")
 }
 
-fn find<'e>(e: &'e Exposition<'_>, name: &str, labels: &[(&str, &str)]) -> f64 {
+fn find(e: &Exposition<'_>, name: &str, labels: &[(&str, &str)]) -> f64 {
     let hits: Vec<f64> = e
         .samples
         .iter()

@@ -147,6 +147,9 @@ fn family_strategy() -> impl Strategy<Value = Fam> {
 /// One expected sample: full name, labels in written order, value, timestamp.
 type Expected = (String, Vec<(String, String)>, f64, Option<f64>);
 
+/// One expected family: name, type, help, sample count.
+type ExpectedFamily = (String, MetricType, Option<String>, usize);
+
 fn with_id(s: &Series, j: usize, extra: Option<(&str, String)>, at: usize) -> Vec<(String, String)> {
     let mut labels = s.labels.clone();
     labels.insert(j % (labels.len() + 1), ("id".into(), j.to_string()));
@@ -158,7 +161,7 @@ fn with_id(s: &Series, j: usize, extra: Option<(&str, String)>, at: usize) -> Ve
 
 /// Renders families (each with a unique prefix so they cannot claim each other's
 /// samples) and returns the text plus what the parser should find.
-fn render(fams: &[Fam]) -> (String, Vec<(String, MetricType, Option<String>, usize)>, Vec<Expected>) {
+fn render(fams: &[Fam]) -> (String, Vec<ExpectedFamily>, Vec<Expected>) {
     let mut text = String::new();
     let mut families = Vec::new();
     let mut samples = Vec::new();
@@ -180,7 +183,7 @@ fn render(fams: &[Fam]) -> (String, Vec<(String, MetricType, Option<String>, usi
             let ts = s.timestamp.map(|t| t as f64);
             let mut one = |name: String, labels: Vec<(String, String)>, value: f64, form: u8| {
                 let mut line = name.clone();
-                if !labels.is_empty() || form % 2 == 0 {
+                if !labels.is_empty() || form.is_multiple_of(2) {
                     line.push('{');
                     let parts: Vec<String> =
                         labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape_label(v))).collect();

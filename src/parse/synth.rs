@@ -174,9 +174,9 @@ fn write_block(out: &mut String, models: &[String], engines: usize, rng: &mut Rn
     out.push_str("# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n");
     out.push_str("# TYPE vllm:cache_config_info gauge\n");
     for (m, e) in series() {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "vllm:cache_config_info{{block_size=\"16\",cache_dtype=\"auto\",engine=\"{e}\",gpu_memory_utilization=\"0.9\",model_name=\"{m}\",num_gpu_blocks=\"{}\"}} 1.0\n",
+            "vllm:cache_config_info{{block_size=\"16\",cache_dtype=\"auto\",engine=\"{e}\",gpu_memory_utilization=\"0.9\",model_name=\"{m}\",num_gpu_blocks=\"{}\"}} 1.0",
             20000 + e
         );
     }
