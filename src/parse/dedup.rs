@@ -8,6 +8,8 @@
 
 use super::{Duplicate, Exposition, Label};
 
+const FP_MASK: u64 = 0xffff_ff00_0000_0000;
+
 /// Removes every sample whose series appeared earlier, recording it in `duplicates`.
 /// `hashes[i]` is the series hash of `out.samples[i]`.
 pub(super) fn remove_duplicates(out: &mut Exposition<'_>, hashes: &[u64]) {
@@ -16,9 +18,11 @@ pub(super) fn remove_duplicates(out: &mut Exposition<'_>, hashes: &[u64]) {
     if n < 2 {
         return;
     }
-    // Top 32 bits: fingerprint; low 32 bits: sample index (the parser caps samples < 2^32).
-    let mut keys: Vec<u64> = hashes.iter().enumerate().map(|(i, h)| (h & !0xffff_ffff) | i as u64).collect();
-    radix_sort_high32(&mut keys);
+    // Top 24 bits: fingerprint (three radix passes); low 32 bits: sample index (the
+    // parser caps samples below 2^32). Distinct series sharing a fingerprint are sorted
+    // out by the full hash in `resolve_run`.
+    let mut keys: Vec<u64> = hashes.iter().enumerate().map(|(i, h)| (h & FP_MASK) | i as u64).collect();
+    radix_sort_fingerprint(&mut keys);
 
     let mut dup_of: Vec<(u32, u32)> = Vec::new();
     let mut i = 0;
@@ -62,6 +66,14 @@ pub(super) fn remove_duplicates(out: &mut Exposition<'_>, hashes: &[u64]) {
 /// always a real duplicate pair; a long run (a hostile body aiming at collisions) is
 /// sorted by full hash first so the work stays O(r log r).
 fn resolve_run(out: &Exposition<'_>, hashes: &[u64], run: &[u64], dup_of: &mut Vec<(u32, u32)>) {
+    if let [a, b] = *run {
+        // The common case, without allocating: a real duplicate or a fingerprint clash.
+        let (a, b) = (a as u32, b as u32);
+        if hashes[a as usize] == hashes[b as usize] && same_series(out, a, b) {
+            dup_of.push((b, a));
+        }
+        return;
+    }
     let mut by_hash: Vec<(u64, u32)> = run.iter().map(|&k| (hashes[(k as u32) as usize], k as u32)).collect();
     if by_hash.len() > 16 {
         by_hash.sort_unstable();
@@ -99,10 +111,10 @@ pub(super) fn same_labels(a: &[Label<'_>], b: &[Label<'_>]) -> bool {
     a.len() == b.len() && a.iter().all(|l| b.iter().any(|m| m.name == l.name && m.value == l.value))
 }
 
-/// Stable sort by the high 32 bits, eight bits per pass.
-fn radix_sort_high32(keys: &mut Vec<u64>) {
+/// Stable sort by the fingerprint (the top 24 bits), eight bits per pass.
+fn radix_sort_fingerprint(keys: &mut Vec<u64>) {
     let mut buf = vec![0u64; keys.len()];
-    for shift in [32u32, 40, 48, 56] {
+    for shift in [40u32, 48, 56] {
         let mut counts = [0usize; 256];
         for &k in keys.iter() {
             counts[((k >> shift) & 0xff) as usize] += 1;
@@ -127,7 +139,7 @@ fn radix_sort_high32(keys: &mut Vec<u64>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{radix_sort_high32, remove_duplicates};
+    use super::{radix_sort_fingerprint, remove_duplicates};
     use crate::parse::{Limits, parse};
 
     /// Forces every sample into one fingerprint run (as a collision attack would), long
@@ -174,12 +186,12 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                ((x % 97) << 32) | (x & 0xff00_0000_0000_0000) | i
+                ((x % 97) << 40) | (x & 0xff00_0000_0000_0000) | ((x & 0xff) << 32) | i
             })
             .collect();
         let mut want = keys.clone();
-        want.sort_by_key(|k| (k >> 32, k & 0xffff_ffff));
-        radix_sort_high32(&mut keys);
+        want.sort_by_key(|k| k >> 40);
+        radix_sort_fingerprint(&mut keys);
         assert_eq!(keys, want);
     }
 }
