@@ -9,6 +9,7 @@ use goodput::parse::{Exposition, Limits, MetricType, parse, parse_f64};
 fn fixtures_dir() -> Option<PathBuf> {
     let candidates = [
         std::env::var_os("GOODPUT_FIXTURES").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real")),
         Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/real")),
         Some(PathBuf::from("/work/shared/fixtures/real")),
         Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/real")),
