@@ -3,8 +3,10 @@
 /// Parses a Prometheus float: decimal and exponent forms, `NaN`, `+Inf`, `-Inf`, `Inf`
 /// (any case), and Rust's long forms such as `0.00015000000000000001`.
 ///
-/// Rust's own parser also accepts `infinity` and `nan` spelled out, which Go does too, so
-/// the only thing to reject is what neither accepts: empty strings, hex, `_` separators.
+/// Rust's own parser also accepts `infinity` and `nan` spelled out, which Go does too.
+/// Rejected, as by Go: empty strings, `_` separators, a signed NaN, and finite-looking
+/// numbers that overflow (`1e400`: Go returns a range error and Prometheus fails the
+/// scrape). Go's hexadecimal floats (`0x1p-2`) are not accepted; no exporter writes them.
 pub fn parse_f64(s: &str) -> Option<f64> {
     if let Some(v) = simple_decimal(s.as_bytes()) {
         return Some(v);
@@ -15,17 +17,22 @@ pub fn parse_f64(s: &str) -> Option<f64> {
     if first.is_ascii_digit() || first == b'-' || first == b'+' || first == b'.' {
         // Go rejects a signed NaN; Rust would accept it.
         if let Ok(v) = s.parse::<f64>() {
-            return (!v.is_nan()).then_some(v);
+            let overflow = v.is_infinite() && !is_inf_spelling(s);
+            return (!v.is_nan() && !overflow).then_some(v);
         }
     }
-    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if unsigned.eq_ignore_ascii_case("inf") || unsigned.eq_ignore_ascii_case("infinity") {
+    if is_inf_spelling(s) {
         return Some(if first == b'-' { f64::NEG_INFINITY } else { f64::INFINITY });
     }
     if s.eq_ignore_ascii_case("nan") {
         return Some(f64::NAN);
     }
     None
+}
+
+fn is_inf_spelling(s: &str) -> bool {
+    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
+    unsigned.eq_ignore_ascii_case("inf") || unsigned.eq_ignore_ascii_case("infinity")
 }
 
 /// Powers of ten that are exact in an f64.
@@ -89,6 +96,12 @@ mod tests {
         assert_eq!(parse_f64("."), None);
         assert_eq!(parse_f64("1.2.3"), None);
         assert_eq!(parse_f64("5."), Some(5.0));
+        assert_eq!(parse_f64("1e400"), None, "Go: value out of range");
+        assert_eq!(parse_f64("-1e400"), None);
+        assert_eq!(parse_f64("1e-400"), Some(0.0), "Go rounds underflow to zero without error");
+        assert_eq!(parse_f64("-Infinity"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64("+inf"), Some(f64::INFINITY));
+        assert_eq!(parse_f64("1.7976931348623157e308"), Some(f64::MAX));
     }
 
     #[test]
