@@ -10,8 +10,11 @@
 //! `replay` and the tests drive the same code with real or virtual time.
 
 pub mod adapt;
+pub mod alert;
 pub mod canonical;
 pub mod cli;
+pub mod config;
+pub mod daemon;
 pub mod duration;
 pub mod evaluate;
 pub mod export;
@@ -20,5 +23,8 @@ pub mod logging;
 pub mod parse;
 pub mod replay;
 pub mod report;
+pub mod scrape;
+pub mod serve;
+pub mod sim;
 pub mod slo;
 pub mod window;

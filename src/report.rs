@@ -58,6 +58,94 @@ pub struct WindowReport {
     /// `rate(requests_finished[w])` over every finish reason.
     pub requests_per_second: Option<f64>,
     pub kv_cache: Option<KvReport>,
+    /// Every configured SLO that applies to this target and model.
+    pub slos: Vec<SloReport>,
+    /// Requests in the running batch and in the queue, over the window's scrapes.
+    pub running: Option<GaugeStats>,
+    pub waiting: Option<GaugeStats>,
+    /// KV-cache capacity in tokens at the last scrape (vLLM `cache_config_info`, SGLang).
+    pub kv_capacity_tokens: Option<f64>,
+    /// `rate(preemptions[w])`: events, not distinct requests.
+    pub preemptions_per_second: Option<f64>,
+    pub ttft_breakdown: Option<TtftBreakdown>,
+    /// Mean prompt and output length of requests finished in the window.
+    pub mean_prompt_tokens: Option<f64>,
+    pub mean_output_tokens: Option<f64>,
+    /// Share of requests finished in the window with a prompt of at most `le` tokens.
+    pub prompt_length_mix: Vec<(f64, f64)>,
+    pub spec_decode: Option<SpecDecodeReport>,
+    /// Prefix-cache hits / queries over the window (tokens; blocks on vLLM 0.8).
+    pub prefix_cache_hit_ratio: Option<f64>,
+}
+
+/// First, last, mean and max of a gauge over the window's scrapes.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct GaugeStats {
+    /// The oldest scrape in the window (for trends such as a growing queue).
+    pub first: f64,
+    pub last: f64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+impl GaugeStats {
+    pub fn of(samples: &[f64]) -> Option<GaugeStats> {
+        let first = *samples.first()?;
+        let last = *samples.last()?;
+        let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+        let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some(GaugeStats { first, last, mean, max })
+    }
+}
+
+/// TTFT split into means: queue, prefill, and the rest (API server, tokenization, IPC).
+/// Means only: quantiles do not add, and TTFT is observed at the first token while queue
+/// and prefill are observed when requests finish, so the populations differ slightly.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TtftBreakdown {
+    pub ttft: f64,
+    pub queue: Option<f64>,
+    pub prefill: Option<f64>,
+    /// `ttft − queue − prefill`, when both parts are known.
+    pub other: Option<f64>,
+}
+
+/// Speculative decoding over the window (vLLM spec-decode counters).
+#[derive(Debug, Clone, Serialize)]
+pub struct SpecDecodeReport {
+    /// Accepted / proposed draft tokens.
+    pub acceptance_ratio: Option<f64>,
+    /// Tokens per verification step: 1 + accepted / drafts (the bonus token included).
+    pub mean_accepted_length: Option<f64>,
+    /// Accepted at position i / drafts.
+    pub per_position: Vec<(u32, f64)>,
+    /// Expected speedup for the configured draft-cost ratio (an estimate, not a measurement).
+    pub speedup_estimate: Option<f64>,
+}
+
+impl WindowReport {
+    /// A window with nothing measured yet.
+    pub fn empty(window: Window) -> WindowReport {
+        WindowReport {
+            window,
+            latency: Vec::new(),
+            input_tokens_per_second: None,
+            output_tokens_per_second: None,
+            requests_per_second: None,
+            kv_cache: None,
+            slos: Vec::new(),
+            running: None,
+            waiting: None,
+            kv_capacity_tokens: None,
+            preemptions_per_second: None,
+            ttft_breakdown: None,
+            mean_prompt_tokens: None,
+            mean_output_tokens: None,
+            prompt_length_mix: Vec::new(),
+            spec_decode: None,
+            prefix_cache_hit_ratio: None,
+        }
+    }
 }
 
 fn serialize_window<S: serde::Serializer>(w: &Window, s: S) -> Result<S::Ok, S::Error> {
@@ -109,6 +197,8 @@ pub struct KvReport {
     pub last: f64,
     pub mean: f64,
     pub max: f64,
+    /// The band of the last scrape.
+    pub band: KvBand,
     /// Share of the window spent in each band (sums to 1).
     pub band_time: BTreeMap<KvBand, f64>,
 }
@@ -127,7 +217,9 @@ pub struct SloReport {
 pub enum SloStatus {
     Evaluated(SloValues),
     /// The engine lacks a quantity a clause needs (TGI has no TTFT); never silently passed.
-    NotEvaluable { reason: String },
+    NotEvaluable {
+        reason: String,
+    },
     /// No request finished in the window, so there is no share to report.
     NoTraffic,
 }

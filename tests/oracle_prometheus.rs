@@ -104,6 +104,7 @@ fn cfg() -> EvalConfig {
         windows: WINDOWS_S.iter().map(|&s| Window::new(Duration::from_secs(s)).unwrap()).collect(),
         quantiles: QUANTILES.to_vec(),
         kv: KvThresholds::default(),
+        ..EvalConfig::default()
     }
 }
 

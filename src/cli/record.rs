@@ -1,10 +1,109 @@
-//! `goodput record`.
+//! `goodput record`: save raw scrape bodies as `DIR/<name>/<unix-millis>.prom`
+//! (DESIGN.md §4), the input of `goodput replay` and of the Prometheus oracle tests.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::time::{Instant, MissedTickBehavior};
+use url::Url;
 
 use super::CliResult;
+use crate::config::parse_bytes;
+use crate::daemon::clock::{Clock, SystemClock};
+use crate::duration::parse_duration;
+use crate::scrape::{FetchSpec, Fetcher};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The /metrics URL to record.
+    #[arg(long)]
+    pub target: String,
+    /// Output folder; scrapes go to OUT/<name>/.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Time between scrapes.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// How long to record.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Subfolder name (the target name replay matches against); defaults to the URL's host.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Per-scrape timeout; defaults to the interval.
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Largest body accepted.
+    #[arg(long, default_value = "64MiB", value_parser = parse_bytes)]
+    pub body_limit: usize,
+}
 
-pub fn run(_args: Args) -> CliResult {
-    Err("`goodput record` is not built yet".into())
+pub fn run(args: Args) -> CliResult {
+    let url = Url::parse(&args.target).map_err(|e| format!("--target {:?} is not a URL: {e}", args.target))?;
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(format!("--target must be an http:// or https:// URL, not {:?}", args.target).into());
+    }
+    if args.interval.is_zero() {
+        return Err("--interval must be longer than zero".into());
+    }
+    let name = match args.name.clone() {
+        Some(n) => n,
+        None => url.host_str().ok_or("--target has no host; pass --name")?.to_string(),
+    };
+    if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
+        return Err(format!("--name {name:?} cannot be a folder name; use letters, digits, '-' and '.'").into());
+    }
+    let dir = args.out.join(&name);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let fetcher = Fetcher::new(FetchSpec {
+        url,
+        headers: Vec::new(),
+        bearer_token_file: None,
+        timeout: args.timeout.unwrap_or(args.interval).min(args.interval),
+        body_limit: args.body_limit,
+        gzip: true,
+    })?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let (ok, failed) = rt.block_on(record(&fetcher, &dir, args.interval, args.duration));
+    eprintln!("recorded {ok} scrape(s) into {} ({failed} failed)", dir.display());
+    Ok(if ok == 0 { 1 } else { 0 })
+}
+
+/// Scrapes every `interval` for `duration` (or until Ctrl-C); returns (saved, failed).
+async fn record(fetcher: &Fetcher, dir: &Path, interval: Duration, duration: Duration) -> (u64, u64) {
+    let clock = SystemClock;
+    let end = Instant::now() + duration;
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let (mut ok, mut failed) = (0, 0);
+    let stop = super::run::shutdown_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            t = ticks.tick() => if t >= end { break },
+            _ = &mut stop => break,
+        }
+        let start_ms = clock.now_ms();
+        match fetcher.fetch().await {
+            Ok(body) => match write_atomically(dir, start_ms, &body) {
+                Ok(()) => ok += 1,
+                Err(e) => {
+                    failed += 1;
+                    tracing::warn!("cannot save scrape: {e}");
+                }
+            },
+            Err(e) => {
+                failed += 1;
+                tracing::warn!("scrape failed: {e}");
+            }
+        }
+    }
+    (ok, failed)
+}
+
+/// Writes via a temporary name so that a reader never sees half a scrape.
+fn write_atomically(dir: &Path, t_ms: i64, body: &[u8]) -> std::io::Result<()> {
+    let tmp = dir.join(format!(".{t_ms}.prom.tmp"));
+    std::fs::write(&tmp, body)?;
+    std::fs::rename(&tmp, dir.join(format!("{t_ms}.prom")))
 }

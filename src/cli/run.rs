@@ -1,10 +1,62 @@
-//! `goodput run`.
+//! `goodput run --config FILE`: the daemon, until SIGTERM or Ctrl-C.
+
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::CliResult;
+use crate::config;
+use crate::daemon::{self, clock::SystemClock};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The YAML config file (see docs/config.md).
+    #[arg(long, short)]
+    pub config: PathBuf,
+}
 
-pub fn run(_args: Args) -> CliResult {
-    Err("`goodput run` is not built yet".into())
+pub fn run(args: Args) -> CliResult {
+    let loaded = match config::load(&args.config) {
+        Ok(l) => l,
+        Err(errs) => {
+            for e in &errs.0 {
+                eprintln!("error: {e}");
+            }
+            return Ok(1);
+        }
+    };
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let d = daemon::start(loaded.config, Arc::new(SystemClock)).await?;
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        d.shutdown().await;
+        Ok(0)
+    })
+}
+
+/// Resolves on SIGTERM (Kubernetes) or SIGINT (Ctrl-C).
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM ({e}); only Ctrl-C stops the daemon");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

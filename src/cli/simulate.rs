@@ -1,10 +1,130 @@
-//! `goodput simulate`.
+//! `goodput simulate`: the engine simulator, live (`--listen`) or offline (`--out`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use super::CliResult;
+use crate::duration::parse_duration;
+use crate::sim::config::{Format, Profile, SimConfig};
+use crate::sim::{live, offline};
+
+/// Boxed so that this subcommand does not bloat the `Command` enum.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub opts: Box<Opts>,
+}
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(group(clap::ArgGroup::new("mode").required(true).args(["listen", "out"])))]
+pub struct Opts {
+    /// Live mode: serve /metrics on this address, e.g. 127.0.0.1:8000.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Live mode: run this many times faster than the wall clock.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Offline mode: write DIR/<name>/<unix-millis>.prom, DIR/requests.jsonl and DIR/inflight.jsonl.
+    #[arg(long, value_name = "DIR", requires = "duration")]
+    pub out: Option<PathBuf>,
+    /// Offline mode: virtual time to simulate, e.g. 10m.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Offline mode: time between recorded scrapes.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub scrape_interval: Duration,
+    /// YAML file with every knob (see docs/simulator.md); flags below override it.
+    #[arg(long, value_name = "FILE.yaml")]
+    pub config: Option<PathBuf>,
+    /// Named load profile (applied on top of --config).
+    #[arg(long, value_enum)]
+    pub profile: Option<Profile>,
+    /// Target name (recording directory, `target` in the ground truth).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// `model_name` label.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Data-parallel engines.
+    #[arg(long)]
+    pub engines: Option<u32>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Arrival rate in requests/s (steady rate, end of a ramp, or base between bursts).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Exposition to serve.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Offline mode: unix seconds of virtual time zero.
+    #[arg(long)]
+    pub start: Option<u64>,
+}
 
-pub fn run(_args: Args) -> CliResult {
-    Err("`goodput simulate` is not built yet".into())
+impl Opts {
+    /// The simulator configuration these flags describe.
+    pub fn sim_config(&self) -> Result<SimConfig, String> {
+        let mut c = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                SimConfig::from_yaml(&text).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+            None => SimConfig::default(),
+        };
+        if let Some(p) = self.profile {
+            c.apply_profile(p);
+        }
+        if let Some(v) = &self.name {
+            c.name = v.clone();
+        }
+        if let Some(v) = &self.model {
+            c.model = v.clone();
+        }
+        if let Some(v) = self.engines {
+            c.engines = v;
+        }
+        if let Some(v) = self.seed {
+            c.seed = v;
+        }
+        if let Some(v) = self.rate {
+            c.arrivals.rate = v;
+        }
+        if let Some(v) = self.format {
+            c.format = v;
+        }
+        if let Some(v) = self.start {
+            c.start_unix_s = v;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+pub fn run(args: Args) -> CliResult {
+    let args = *args.opts;
+    let cfg = args.sim_config()?;
+    if let Some(dir) = &args.out {
+        let duration = args.duration.ok_or("--out needs --duration, e.g. --duration 10m")?;
+        let opts = offline::Options { duration, scrape_interval: args.scrape_interval };
+        let s = offline::run(&cfg, dir, &opts)?;
+        println!(
+            "wrote {} scrapes to {}, {} finished requests to {}, {} in flight",
+            s.scrapes,
+            s.target_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+            s.finished,
+            dir.join("requests.jsonl").display(),
+            s.in_flight
+        );
+        return Ok(0);
+    }
+    let addr = args.listen.ok_or("give --listen ADDR (live) or --out DIR --duration D (offline)")?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(async move {
+        let handle = live::serve(cfg, addr, args.speed).await?;
+        println!("simulated engine serving {} ({}x speed); Ctrl-C stops it", handle.url(), args.speed);
+        tokio::signal::ctrl_c().await?;
+        handle.shutdown().await;
+        Ok(0)
+    })
 }

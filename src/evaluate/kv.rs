@@ -36,7 +36,7 @@ pub fn report(samples: &[f64], t: &KvThresholds) -> Option<KvReport> {
     for share in band_time.values_mut() {
         *share /= n;
     }
-    Some(KvReport { last, mean, max, band_time })
+    Some(KvReport { last, mean, max, band: band(last, t), band_time })
 }
 
 #[cfg(test)]

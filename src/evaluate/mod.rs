@@ -5,22 +5,26 @@
 //! the series of one target and model; rates are `sum(rate(x[w]))` over its shards. The
 //! math is in [`promql`], the range selection in [`range`].
 
+pub mod extra;
 pub mod kv;
 pub mod promql;
 pub mod range;
+pub mod ratios;
+pub mod slo;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::canonical::CounterKind;
+use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 use crate::duration::Window;
 use crate::report::{LatencyQuantile, ModelReport, WindowReport};
-use crate::window::{Quantity, STORED_HISTOGRAMS, TargetWindows};
+use crate::window::{LATENCY_HISTOGRAMS, Quantity, TargetWindows};
 
 pub use promql::RateMode;
 use range::RangeView;
+pub use slo::SloSpec;
 
 /// KV-cache band thresholds (DESIGN.md §4 `kv_cache`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,11 +42,23 @@ impl Default for KvThresholds {
 }
 
 /// What to evaluate at each tick.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct EvalConfig {
     pub windows: Vec<Window>,
     pub quantiles: Vec<f64>,
     pub kv: KvThresholds,
+    pub slos: Vec<SloSpec>,
+    /// Draft step cost / target step cost, for the spec-decode speedup estimate.
+    pub spec_draft_cost_ratio: Option<f64>,
+}
+
+impl EvalConfig {
+    /// This config with only the SLOs that select `target`.
+    pub fn for_target(&self, target: &str) -> EvalConfig {
+        let mut cfg = self.clone();
+        cfg.slos.retain(|s| s.applies_to_target(target));
+        cfg
+    }
 }
 
 /// The quantiles exported when the config names none.
@@ -84,7 +100,7 @@ fn window_report(
             .filter_map(move |(k, acc)| promql::rate(acc, now_ms, range_ms, mode).map(|r| (k.quantity, r)))
     };
     let mut latency = Vec::new();
-    for &kind in STORED_HISTOGRAMS {
+    for &kind in LATENCY_HISTOGRAMS {
         // sum by (le): one entry per bound, shards added in series order.
         let mut buckets: Vec<(f64, f64)> = Vec::new();
         for (q, r) in rates() {
@@ -109,12 +125,34 @@ fn window_report(
     let counter_rate = |want: CounterKind| {
         rates().filter(|(q, _)| matches!(q, Quantity::Counter(k, _) if *k == want)).map(|(_, r)| r).reduce(|a, b| a + b)
     };
+    let requests_per_second = counter_rate(CounterKind::RequestsFinished);
+    let output_tokens_per_second = counter_rate(CounterKind::GenerationTokens);
+    let slos = cfg
+        .slos
+        .iter()
+        .filter(|s| s.applies_to_model(model))
+        .map(|s| slo::evaluate(s, view, model, requests_per_second, output_tokens_per_second))
+        .collect();
     WindowReport {
         window,
         latency,
         input_tokens_per_second: counter_rate(CounterKind::PromptTokens),
-        output_tokens_per_second: counter_rate(CounterKind::GenerationTokens),
-        requests_per_second: counter_rate(CounterKind::RequestsFinished),
-        kv_cache: view.kv_usage.get(model).and_then(|s| kv::report(s, &cfg.kv)),
+        output_tokens_per_second,
+        requests_per_second,
+        kv_cache: view.gauge(model, GaugeKind::KvCacheUsage).and_then(|s| kv::report(s, &cfg.kv)),
+        slos,
+        running: extra::gauge_stats(view, model, GaugeKind::Running),
+        waiting: extra::gauge_stats(view, model, GaugeKind::Waiting),
+        kv_capacity_tokens: view.gauge(model, GaugeKind::KvCapacityTokens).and_then(|s| s.last().copied()),
+        preemptions_per_second: counter_rate(CounterKind::Preemptions),
+        ttft_breakdown: extra::ttft_breakdown(view, model),
+        mean_prompt_tokens: ratios::mean(view, model, HistogramKind::RequestPromptTokens),
+        mean_output_tokens: ratios::mean(view, model, HistogramKind::RequestGenerationTokens),
+        prompt_length_mix: extra::prompt_length_mix(view, model),
+        spec_decode: extra::spec_decode(view, model, cfg.spec_draft_cost_ratio),
+        prefix_cache_hit_ratio: ratios::ratio(
+            ratios::counter_all(view, model, CounterKind::PrefixCacheHits),
+            ratios::counter_all(view, model, CounterKind::PrefixCacheQueries),
+        ),
     }
 }

@@ -16,9 +16,10 @@ use crate::window::{Layout, Quantity, SeriesKey, TargetWindows};
 pub struct RangeView {
     /// Every series seen in the range, in first-seen order, with its accumulator.
     pub series: Vec<(SeriesKey, RangeAcc)>,
-    /// KV-cache usage per model at each point in the range, oldest first: the mean over
-    /// the shards present at that scrape (each data-parallel rank owns its own pool).
-    pub kv_usage: BTreeMap<Arc<str>, Vec<f64>>,
+    /// Each gauge per model at each point in the range, oldest first, combined over the
+    /// shards present at that scrape: KV-cache usage is their mean (each data-parallel
+    /// rank owns its own pool), the others (requests, capacity) their sum.
+    pub gauges: BTreeMap<(Arc<str>, GaugeKind), Vec<f64>>,
 }
 
 struct Slot<'a> {
@@ -38,7 +39,7 @@ impl RangeView {
         let mut index: HashMap<&SeriesKey, usize> = HashMap::new();
         let mut keys: Vec<&SeriesKey> = Vec::new();
         let mut slots: Vec<Slot<'_>> = Vec::new();
-        let mut kv_usage: BTreeMap<Arc<str>, Vec<f64>> = BTreeMap::new();
+        let mut gauges: BTreeMap<(Arc<str>, GaugeKind), Vec<f64>> = BTreeMap::new();
         let mut map: Vec<usize> = Vec::new();
         let mut current: Option<&Arc<Layout>> = None;
         store.for_each_in_range(now_ms, range_ms, |t_ms, layout, values| {
@@ -55,16 +56,16 @@ impl RangeView {
                 }
                 current = Some(layout);
             }
-            let mut kv: Vec<(&Arc<str>, f64, usize)> = Vec::new();
+            let mut point_gauges: Vec<(&Arc<str>, GaugeKind, f64, usize)> = Vec::new();
             for (col, &v) in values.iter().enumerate() {
                 let key = &layout.keys[col];
-                if key.quantity == Quantity::Gauge(GaugeKind::KvCacheUsage) {
-                    match kv.iter_mut().find(|e| Arc::ptr_eq(e.0, &key.model)) {
+                if let Quantity::Gauge(kind) = key.quantity {
+                    match point_gauges.iter_mut().find(|e| Arc::ptr_eq(e.0, &key.model) && e.1 == kind) {
                         Some(e) => {
-                            e.1 += v;
-                            e.2 += 1;
+                            e.2 += v;
+                            e.3 += 1;
                         }
-                        None => kv.push((&key.model, v, 1)),
+                        None => point_gauges.push((&key.model, kind, v, 1)),
                     }
                     continue;
                 }
@@ -79,16 +80,22 @@ impl RangeView {
                 s.layout = layout;
                 s.col = col;
             }
-            for (model, sum, n) in kv {
-                kv_usage.entry(model.clone()).or_default().push(sum / n as f64);
+            for (model, kind, sum, n) in point_gauges {
+                let v = if kind == GaugeKind::KvCacheUsage { sum / n as f64 } else { sum };
+                gauges.entry((model.clone(), kind)).or_default().push(v);
             }
         });
         let series = keys.into_iter().zip(slots).filter_map(|(k, s)| s.acc.map(|a| (k.clone(), a))).collect();
-        RangeView { series, kv_usage }
+        RangeView { series, gauges }
     }
 
     /// Every model with any series or KV sample in the range.
     pub fn models(&self) -> impl Iterator<Item = &Arc<str>> {
-        self.series.iter().map(|(k, _)| &k.model).chain(self.kv_usage.keys())
+        self.series.iter().map(|(k, _)| &k.model).chain(self.gauges.keys().map(|(m, _)| m))
+    }
+
+    /// One gauge of one model at each point of the range, oldest first.
+    pub fn gauge(&self, model: &str, kind: GaugeKind) -> Option<&[f64]> {
+        self.gauges.iter().find(|((m, k), _)| &**m == model && *k == kind).map(|(_, v)| v.as_slice())
     }
 }

@@ -62,6 +62,7 @@ fn cfg(secs: u64) -> EvalConfig {
         windows: vec![Window::new(Duration::from_secs(secs)).unwrap()],
         quantiles: vec![0.5, 0.75, 0.99],
         kv: KvThresholds::default(),
+        ..EvalConfig::default()
     }
 }
 
@@ -209,4 +210,41 @@ fn naive_mode_skips_extrapolation() {
     let r = evaluate_target_with(&steady(), 60_000, &cfg(60), RateMode::NaiveForTests);
     // 500 per shard / 60 s.
     assert!(close(r[0].windows[0].input_tokens_per_second.unwrap(), 2.0 * 500.0 / 60.0));
+}
+
+fn slo(name: &str, ttft: Option<f64>, tpot: Option<f64>) -> SloSpec {
+    SloSpec { name: name.into(), ttft, tpot, objective: 0.9, ..SloSpec::default() }
+}
+
+#[test]
+fn slo_attainment_from_raw_increases() {
+    let mut c = cfg(60);
+    c.slos = vec![slo("edge", Some(0.1), None), slo("between", Some(0.15), None), slo("tpot", Some(0.1), Some(0.05))];
+    let r = evaluate_target(&steady(), 60_000, &c);
+    let w = &r[0].windows[0];
+    let values = |name: &str| match &w.slos.iter().find(|s| s.slo == name).unwrap().status {
+        crate::report::SloStatus::Evaluated(v) => v.clone(),
+        other => panic!("{name}: {other:?}"),
+    };
+    // Raw increases over the 6 scrapes: 50 requests per shard, engine 0's all ≤ 0.1 s,
+    // engine 1's all in (0.1, 0.2]. A threshold on a boundary is exact.
+    let edge = values("edge");
+    let ttft = edge.attainment[&crate::slo::Clause::Ttft];
+    assert_eq!((ttft.lower, ttft.estimate, ttft.upper), (0.5, 0.5, 0.5));
+    assert_eq!(edge.requests, 100.0);
+    assert_eq!(edge.attainment[&crate::slo::Clause::Joint], ttft, "no failures: joint = marginal");
+    // Goodput scales the PromQL rate of finished requests (2/s) by the attainment.
+    let g = edge.goodput_requests_per_second.unwrap();
+    assert!(close(g.estimate, 1.0));
+    // Burn: (1 − 0.5) / (1 − 0.9).
+    assert!(close(edge.burn_rate.estimate, 5.0));
+    // Between boundaries: the bracket spans the bucket, the estimate interpolates.
+    let between = values("between").attainment[&crate::slo::Clause::Ttft];
+    assert_eq!((between.lower, between.upper), (0.5, 1.0));
+    assert!(close(between.estimate, 0.75));
+    // No per-request TPOT histogram: not evaluable, with the reason.
+    match &w.slos.iter().find(|s| s.slo == "tpot").unwrap().status {
+        crate::report::SloStatus::NotEvaluable { reason } => assert!(reason.starts_with("tpot:"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
 }

@@ -34,7 +34,8 @@ fn report() -> Report {
                     input_tokens_per_second: Some(10.0),
                     output_tokens_per_second: None,
                     requests_per_second: Some(0.5),
-                    kv_cache: Some(KvReport { last: 0.8, mean: 0.82, max: 0.88, band_time }),
+                    kv_cache: Some(KvReport { last: 0.8, mean: 0.82, max: 0.88, band: KvBand::Target, band_time }),
+                    ..WindowReport::empty(w)
                 }],
             }],
         }],

@@ -105,7 +105,7 @@ impl VirtualDaemon {
                 target: t.name.clone(),
                 engine: t.store.engine(),
                 health: t.health.clone(),
-                models: evaluate_target_with(&t.store, now_ms, &self.cfg, self.mode),
+                models: evaluate_target_with(&t.store, now_ms, &self.cfg.for_target(&t.name), self.mode),
             })
             .collect();
         Report { t_ms: now_ms, targets }

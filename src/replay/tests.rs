@@ -11,6 +11,7 @@ fn cfg() -> EvalConfig {
         windows: vec![Window::new(Duration::from_secs(60)).unwrap()],
         quantiles: vec![0.5],
         kv: KvThresholds::default(),
+        ..EvalConfig::default()
     }
 }
 

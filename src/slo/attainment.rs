@@ -27,7 +27,7 @@ pub fn threshold_on_boundary(h: &Histogram, threshold: f64) -> Option<f64> {
 pub fn attainment(h: &Histogram, threshold: f64) -> Option<Bounded> {
     let inf = h.buckets.last().filter(|b| b.le == f64::INFINITY)?;
     let total = inf.count;
-    if !(total > 0.0) {
+    if total.is_nan() || total <= 0.0 {
         return None;
     }
     // Cumulative counts may dip by float noise or a torn scrape; PromQL's monotonicity fix
@@ -75,7 +75,7 @@ mod tests {
     fn on_a_boundary_is_exact() {
         let h = hist(&[(0.1, 10.0), (0.25, 30.0), (0.5, 36.0), (f64::INFINITY, 40.0)]);
         assert_eq!(attainment(&h, 0.25), Some(Bounded::exact(0.75)));
-        assert_eq!(attainment(&h, 0.25000000000000001), Some(Bounded::exact(0.75)));
+        assert_eq!(attainment(&h, 0.25 * (1.0 + 1e-12)), Some(Bounded::exact(0.75)));
         assert_eq!(threshold_on_boundary(&h, 0.5), Some(0.5));
         assert_eq!(threshold_on_boundary(&h, 0.2), None);
     }

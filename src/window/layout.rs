@@ -5,21 +5,33 @@ use std::sync::Arc;
 
 use crate::canonical::{CounterKind, FinishReason, GaugeKind, HistogramKind, ShardKey, Snapshot};
 
-/// Histograms whose buckets are stored: the latency quantiles of DESIGN.md §4.
-pub const STORED_HISTOGRAMS: &[HistogramKind] =
+/// Histograms with exported quantiles (DESIGN.md §4).
+pub const LATENCY_HISTOGRAMS: &[HistogramKind] =
     &[HistogramKind::Ttft, HistogramKind::Tpot, HistogramKind::Itl, HistogramKind::E2e];
-/// Counters whose rates are exported.
-pub const STORED_COUNTERS: &[CounterKind] =
-    &[CounterKind::PromptTokens, CounterKind::GenerationTokens, CounterKind::RequestsFinished];
-/// Gauges whose window statistics are exported.
-pub const STORED_GAUGES: &[GaugeKind] = &[GaugeKind::KvCacheUsage];
+/// Histograms whose buckets are stored: the latency quantiles, and the prompt-length mix.
+pub const STORED_HISTOGRAMS: &[HistogramKind] = &[
+    HistogramKind::Ttft,
+    HistogramKind::Tpot,
+    HistogramKind::Itl,
+    HistogramKind::E2e,
+    HistogramKind::RequestPromptTokens,
+];
+/// Counters whose rates and ratios are exported: all of them.
+pub const STORED_COUNTERS: &[CounterKind] = CounterKind::ALL;
+/// Gauges whose window statistics are exported: all of them.
+pub const STORED_GAUGES: &[GaugeKind] = GaugeKind::ALL;
 
 /// What one column measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Quantity {
     /// A cumulative bucket; the bound is kept as `f64::to_bits` so the key hashes.
     Bucket(HistogramKind, u64),
+    /// A histogram's `_sum` and `_count` (every kind: the means of DESIGN.md §1 need them).
+    Sum(HistogramKind),
+    Count(HistogramKind),
     Counter(CounterKind, Option<FinishReason>),
+    /// Spec-decode tokens accepted at one draft position.
+    SpecAccepted(u32),
     Gauge(GaugeKind),
 }
 
@@ -79,6 +91,28 @@ impl Layout {
                         created.push(shard.created);
                         values.push(b.count);
                     }
+                }
+            }
+            for (&kind, shards) in &m.histograms {
+                for shard in shards {
+                    for (quantity, v) in
+                        [(Quantity::Sum(kind), shard.value.sum), (Quantity::Count(kind), shard.value.count)]
+                    {
+                        keys.push(SeriesKey { model: model.clone(), quantity, shard: shard.key.clone() });
+                        created.push(shard.created);
+                        values.push(v);
+                    }
+                }
+            }
+            for (&pos, shards) in &m.spec_accepted_per_position {
+                for shard in shards {
+                    keys.push(SeriesKey {
+                        model: model.clone(),
+                        quantity: Quantity::SpecAccepted(pos),
+                        shard: shard.key.clone(),
+                    });
+                    created.push(shard.created);
+                    values.push(shard.value);
                 }
             }
             for &kind in STORED_COUNTERS {

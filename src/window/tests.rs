@@ -93,10 +93,11 @@ fn one_hour_at_one_second_stays_small() {
         let per_point = w.heap_bytes() / w.len();
         println!("{shards} rank(s): {mb:.2} MB for 1 h at 1 s, {per_point} B per scrape");
         assert!(mb < limit_mb, "{shards} rank(s): {mb:.2} MB");
-        // 91 stored series per rank: 85 buckets + 5 counters + 1 gauge.
+        // 124 stored series per rank: 85 latency buckets + 22 prompt-length buckets,
+        // _sum and _count of 5 histograms, 5 counters, 2 gauges.
         let mut cols = 0;
         w.for_each_in_range(i64::MAX, i64::MAX, |_, _, v| cols = v.len());
-        assert_eq!(cols, 91 * shards);
+        assert_eq!(cols, 124 * shards);
     }
 }
 
@@ -149,7 +150,12 @@ fn evaluating_a_full_hour_reads_every_point_once_per_window() {
     use crate::evaluate::{EvalConfig, KvThresholds, evaluate_target};
     let w = fill(2, 3600, 1000);
     let windows = [60, 300, 900, 3600].map(|s| crate::duration::Window::new(Duration::from_secs(s)).unwrap()).to_vec();
-    let cfg = EvalConfig { windows, quantiles: vec![0.5, 0.9, 0.95, 0.99], kv: KvThresholds::default() };
+    let cfg = EvalConfig {
+        windows,
+        quantiles: vec![0.5, 0.9, 0.95, 0.99],
+        kv: KvThresholds::default(),
+        ..EvalConfig::default()
+    };
     let started = std::time::Instant::now();
     let r = evaluate_target(&w, 3_599_007, &cfg);
     println!("evaluated 4 windows over 3600 points × 2 ranks in {:?} (debug build)", started.elapsed());

@@ -1,0 +1,47 @@
+# syntax=docker/dockerfile:1
+# goodput container image.
+#   docker build -t goodput .                      # builder stage compiles, runtime stage ships
+#   docker run --read-only -v $PWD/config/sidecar.yaml:/etc/goodput/config.yaml:ro goodput
+# Stages:
+#   builder          cargo build --profile dist (LTO, stripped) from the source tree
+#   runtime-base     Debian slim + CA roots, non-root numeric user, entrypoint; no binary
+#   runtime-prebuilt runtime-base + a binary built outside (prebuilt/goodput); used by
+#                    scripts/ci/podman.sh, which has no registry to pull the Rust image from
+#   runtime          runtime-base + the builder's binary (the default target)
+
+ARG RUST_VERSION=1.89
+ARG DEBIAN_SUITE=bookworm
+
+FROM docker.io/library/rust:${RUST_VERSION}-${DEBIAN_SUITE} AS builder
+WORKDIR /src
+COPY . .
+# Cache mounts keep the registry and target dir between builds; the binary is copied out
+# of the cached target dir because cache mounts do not persist into the image.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --locked --profile dist --bin goodput \
+ && install -D -m 0755 target/dist/goodput /out/goodput
+
+FROM docker.io/library/debian:${DEBIAN_SUITE}-slim AS runtime-base
+# Pinned for reproducible builds; bump with the Debian point release
+# (apt-cache policy ca-certificates). Needed only for https scrape targets.
+ARG CA_CERTIFICATES_VERSION=20230311+deb12u1
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends "ca-certificates=${CA_CERTIFICATES_VERSION}" \
+ && rm -rf /var/lib/apt/lists/*
+LABEL org.opencontainers.image.title="goodput" \
+      org.opencontainers.image.description="PromQL-exact latency quantiles, SLO attainment and goodput for LLM inference engines" \
+      org.opencontainers.image.licenses="Apache-2.0"
+# goodput writes nothing to disk: it runs with a read-only root filesystem, and its
+# config is a file mounted at /etc/goodput/config.yaml (a ConfigMap in Kubernetes).
+EXPOSE 9464
+# Numeric, so Kubernetes' runAsNonRoot can verify it without an /etc/passwd lookup.
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/goodput"]
+CMD ["run", "--config", "/etc/goodput/config.yaml"]
+
+FROM runtime-base AS runtime-prebuilt
+COPY prebuilt/goodput /usr/local/bin/goodput
+
+FROM runtime-base AS runtime
+COPY --from=builder /out/goodput /usr/local/bin/goodput

@@ -1,0 +1,489 @@
+#!/usr/bin/env python3
+"""Generates dashboards/overview.json and dashboards/target.json (Grafana JSON).
+
+The JSON files are committed; edit this file and rerun it instead of editing them, and
+scripts/ci/dashboards.sh fails if they differ from a fresh generation.
+Metric names follow DESIGN.md section 4 (families llm_slo_*); GPU, MFU and HBM families
+follow docs/metrics.md. Queries that can legitimately be empty (no GPU in CI, no alert
+pending) carry "goodputOptional": "<reason>" in their target; the PromQL check reports
+them but does not fail on empty data.
+usage: python3 dashboards/generate.py [--check]
+"""
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DS = {"type": "prometheus", "uid": "${datasource}"}
+SEL = 'target=~"$target", model=~"$model"'
+WIN = 'window="$window"'
+SLO = 'slo=~"$slo"'
+GPU = "gpu: needs GPU telemetry (NVML or dcgm-exporter); CI has no GPU"
+COST = "cost: needs cost.gpu_hour_dollars in the config"
+SPEC = "spec: only when the engine runs speculative decoding"
+ALERTS = "alerts: empty while nothing is pending or firing"
+TARGET_DASH = "goodput-target"
+OVERVIEW_DASH = "goodput-overview"
+
+
+class Layout:
+    """Places panels left to right on Grafana's 24-column grid."""
+
+    def __init__(self):
+        self.x, self.y, self.row_h, self.next_id = 0, 0, 0, 1
+
+    def place(self, w, h):
+        if self.x + w > 24:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+        pos = {"h": h, "w": w, "x": self.x, "y": self.y}
+        self.x += w
+        self.row_h = max(self.row_h, h)
+        return pos
+
+    def new_row(self):
+        if self.x:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+
+    def take_id(self):
+        self.next_id += 1
+        return self.next_id - 1
+
+
+def q(expr, legend, ref, optional=None, instant=False, fmt=None):
+    t = {"refId": ref, "datasource": DS, "expr": expr, "legendFormat": legend}
+    if instant:
+        t["instant"], t["range"] = True, False
+    if fmt:
+        t["format"] = fmt
+    if optional:
+        t["goodputOptional"] = optional
+    return t
+
+
+def thresholds(*steps):
+    return {"mode": "absolute", "steps": [{"color": c, "value": v} for c, v in steps]}
+
+
+def panel(lay, kind, title, targets, w=12, h=8, unit=None, desc=None, custom=None,
+          minv=None, maxv=None, steps=None, overrides=None, options=None, links=None):
+    defaults = {}
+    if unit:
+        defaults["unit"] = unit
+    if minv is not None:
+        defaults["min"] = minv
+    if maxv is not None:
+        defaults["max"] = maxv
+    if steps:
+        defaults["thresholds"] = thresholds(*steps)
+    if custom:
+        defaults["custom"] = custom
+    if links:
+        defaults["links"] = links
+    p = {
+        "id": lay.take_id(),
+        "type": kind,
+        "title": title,
+        "gridPos": lay.place(w, h),
+        "datasource": DS,
+        "fieldConfig": {"defaults": defaults, "overrides": overrides or []},
+        "targets": [dict(t, refId=chr(ord("A") + i)) for i, t in enumerate(targets)],
+    }
+    if desc:
+        p["description"] = desc
+    if options:
+        p["options"] = options
+    return p
+
+
+def row(lay, title):
+    lay.new_row()
+    return {"id": lay.take_id(), "type": "row", "title": title, "collapsed": False,
+            "gridPos": lay.place(24, 1), "panels": []}
+
+
+def bounds_style():
+    """Dashed lines for lower/upper bounds so the estimate stands out."""
+    dashed = {"fill": "dash", "dash": [6, 4]}
+    return [{"matcher": {"id": "byRegexp", "options": f".*{side}.*"},
+             "properties": [{"id": "custom.lineStyle", "value": dashed},
+                            {"id": "custom.lineWidth", "value": 1}]}
+            for side in ("lower", "upper")]
+
+
+def ts(fill=0, stack=None, threshold_style=None):
+    c = {"drawStyle": "line", "lineWidth": 2, "fillOpacity": fill, "showPoints": "never",
+         "spanNulls": False}
+    if stack:
+        c["stacking"] = {"mode": stack, "group": "A"}
+    if threshold_style:
+        c["thresholdsStyle"] = {"mode": threshold_style}
+    return c
+
+
+def variable_query(name, label, query, multi=True, include_all=True):
+    v = {
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": DS,
+        "query": {"query": query, "refId": f"{name}-var"},
+        "refresh": 2,
+        "sort": 1,
+        "multi": multi,
+        "includeAll": include_all,
+        "options": [],
+    }
+    if include_all:
+        v["allValue"] = ".*"
+    return v
+
+
+def templating(single_target):
+    window = {
+        "name": "window", "label": "Window", "type": "custom",
+        "query": "1m,5m,15m,1h",
+        "current": {"selected": True, "text": "5m", "value": "5m"},
+        "options": [{"selected": w == "5m", "text": w, "value": w} for w in ("1m", "5m", "15m", "1h")],
+        "multi": False, "includeAll": False,
+    }
+    return {"list": [
+        {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus",
+         "options": [], "refresh": 1},
+        variable_query("target", "Target", "label_values(llm_slo_target_up, target)",
+                       multi=not single_target, include_all=not single_target),
+        variable_query("model", "Model",
+                       'label_values(llm_slo_requests_per_second{target=~"$target"}, model)'),
+        variable_query("slo", "SLO",
+                       'label_values(llm_slo_attainment_ratio{target=~"$target", model=~"$model"}, slo)'),
+        window,
+    ]}
+
+
+def latency_panel(lay, metric, title, quantiles, by, w=12):
+    fam = f"llm_slo_{metric}_seconds"
+    qsel = f'quantile=~"{quantiles}"'
+    return panel(
+        lay, "timeseries", title,
+        [q(f"max by ({by}, quantile) ({fam}{{{SEL}, {qsel}, {WIN}}})",
+           "{{%s}} p{{quantile}}" % by.split(",")[0], "A"),
+         q(f'max by ({by}, quantile, side) (llm_slo_quantile_bracket_seconds{{{SEL}, metric="{metric}", {qsel}, {WIN}}})',
+           "{{%s}} p{{quantile}} bucket {{side}}" % by.split(",")[0], "B")],
+        w=w, unit="s", custom=ts(), overrides=bounds_style(),
+        desc=(f"PromQL-exact {metric.upper()} quantiles over the selected window, with the histogram "
+              "bucket bounds that contain each one (dashed): the true quantile lies between them."),
+        links=[{"title": "Drill down into ${__field.labels.target}",
+                "url": f"/d/{TARGET_DASH}/goodput-target?var-target=${{__field.labels.target}}&${{__url_time_range}}"}],
+    )
+
+
+def gpu_row(lay, panels, target_sel):
+    panels.append(row(lay, "GPU, MFU and cost"))
+    # Per-GPU families carry target only when goodput could tie the GPU to one target;
+    # target=~"$target|" also keeps GPUs without the label.
+    gsel = target_sel.replace('"$target"', '"$target|"').replace('target="', 'target=~"')
+    panels.append(panel(lay, "timeseries", "GPU utilization",
+                        [q(f"avg by (gpu, uuid, model_name) (llm_slo_gpu_utilization_ratio{{{gsel}}})",
+                           "GPU {{gpu}} {{model_name}}", "A", GPU)],
+                        w=6, unit="percentunit", minv=0, maxv=1, custom=ts(10),
+                        desc="Share of time a kernel ran (NVML/DCGM): busy, not efficient. Empty without GPU telemetry."))
+    panels.append(panel(lay, "timeseries", "GPU memory used",
+                        [q(f"max by (gpu, uuid) (llm_slo_gpu_memory_used_bytes{{{gsel}}})", "GPU {{gpu}}", "A", GPU)],
+                        w=6, unit="bytes", custom=ts(10),
+                        desc="Device memory used. vLLM pre-allocates the KV cache, so this sits near --gpu-memory-utilization."))
+    panels.append(panel(lay, "timeseries", "MFU (model FLOPs utilization)",
+                        [q(f"max by (target, source) (llm_slo_mfu_ratio{{{target_sel}, model=~\"$model\", {WIN}}})",
+                           "{{target}} ({{source}})", "A", GPU)],
+                        w=6, unit="percentunit", minv=0, custom=ts(),
+                        desc="Achieved FLOP/s over the GPU's dense peak. An unknown GPU gives no MFU rather than a guess."))
+    panels.append(panel(lay, "timeseries", "HBM bandwidth utilization",
+                        [q(f"max by (target, source) (llm_slo_hbm_bandwidth_utilization_ratio{{{target_sel}, model=~\"$model\", {WIN}}})",
+                           "{{target}} ({{source}})", "A", GPU)],
+                        w=6, unit="percentunit", minv=0, custom=ts(),
+                        desc="Memory-bandwidth use. Decode is bandwidth-bound: high HBM use with TPOT near its floor means the GPU is the limit."))
+    panels.append(panel(lay, "timeseries", "Decode TPOT floor vs measured p50 TPOT",
+                        [q(f"max by (target) (llm_slo_decode_tpot_floor_seconds{{{target_sel}, model=~\"$model\", {WIN}}})",
+                           "{{target}} floor (bytes per step / HBM bandwidth)", "A", GPU),
+                         q(f'max by (target) (llm_slo_tpot_seconds{{{target_sel}, model=~"$model", quantile="0.5", {WIN}}})',
+                           "{{target}} measured p50", "B")],
+                        w=12, unit="s", minv=0, custom=ts(),
+                        desc="How far decode is from the memory-bandwidth floor. Far above it: batching, scheduling or contention, not the GPU."))
+    panels.append(panel(lay, "timeseries", "Cost per million output tokens: all vs good",
+                        [q(f'max by (target, kind, bound) (llm_slo_cost_dollars_per_million_tokens{{{target_sel}, model=~"$model", {WIN}}})',
+                           "{{target}} {{kind}} {{bound}}", "A", COST)],
+                        w=12, unit="currencyUSD", minv=0, custom=ts(), overrides=bounds_style(),
+                        desc="$/M tokens hides the SLO; $/M good tokens counts only tokens of requests that met it."))
+
+
+def kv_panels(lay, panels, sel, w=12):
+    band_colors = {"underloaded": "blue", "low": "light-green", "target": "green",
+                   "high": "orange", "critical": "red"}
+    panels.append(panel(
+        lay, "timeseries", "KV cache utilization",
+        [q(f"max by (target, stat) (llm_slo_kv_cache_utilization_ratio{{{sel}, {WIN}}})", "{{target}} {{stat}}", "A")],
+        w=w, unit="percentunit", minv=0, maxv=1, custom=ts(threshold_style="area"),
+        steps=[("transparent", None), ("blue", 0), ("transparent", 0.70), ("green", 0.75),
+               ("orange", 0.85), ("red", 0.90)],
+        desc="Healthy band 75-85 %. Below 70 % the engine is underloaded; above 90 % preemption and swap risk rises."))
+    panels.append(panel(
+        lay, "timeseries", "Time in each KV-cache band",
+        [q(f"avg by (band) (llm_slo_kv_cache_band_time_ratio{{{sel}, {WIN}}})", "{{band}}", "A")],
+        w=w, unit="percentunit", minv=0, maxv=1, custom=ts(fill=80, stack="normal"),
+        overrides=[{"matcher": {"id": "byName", "options": b},
+                    "properties": [{"id": "color", "value": {"mode": "fixed", "fixedColor": c}}]}
+                   for b, c in band_colors.items()],
+        desc="Share of the window spent in each band (underloaded < 70 % <= low < 75 % <= target <= 85 % < high <= 90 % < critical)."))
+
+
+def saturation_panels(lay, panels, sel, w=8):
+    panels.append(panel(
+        lay, "timeseries", "Requests running and waiting",
+        [q(f'max by (target) (llm_slo_requests_running{{{sel}, stat="last", {WIN}}})', "{{target}} running", "A"),
+         q(f'max by (target) (llm_slo_requests_waiting{{{sel}, stat="last", {WIN}}})', "{{target}} waiting", "B")],
+        w=w, unit="short", minv=0, custom=ts(),
+        desc="A waiting queue that keeps growing means arrivals exceed what the engine can batch."))
+    panels.append(panel(
+        lay, "timeseries", "Preemptions/s",
+        [q(f"sum by (target) (llm_slo_preemptions_per_second{{{sel}, {WIN}}})", "{{target}}", "A")],
+        w=w, unit="short", minv=0, custom=ts(),
+        desc="Requests evicted from the KV cache and recomputed: the cost of running the KV cache too full."))
+    panels.append(panel(
+        lay, "timeseries", "TTFT breakdown (means)",
+        [q(f'max by (component) (llm_slo_ttft_component_mean_seconds{{{sel}, component=~"queue|prefill|other", {WIN}}})',
+           "{{component}}", "A")],
+        w=w, unit="s", minv=0, custom=ts(fill=60, stack="normal"),
+        desc="Mean TTFT split into queueing, prefill, and the rest (API server, tokenization). Means only, not quantiles."))
+
+
+def health_panels(lay, panels, tsel, w=8):
+    panels.append(panel(lay, "timeseries", "Target up",
+                        [q(f"max by (target) (llm_slo_target_up{{{tsel}}})", "{{target}}", "A")],
+                        w=w, minv=0, maxv=1, custom=ts(), steps=[("red", None), ("green", 1)]))
+    panels.append(panel(lay, "timeseries", "Scrape duration",
+                        [q(f"max by (target) (llm_slo_scrape_duration_seconds{{{tsel}}})", "{{target}}", "A")],
+                        w=w, unit="s", custom=ts()))
+    # The error counter only has series once an error happened; `or` shows 0 for healthy targets.
+    panels.append(panel(lay, "timeseries", "Scrape errors",
+                        [q(f"sum by (target, reason) (rate(llm_slo_scrape_errors_total{{{tsel}}}[$__rate_interval]))"
+                           f" or sum by (target) (0 * llm_slo_target_up{{{tsel}}})",
+                           "{{target}} {{reason}}", "A")],
+                        w=w, unit="reqps", custom=ts()))
+
+
+def alerts_table(lay, tsel, w=24, h=7):
+    return panel(
+        lay, "table", "Pending and firing alerts",
+        [q(f"max by (alertname, severity, state, target, model, slo) (llm_slo_alert{{{tsel}}})", "", "A",
+           ALERTS, instant=True, fmt="table")],
+        w=w, h=h, options={"showHeader": True, "sortBy": [{"displayName": "severity", "desc": False}]},
+        desc="Alerts goodput evaluates itself (same state machine as Prometheus ALERTS).")
+
+
+def overview():
+    lay, panels = Layout(), []
+    tsel = 'target=~"$target"'
+    panels.append(row(lay, "Service level"))
+    panels.append(panel(
+        lay, "stat", "Joint SLO attainment (worst target, estimate)",
+        [q(f'min by (slo) (llm_slo_attainment_ratio{{{SEL}, {SLO}, clause="joint", bound="estimate", {WIN}}})', "{{slo}}", "A")],
+        w=8, h=5, unit="percentunit", steps=[("red", None), ("orange", 0.95), ("green", 0.99)],
+        desc="Share of requests meeting every clause of the SLO (independence estimate; bounds below)."))
+    panels.append(panel(
+        lay, "stat", "Highest error-budget burn rate",
+        [q(f'max by (slo) (llm_slo_error_budget_burn_rate{{{SEL}, {SLO}, bound="estimate", {WIN}}})', "{{slo}}", "A")],
+        w=8, h=5, unit="x", steps=[("green", None), ("orange", 6), ("red", 14.4)],
+        desc="(1 - attainment) / (1 - objective). 14.4x over 1h spends 2 % of a 30-day budget."))
+    panels.append(panel(
+        lay, "stat", "Firing alerts",
+        [q(f'count(llm_slo_alert{{{tsel}, state="firing"}}) or vector(0)', "firing", "A")],
+        w=4, h=5, steps=[("green", None), ("red", 1)]))
+    panels.append(panel(
+        lay, "stat", "Targets up",
+        [q(f"sum(llm_slo_target_up{{{tsel}}}) / count(llm_slo_target_up{{{tsel}}})", "up", "A")],
+        w=4, h=5, unit="percentunit", steps=[("red", None), ("orange", 0.5), ("green", 1)]))
+
+    panels.append(row(lay, "Goodput against throughput"))
+    panels.append(panel(
+        lay, "timeseries", "Output tokens/s: throughput vs goodput (with bounds)",
+        [q(f'sum(llm_slo_tokens_per_second{{{SEL}, direction="output", {WIN}}})', "throughput", "A"),
+         q(f"sum by (slo, bound) (llm_slo_goodput_tokens_per_second{{{SEL}, {SLO}, {WIN}}})", "goodput {{slo}} {{bound}}", "B")],
+        unit="short", custom=ts(), overrides=bounds_style(),
+        desc=("Only tokens of requests meeting the SLO count. Near saturation throughput keeps rising while "
+              "goodput falls: that gap is the production ceiling. /metrics marginals bound goodput; they do not pin it.")))
+    panels.append(panel(
+        lay, "timeseries", "Joint SLO attainment with bounds (worst target)",
+        [q(f'min by (slo, bound) (llm_slo_attainment_ratio{{{SEL}, {SLO}, clause="joint", {WIN}}})', "{{slo}} {{bound}}", "A")],
+        unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style(),
+        desc="Lower max(0, p_ttft + p_tpot - 1), upper min(p_ttft, p_tpot), estimate p_ttft x p_tpot."))
+    panels.append(panel(
+        lay, "timeseries", "Requests/s: all vs good",
+        [q(f"sum(llm_slo_requests_per_second{{{SEL}, {WIN}}})", "all", "A"),
+         q(f"sum by (slo, bound) (llm_slo_goodput_requests_per_second{{{SEL}, {SLO}, {WIN}}})", "good {{slo}} {{bound}}", "B")],
+        unit="reqps", custom=ts(), overrides=bounds_style()))
+    panels.append(panel(
+        lay, "timeseries", "Error-budget burn rate by window",
+        [q(f'max by (slo, window) (llm_slo_error_budget_burn_rate{{{SEL}, {SLO}, bound="estimate"}})', "{{slo}} {{window}}", "A")],
+        unit="x", minv=0, custom=ts(threshold_style="line"),
+        steps=[("transparent", None), ("orange", 6), ("red", 14.4)],
+        desc="Multi-window burn: page when both the long and the short window burn fast (14.4x at 1h/5m, 6x at 6h/30m)."))
+
+    panels.append(row(lay, "Latency (p99 with histogram brackets)"))
+    panels.append(latency_panel(lay, "ttft", "p99 TTFT", "0.99", "target, model", w=8))
+    panels.append(latency_panel(lay, "tpot", "p99 TPOT (per request)", "0.99", "target, model", w=8))
+    panels.append(latency_panel(lay, "itl", "p99 ITL (per step)", "0.99", "target, model", w=8))
+    panels.append(panel(
+        lay, "timeseries", "E2E latency p50 / p90 / p99",
+        [q(f'max by (quantile) (llm_slo_e2e_seconds{{{SEL}, quantile=~"0.5|0.9|0.99", {WIN}}})', "p{{quantile}}", "A")],
+        unit="s", custom=ts()))
+    panels.append(panel(
+        lay, "timeseries", "Token throughput by direction",
+        [q(f"sum by (direction) (llm_slo_tokens_per_second{{{SEL}, {WIN}}})", "{{direction}}", "A")],
+        unit="short", custom=ts(),
+        desc="input = prefill (compute-bound), output = decode (memory-bandwidth-bound)."))
+
+    panels.append(row(lay, "KV cache"))
+    kv_panels(lay, panels, SEL)
+
+    panels.append(row(lay, "Saturation"))
+    saturation_panels(lay, panels, SEL)
+
+    panels.append(row(lay, "Alerts"))
+    panels.append(alerts_table(lay, tsel))
+
+    gpu_row(lay, panels, tsel)
+
+    panels.append(row(lay, "Scrape health"))
+    health_panels(lay, panels, tsel)
+    return dashboard(OVERVIEW_DASH, "goodput: LLM SLOs overview", panels, single_target=False,
+                     link_to=(TARGET_DASH, "Per-target drill-down"))
+
+
+def target():
+    lay, panels = Layout(), []
+    sel = 'target="$target", model=~"$model"'
+    tsel = 'target="$target"'
+    panels.append(row(lay, "SLO attainment and goodput"))
+    panels.append(panel(
+        lay, "timeseries", "Per-clause attainment with brackets",
+        [q(f'min by (slo, clause, bound) (llm_slo_attainment_ratio{{{sel}, {SLO}, clause!="joint", {WIN}}})',
+           "{{slo}} {{clause}} {{bound}}", "A")],
+        unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style(),
+        desc=("Exact when the SLO threshold is a histogram bucket boundary (lower = upper); otherwise the truth "
+              "lies between lower and upper and the estimate interpolates linearly.")))
+    panels.append(panel(
+        lay, "timeseries", "Joint attainment: lower / estimate / upper",
+        [q(f'min by (slo, bound) (llm_slo_attainment_ratio{{{sel}, {SLO}, clause="joint", {WIN}}})', "{{slo}} {{bound}}", "A")],
+        unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style()))
+    panels.append(panel(
+        lay, "timeseries", "Output tokens/s: throughput vs goodput",
+        [q(f'sum(llm_slo_tokens_per_second{{{sel}, direction="output", {WIN}}})', "throughput", "A"),
+         q(f"sum by (slo, bound) (llm_slo_goodput_tokens_per_second{{{sel}, {SLO}, {WIN}}})", "goodput {{slo}} {{bound}}", "B")],
+        unit="short", custom=ts(), overrides=bounds_style()))
+    panels.append(panel(
+        lay, "timeseries", "Requests/s: all vs good",
+        [q(f"sum(llm_slo_requests_per_second{{{sel}, {WIN}}})", "all", "A"),
+         q(f"sum by (slo, bound) (llm_slo_goodput_requests_per_second{{{sel}, {SLO}, {WIN}}})", "good {{slo}} {{bound}}", "B")],
+        unit="reqps", custom=ts(), overrides=bounds_style()))
+    panels.append(panel(
+        lay, "timeseries", "Error-budget burn rate, every window",
+        [q(f"max by (slo, window, bound) (llm_slo_error_budget_burn_rate{{{sel}, {SLO}}})", "{{slo}} {{window}} {{bound}}", "A")],
+        w=24, unit="x", minv=0, custom=ts(threshold_style="line"), overrides=bounds_style(),
+        steps=[("transparent", None), ("orange", 6), ("red", 14.4)]))
+
+    panels.append(row(lay, "Latency quantiles with brackets"))
+    for metric, title in (("ttft", "TTFT"), ("tpot", "TPOT (per request)"), ("itl", "ITL (per step)"), ("e2e", "E2E")):
+        panels.append(latency_panel(lay, metric, f"{title} p50 / p90 / p95 / p99", "0.5|0.9|0.95|0.99", "model"))
+
+    panels.append(row(lay, "Throughput and KV cache"))
+    panels.append(panel(
+        lay, "timeseries", "Token throughput by direction",
+        [q(f"sum by (direction) (llm_slo_tokens_per_second{{{sel}, {WIN}}})", "{{direction}}", "A")],
+        unit="short", custom=ts()))
+    panels.append(panel(
+        lay, "timeseries", "Finished requests/s",
+        [q(f"sum by (model) (llm_slo_requests_per_second{{{sel}, {WIN}}})", "{{model}}", "A")],
+        unit="reqps", custom=ts()))
+    kv_panels(lay, panels, sel)
+
+    panels.append(row(lay, "Saturation and request shape"))
+    saturation_panels(lay, panels, sel)
+    panels.append(panel(
+        lay, "timeseries", "Mean prompt and output length",
+        [q(f"max by (direction) (llm_slo_request_tokens_mean{{{sel}, {WIN}}})", "{{direction}} tokens", "A")],
+        w=8, unit="short", minv=0, custom=ts(),
+        desc="Prefill-heavy (long prompts) and decode-heavy (long outputs) traffic stress different limits."))
+    panels.append(panel(
+        lay, "timeseries", "Prefix-cache hit ratio",
+        [q(f"max by (model) (llm_slo_prefix_cache_hit_ratio{{{sel}, {WIN}}})", "{{model}}", "A")],
+        w=8, unit="percentunit", minv=0, maxv=1, custom=ts()))
+    panels.append(panel(
+        lay, "timeseries", "Speculative decoding: acceptance and mean accepted length",
+        [q(f"max by (model) (llm_slo_spec_decode_acceptance_ratio{{{sel}, {WIN}}})", "{{model}} acceptance", "A", SPEC),
+         q(f"max by (model) (llm_slo_spec_decode_mean_accepted_length{{{sel}, {WIN}}})", "{{model}} mean accepted length", "B", SPEC)],
+        w=8, unit="short", minv=0, custom=ts(),
+        overrides=[{"matcher": {"id": "byRegexp", "options": ".*acceptance"},
+                    "properties": [{"id": "unit", "value": "percentunit"}, {"id": "custom.axisPlacement", "value": "right"}]}],
+        desc="Acceptance = accepted / draft tokens; mean accepted length = 1 + accepted / drafts."))
+
+    panels.append(row(lay, "Alerts for this target"))
+    panels.append(alerts_table(lay, tsel))
+
+    gpu_row(lay, panels, tsel)
+
+    panels.append(row(lay, "Scrape health"))
+    health_panels(lay, panels, tsel)
+    return dashboard(TARGET_DASH, "goodput: target drill-down", panels, single_target=True,
+                     link_to=(OVERVIEW_DASH, "Overview"))
+
+
+def dashboard(uid, title, panels, single_target, link_to):
+    return {
+        "uid": uid,
+        "title": title,
+        "description": "goodput's SLO, goodput, latency, KV-cache and GPU gauges (llm_slo_*).",
+        "tags": ["goodput", "llm", "slo"],
+        "editable": True,
+        "graphTooltip": 1,
+        "schemaVersion": 39,
+        "version": 1,
+        "refresh": "30s",
+        "time": {"from": "now-3h", "to": "now"},
+        "timepicker": {},
+        "timezone": "browser",
+        "fiscalYearStartMonth": 0,
+        "liveNow": False,
+        "weekStart": "",
+        "annotations": {"list": [{
+            "name": "Annotations & Alerts", "type": "dashboard", "builtIn": 1, "enable": True,
+            "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
+            "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+        }]},
+        "links": [{"title": link_to[1], "type": "link", "url": f"/d/{link_to[0]}?${{__url_time_range}}",
+                   "icon": "dashboard", "includeVars": False, "keepTime": True, "asDropdown": False,
+                   "tags": [], "targetBlank": False, "tooltip": ""}],
+        "templating": templating(single_target),
+        "panels": panels,
+    }
+
+
+def render(d):
+    return json.dumps(d, indent=2, ensure_ascii=False) + "\n"
+
+
+def main():
+    outputs = {"overview.json": render(overview()), "target.json": render(target())}
+    stale = []
+    for name, text in outputs.items():
+        path = HERE / name
+        if "--check" in sys.argv:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(name)
+        else:
+            path.write_text(text, encoding="utf-8")
+    if stale:
+        print(f"stale: {', '.join(stale)}; run python3 dashboards/generate.py", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

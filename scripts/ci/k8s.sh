@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Kubernetes manifests: every kustomize target renders; core kinds pass
+# kubernetes-validate --strict; ServiceMonitor/PrometheusRule pass the Prometheus Operator
+# schemas (npm @kubernetes-models/prometheus-operator); rule bodies pass promtool; the
+# committed PrometheusRule equals a fresh `goodput rules` (skipped until it exists).
+# usage: scripts/ci/k8s.sh [--update]   (--update rewrites the generated PrometheusRule)
+export CI_NAME=k8s
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+UPDATE=0; [ "${1:-}" = --update ] && UPDATE=1
+
+ensure_apt prometheus yamllint
+ensure_venv kubernetes-validate==1.37.0 PyYAML==6.0.3
+NPM=$(ensure_npm npm-k8s kubernetes-models@5.1.0 @kubernetes-models/prometheus-operator@6.0.0 js-yaml@5.5.0)
+command -v kubectl >/dev/null || ensure_k8s_bins
+KUBECTL=${KUBECTL:-$(command -v kubectl)}
+cp scripts/ci/validate-k8s.mjs "$NPM/validate-k8s.mjs"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+
+# 1. The kustomize copies of the example configs must not drift from config/.
+cmp config/sidecar.yaml deploy/kubernetes/base/goodput.yaml \
+  || die "deploy/kubernetes/base/goodput.yaml differs from config/sidecar.yaml: copy one over the other"
+cmp config/aggregator.yaml deploy/kubernetes/overlays/aggregator/goodput.yaml \
+  || die "deploy/kubernetes/overlays/aggregator/goodput.yaml differs from config/aggregator.yaml"
+
+# 2. YAML hygiene (duplicate keys, indentation) on the sources.
+yamllint -s -d '{extends: default, rules: {line-length: {max: 160}, document-start: disable, comments: {min-spaces-from-content: 1}, braces: {max-spaces-inside: 1}, indentation: {spaces: consistent, indent-sequences: whatever}}}' \
+  deploy/kubernetes config
+
+# 3. Render and validate every kustomization.
+rule_files=()
+for k in deploy/kubernetes/base deploy/kubernetes/overlays/*; do
+  name=$(basename "$k"); out=$T/$name.yaml
+  log "kustomize $k"
+  "$KUBECTL" kustomize "$k" >"$out" || die "kubectl kustomize $k failed"
+  kubernetes-validate --strict --quiet --kubernetes-version 1.31.0 "$out" 2>&1 | tee "$T/kv.log" >&2 \
+    || die "kubernetes-validate --strict failed on $k"
+  grep -v "Couldn't find schema for kind \(ServiceMonitor\|PrometheusRule\)" "$T/kv.log" | grep -qi "warn" \
+    && die "kubernetes-validate warned on $k (see above)"
+  (cd "$NPM" && node validate-k8s.mjs --expect ServiceMonitor,PrometheusRule "$out") >&2 \
+    || die "Prometheus Operator schema validation failed on $k"
+  python3 scripts/ci/extract_rules.py "$out" "$T/$name.rules.yml" || die "no PrometheusRule in $k"
+  rule_files+=("$T/$name.rules.yml")
+done
+
+# 4. Rule bodies: PromQL parses, templates expand, durations are valid.
+promtool check rules "${rule_files[@]}" >&2 || die "promtool check rules failed"
+
+# 5. The committed PrometheusRule must equal a fresh generation.
+BIN=$(goodput_bin)
+committed=deploy/kubernetes/base/prometheusrule.yaml
+if "$BIN" rules --config deploy/kubernetes/base/goodput.yaml --format prometheusrule >"$T/gen.yaml" 2>"$T/gen.err"; then
+  if [ "$UPDATE" = 1 ]; then
+    cp "$T/gen.yaml" "$committed"; log "rewrote $committed"
+  elif ! diff -u "$committed" "$T/gen.yaml" >&2; then
+    die "$committed is stale: run scripts/ci/k8s.sh --update and commit it"
+  fi
+elif daemon_missing "$(cat "$T/gen.err")"; then
+  daemon_skip "goodput rules, so $committed was not compared with a fresh generation: $(head -1 "$T/gen.err")"
+else
+  cat "$T/gen.err" >&2; die "goodput rules failed"
+fi
+log "PASS"

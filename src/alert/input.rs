@@ -1,0 +1,83 @@
+//! What the alert rules read: one plain [`AlertInput`] per target and model, filled by the
+//! daemon from each tick's [`Report`](crate::report::Report).
+//!
+//! These are flat copies of what the rules need, so the rule engine does not depend on how
+//! the report is assembled; [`super::from_report`] fills them from a report. Every measured
+//! quantity is optional: a missing one keeps its rule quiet.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::duration::Window;
+
+pub use crate::slo::{Bounded, Clause};
+
+/// One SLO evaluated over one window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SloReport {
+    pub slo: String,
+    pub objective: f64,
+    /// False when the window lacks the histograms the SLO needs.
+    pub evaluable: bool,
+    pub attainment: BTreeMap<Clause, Bounded>,
+    pub burn_rate: Bounded,
+    pub goodput_requests_per_second: Option<Bounded>,
+    pub goodput_tokens_per_second: Option<Bounded>,
+    /// Requests finished in the window.
+    pub requests: f64,
+}
+
+/// The SLO definition as configured; the rules compare p99s with its thresholds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SloSpec {
+    pub name: String,
+    /// Thresholds in seconds.
+    pub ttft: Option<f64>,
+    pub tpot: Option<f64>,
+    pub e2e: Option<f64>,
+    pub objective: f64,
+}
+
+/// KV-cache usage (0–1) over a window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct KvUsage {
+    pub last: f64,
+    pub max: f64,
+}
+
+/// Everything measured over one window for one target and model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowInput {
+    pub window: Window,
+    pub output_tokens_per_second: Option<f64>,
+    pub preemptions_per_second: Option<f64>,
+    pub ttft_p99: Option<f64>,
+    pub tpot_p99: Option<f64>,
+    /// Requests waiting at the start of the window (the oldest sample inside it).
+    pub waiting_at_start: Option<f64>,
+    pub kv_usage: Option<KvUsage>,
+    pub slos: Vec<SloReport>,
+}
+
+/// One target and model at one evaluation instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertInput {
+    pub target: String,
+    /// Empty when the target has no model yet (e.g. never scraped); the label is then left off.
+    pub model: String,
+    pub up: bool,
+    /// Requests waiting now.
+    pub waiting_now: Option<f64>,
+    pub windows: Vec<WindowInput>,
+}
+
+impl AlertInput {
+    pub fn window(&self, w: Window) -> Option<&WindowInput> {
+        self.windows.iter().find(|x| x.window == w)
+    }
+
+    pub fn slo(&self, w: Window, slo: &str) -> Option<&SloReport> {
+        self.window(w)?.slos.iter().find(|s| s.slo == slo)
+    }
+}

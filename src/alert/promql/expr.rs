@@ -1,0 +1,85 @@
+//! PromQL building blocks: vLLM's series names, the user's selector, and the
+//! "sum across pods, relabelled to `model`" pattern every fleet-wide expression uses.
+
+use crate::duration::Window;
+
+/// vLLM's names for what the rules read (vLLM ≥ 0.11 for the per-request TPOT histogram).
+pub const TTFT: &str = "vllm:time_to_first_token_seconds";
+pub const TPOT: &str = "vllm:request_time_per_output_token_seconds";
+pub const E2E: &str = "vllm:e2e_request_latency_seconds";
+pub const FINISHED: &str = "vllm:request_success_total";
+pub const GENERATION_TOKENS: &str = "vllm:generation_tokens_total";
+pub const PREEMPTIONS: &str = "vllm:num_preemptions_total";
+pub const WAITING: &str = "vllm:num_requests_waiting";
+/// vLLM V1 renamed the KV gauge; either one is read.
+pub const KV_USAGE: [&str; 2] = ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"];
+
+/// Finish reasons that count as success; `abort` and `error` count against attainment.
+pub const GOOD_FINISH: &str = "stop|length";
+
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    selector: String,
+}
+
+impl Metrics {
+    pub fn vllm(selector: Option<&str>) -> Metrics {
+        let s = selector.unwrap_or("").trim().trim_start_matches('{').trim_end_matches('}').trim();
+        Metrics { selector: s.to_string() }
+    }
+
+    /// `name{selector, extra}`.
+    pub fn series(&self, name: &str, extra: &str) -> String {
+        let parts: Vec<&str> = [self.selector.as_str(), extra].into_iter().filter(|p| !p.is_empty()).collect();
+        if parts.is_empty() { name.to_string() } else { format!("{name}{{{}}}", parts.join(", ")) }
+    }
+
+    /// `sum by (by) (<f>(name{…}[w]))` with `model_name` copied to `model`.
+    pub fn sum_by(&self, by: &str, f: &str, name: &str, extra: &str, w: Window) -> String {
+        format!("sum by ({by}) ({})", to_model(&format!("{f}({}[{w}])", self.series(name, extra))))
+    }
+
+    /// `sum by (by) (gauge{…})` with `model_name` copied to `model`.
+    pub fn sum_gauge_by(&self, by: &str, name: &str) -> String {
+        format!("sum by ({by}) ({})", to_model(&self.series(name, "")))
+    }
+}
+
+/// Copies vLLM's `model_name` label to `model`, the daemon's name for it.
+pub fn to_model(e: &str) -> String {
+    format!("label_replace({e}, \"model\", \"$1\", \"model_name\", \"(.*)\")")
+}
+
+/// Copies `instance` to `target`, for alerts about one pod.
+pub fn to_target(e: &str) -> String {
+    format!("label_replace({e}, \"target\", \"$1\", \"instance\", \"(.*)\")")
+}
+
+/// The ways exporters spell a bucket bound: Go writes `1`, Python `1.0`.
+pub fn le_regex(threshold_seconds: f64) -> String {
+    let short = format!("{threshold_seconds}");
+    if threshold_seconds.fract() == 0.0 && !short.contains(['e', 'E', '.']) {
+        format!("{short}|{short}.0")
+    } else {
+        short
+    }
+}
+
+/// A float as a PromQL literal (shortest round-trip form).
+pub fn num(x: f64) -> String {
+    format!("{x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn le_spellings() {
+        assert_eq!(le_regex(0.5), "0.5");
+        assert_eq!(le_regex(1.0), "1|1.0");
+        assert_eq!(le_regex(0.05), "0.05");
+        assert_eq!(Metrics::vllm(Some("{job=\"v\"}")).series("x", "le=\"1\""), "x{job=\"v\", le=\"1\"}");
+        assert_eq!(Metrics::vllm(None).series("x", ""), "x");
+    }
+}

@@ -1,0 +1,147 @@
+//! Recording rules: the daemon's quantities, fleet-wide, one series per model and window.
+//!
+//! Names mirror the daemon's families with a `:` (`llm_slo_attainment_ratio` →
+//! `llm_slo:attainment_ratio`) and carry the same `window`, `slo`, `clause`, `bound` and
+//! `quantile` labels. Rules are ordered so each reads only series recorded before it.
+
+use std::collections::BTreeMap;
+
+use super::expr::{E2E, FINISHED, GENERATION_TOKENS, GOOD_FINISH, Metrics, TPOT, TTFT, le_regex, num};
+use super::{PromRule, RulesSpec};
+use crate::alert::rule::{LatencyClause, RuleKind};
+use crate::alert::validate::required_windows;
+use crate::duration::Window;
+
+pub const QUANTILES: [&str; 4] = ["0.5", "0.9", "0.95", "0.99"];
+
+fn record(name: &str, expr: String, labels: &[(&str, &str)]) -> PromRule {
+    PromRule::Record {
+        record: name.to_string(),
+        expr,
+        labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
+    }
+}
+
+/// Windows at which quantiles are recorded, and at which SLO quantities are.
+pub fn windows(spec: &RulesSpec) -> (Vec<Window>, Vec<Window>) {
+    let rules = spec.alerting.rule_set();
+    let mut q = spec.windows.clone();
+    for r in &rules.rules {
+        if let RuleKind::LatencyAboveSlo { window, .. } = r.kind {
+            q.push(window);
+        }
+    }
+    let mut all = spec.windows.clone();
+    all.extend(required_windows(&rules));
+    for v in [&mut q, &mut all] {
+        v.sort();
+        v.dedup();
+    }
+    (q, all)
+}
+
+pub fn rules(spec: &RulesSpec, m: &Metrics) -> Vec<PromRule> {
+    let (qwins, wins) = windows(spec);
+    let mut out = Vec::new();
+    for w in &qwins {
+        let wl = w.label();
+        for (name, metric) in
+            [("llm_slo:ttft_seconds", TTFT), ("llm_slo:tpot_seconds", TPOT), ("llm_slo:e2e_seconds", E2E)]
+        {
+            for q in QUANTILES {
+                let inner = m.sum_by("le, model", "rate", &format!("{metric}_bucket"), "", *w);
+                out.push(record(
+                    name,
+                    format!("histogram_quantile({q}, {inner})"),
+                    &[("quantile", q), ("window", &wl)],
+                ));
+            }
+        }
+    }
+    for w in &wins {
+        let wl = w.label();
+        let win = [("window", wl.as_str())];
+        out.push(record(
+            "llm_slo:tokens_per_second",
+            m.sum_by("model", "rate", GENERATION_TOKENS, "", *w),
+            &[("direction", "output"), ("window", &wl)],
+        ));
+        out.push(record("llm_slo:requests_per_second", m.sum_by("model", "rate", FINISHED, "", *w), &win));
+        out.push(record("llm_slo:requests_finished", m.sum_by("model", "increase", FINISHED, "", *w), &win));
+        let good = m.sum_by("model", "rate", FINISHED, &format!("finished_reason=~\"{GOOD_FINISH}\""), *w);
+        let all = m.sum_by("model", "rate", FINISHED, "", *w);
+        out.push(record("llm_slo:success_ratio", format!("{good} / {all}"), &win));
+        for s in &spec.slos {
+            slo_rules(&mut out, m, s, *w);
+        }
+    }
+    out
+}
+
+fn slo_rules(out: &mut Vec<PromRule>, m: &Metrics, s: &crate::alert::input::SloSpec, w: Window) {
+    let wl = w.label();
+    let clauses: Vec<(&str, &str, f64)> = [("ttft", TTFT, s.ttft), ("tpot", TPOT, s.tpot), ("e2e", E2E, s.e2e)]
+        .into_iter()
+        .filter_map(|(c, metric, t)| t.map(|t| (c, metric, t)))
+        .collect();
+    let att = |clause: &str, bound: Option<&str>| {
+        let b = bound.map(|b| format!(", bound=\"{b}\"")).unwrap_or_default();
+        format!("llm_slo:attainment_ratio{{slo=\"{}\", clause=\"{clause}\", window=\"{wl}\"{b}}}", s.name)
+    };
+    for (clause, metric, t) in &clauses {
+        let good = m.sum_by("model", "rate", &format!("{metric}_bucket"), &format!("le=~\"{}\"", le_regex(*t)), w);
+        let all = m.sum_by("model", "rate", &format!("{metric}_count"), "", w);
+        out.push(record(
+            "llm_slo:attainment_ratio",
+            format!("{good} / {all}"),
+            &[("slo", &s.name), ("clause", clause), ("window", &wl)],
+        ));
+    }
+    // Joint: every clause and a successful finish. Marginals only bound it (Fréchet);
+    // the independence product is the estimate.
+    let success = format!("llm_slo:success_ratio{{window=\"{wl}\"}}");
+    let mut parts: Vec<String> = clauses.iter().map(|(c, _, _)| att(c, None)).collect();
+    parts.push(success.clone());
+    let k = parts.len();
+    let joint = |bound: &str, expr: String| {
+        record(
+            "llm_slo:attainment_ratio",
+            expr,
+            &[("slo", &s.name), ("clause", "joint"), ("bound", bound), ("window", &wl)],
+        )
+    };
+    out.push(joint("estimate", parts.join(" * on (model) ")));
+    out.push(joint("lower", format!("clamp_min({} - {}, 0)", parts.join(" + on (model) "), k - 1)));
+    let clause_re: Vec<&str> = clauses.iter().map(|(c, _, _)| *c).collect();
+    out.push(joint(
+        "upper",
+        format!(
+            "min by (model) (llm_slo:attainment_ratio{{slo=\"{}\", clause=~\"{}\", window=\"{wl}\"}} or {success})",
+            s.name,
+            clause_re.join("|")
+        ),
+    ));
+    for b in ["lower", "estimate", "upper"] {
+        out.push(record(
+            "llm_slo:goodput_tokens_per_second",
+            format!(
+                "{} * on (model) llm_slo:tokens_per_second{{direction=\"output\", window=\"{wl}\"}}",
+                att("joint", Some(b))
+            ),
+            &[("slo", &s.name), ("bound", b), ("window", &wl)],
+        ));
+    }
+    out.push(record(
+        "llm_slo:error_budget_burn_rate",
+        format!("sum without (clause, bound) ((1 - {}) / (1 - {}))", att("joint", Some("estimate")), num(s.objective)),
+        &[("slo", &s.name), ("window", &wl)],
+    ));
+}
+
+/// Which recorded quantile family a latency alert reads.
+pub fn latency_family(c: LatencyClause) -> &'static str {
+    match c {
+        LatencyClause::Ttft => "llm_slo:ttft_seconds",
+        LatencyClause::Tpot => "llm_slo:tpot_seconds",
+    }
+}

@@ -1,0 +1,154 @@
+//! The alert state machine, with Prometheus's semantics: inactive → pending → firing →
+//! resolved, driven by an injected clock.
+//!
+//! A condition that starts holding becomes *pending* at that tick (`activeAt`); once it has
+//! held for `for` it is *firing* (with `for: 0s`, at the same tick). A pending alert whose
+//! condition stops holding is dropped silently; a firing one is *resolved* and one resolution
+//! is handed to delivery. Firing alerts are handed to delivery again every resend interval.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::input::{AlertInput, SloSpec};
+use super::rule::{AlertName, RuleSet, conditions};
+
+/// A stable identity for a label set, as Alertmanager would group it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Fingerprint(pub String);
+
+impl Fingerprint {
+    /// FNV-1a over `name\xffvalue\xff` pairs in label order, as 16 hex digits.
+    pub fn of(labels: &BTreeMap<String, String>) -> Fingerprint {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for (k, v) in labels {
+            for b in k.bytes().chain([0xff]).chain(v.bytes()).chain([0xff]) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        Fingerprint(format!("{h:016x}"))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertState {
+    Pending,
+    Firing,
+}
+
+impl AlertState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertState::Pending => "pending",
+            AlertState::Firing => "firing",
+        }
+    }
+}
+
+/// An alert that is pending or firing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActiveAlert {
+    pub name: AlertName,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub value: f64,
+    pub state: AlertState,
+    /// When the condition started holding, Unix ms.
+    pub active_at_ms: i64,
+    pub fired_at_ms: Option<i64>,
+    /// When delivery last got this alert, Unix ms.
+    last_sent_ms: Option<i64>,
+}
+
+/// An alert handed to delivery: firing (no end) or resolved (with its end).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    pub fingerprint: Fingerprint,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub starts_at_ms: i64,
+    /// `Some` once resolved.
+    pub ends_at_ms: Option<i64>,
+}
+
+/// Evaluates the rules every tick and remembers each alert's state between ticks.
+#[derive(Debug, Clone)]
+pub struct AlertEngine {
+    rules: RuleSet,
+    slos: Vec<SloSpec>,
+    runbook_base_url: Option<String>,
+    resend_interval: Duration,
+    active: BTreeMap<Fingerprint, ActiveAlert>,
+}
+
+impl AlertEngine {
+    pub fn new(
+        rules: RuleSet,
+        slos: Vec<SloSpec>,
+        runbook_base_url: Option<String>,
+        resend_interval: Duration,
+    ) -> Self {
+        AlertEngine { rules, slos, runbook_base_url, resend_interval, active: BTreeMap::new() }
+    }
+
+    /// One evaluation at `now_ms`; returns what delivery should send now.
+    pub fn evaluate(&mut self, now_ms: i64, inputs: &[AlertInput]) -> Vec<Notification> {
+        let holding = conditions(&self.rules, &self.slos, inputs, self.runbook_base_url.as_deref());
+        let mut seen = BTreeMap::new();
+        for c in holding {
+            let fp = Fingerprint::of(&c.labels);
+            let a = self.active.entry(fp.clone()).or_insert_with(|| ActiveAlert {
+                name: c.name,
+                labels: c.labels.clone(),
+                annotations: BTreeMap::new(),
+                value: c.value,
+                state: AlertState::Pending,
+                active_at_ms: now_ms,
+                fired_at_ms: None,
+                last_sent_ms: None,
+            });
+            a.annotations = c.annotations;
+            a.value = c.value;
+            if a.state == AlertState::Pending && now_ms - a.active_at_ms >= c.for_.as_millis() as i64 {
+                a.state = AlertState::Firing;
+                a.fired_at_ms = Some(now_ms);
+            }
+            seen.insert(fp, ());
+        }
+        let mut out = Vec::new();
+        let resend_ms = self.resend_interval.as_millis() as i64;
+        self.active.retain(|fp, a| {
+            if seen.contains_key(fp) {
+                let due = a.last_sent_ms.is_none_or(|t| now_ms - t >= resend_ms);
+                if a.state == AlertState::Firing && due {
+                    a.last_sent_ms = Some(now_ms);
+                    out.push(notification(fp, a, None));
+                }
+                return true;
+            }
+            if a.state == AlertState::Firing {
+                out.push(notification(fp, a, Some(now_ms)));
+            }
+            false
+        });
+        out
+    }
+
+    /// Pending and firing alerts, in fingerprint order.
+    pub fn active(&self) -> impl Iterator<Item = &ActiveAlert> {
+        self.active.values()
+    }
+}
+
+fn notification(fp: &Fingerprint, a: &ActiveAlert, ends_at_ms: Option<i64>) -> Notification {
+    Notification {
+        fingerprint: fp.clone(),
+        labels: a.labels.clone(),
+        annotations: a.annotations.clone(),
+        starts_at_ms: a.active_at_ms,
+        ends_at_ms,
+    }
+}

@@ -1,0 +1,102 @@
+//! Checks of the `alerting:` section for `goodput check`: errors that make the config
+//! unusable and warnings about rules that cannot behave as written.
+
+use super::config::AlertingConfig;
+use super::input::SloSpec;
+use super::rule::{RuleKind, RuleSet, effective_factor, max_burn};
+use crate::duration::Window;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Findings {
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Windows the enabled rules read; the daemon must evaluate each of them.
+pub fn required_windows(rules: &RuleSet) -> Vec<Window> {
+    let mut out = Vec::new();
+    for r in &rules.rules {
+        match r.kind {
+            RuleKind::GoodputDivergence { window, .. }
+            | RuleKind::LatencyAboveSlo { window, .. }
+            | RuleKind::PreemptionsSustained { window, .. }
+            | RuleKind::QueueGrowing { window, .. } => out.push(window),
+            RuleKind::ErrorBudgetBurn { long_window, short_window, .. } => out.extend([long_window, short_window]),
+            RuleKind::KvCacheSaturated { .. } | RuleKind::TargetDown => {}
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Validates `cfg` against the configured SLOs and windows.
+pub fn validate(cfg: &AlertingConfig, slos: &[SloSpec], windows: &[Window]) -> Findings {
+    let mut f = Findings::default();
+    let urls = cfg.alertmanager_urls().into_iter().map(|u| ("alertmanager", u));
+    for (what, u) in urls.chain(cfg.webhook.iter().map(|w| ("webhook", w.url.clone()))) {
+        match url::Url::parse(&u) {
+            Ok(p) if matches!(p.scheme(), "http" | "https") => {}
+            Ok(_) => f.errors.push(format!("alerting: {what} url {u:?} must start with http:// or https://")),
+            Err(e) => f.errors.push(format!("alerting: {what} url {u:?} is not a URL ({e})")),
+        }
+    }
+    if cfg.queue_capacity == 0 {
+        f.errors.push("alerting.queue_capacity must be at least 1".into());
+    }
+    if cfg.resend_interval.is_zero() {
+        f.errors.push("alerting.resend_interval must be longer than 0s, e.g. 1m".into());
+    }
+    let rules = cfg.rule_set();
+    for r in &rules.rules {
+        let name = r.name.as_str();
+        let ratio = |f: &mut Findings, what: &str, v: f64| {
+            if !(v > 0.0 && v <= 1.0) {
+                f.errors.push(format!("alerting.rules.{name}.{what} is {v}; it is a ratio, write a value in (0, 1]"));
+            }
+        };
+        let non_negative = |f: &mut Findings, what: &str, v: f64| {
+            if v.is_nan() || v < 0.0 {
+                f.errors.push(format!("alerting.rules.{name}.{what} is {v}; write a number ≥ 0"));
+            }
+        };
+        match &r.kind {
+            RuleKind::KvCacheSaturated { threshold } => ratio(&mut f, "threshold", *threshold),
+            RuleKind::GoodputDivergence { threshold, throughput_floor, .. } => {
+                ratio(&mut f, "threshold", *threshold);
+                non_negative(&mut f, "throughput_floor", *throughput_floor);
+            }
+            RuleKind::PreemptionsSustained { per_second: v, .. } | RuleKind::QueueGrowing { min_waiting: v, .. } => {
+                non_negative(&mut f, "threshold", *v)
+            }
+            RuleKind::ErrorBudgetBurn { factor, long_window, short_window, min_requests } => {
+                if factor.is_nan() || *factor <= 0.0 {
+                    f.errors
+                        .push(format!("alerting.rules.{name}.factor is {factor}; write a burn factor > 0, e.g. 14.4"));
+                }
+                non_negative(&mut f, "min_requests", *min_requests);
+                if short_window >= long_window {
+                    f.warnings.push(format!(
+                        "alerting.rules.{name}: short_window {short_window} is not shorter than long_window {long_window}; the short window is meant to be about 1/12 of the long one"
+                    ));
+                }
+                for s in slos {
+                    let (eff, clamped) = effective_factor(*factor, s.objective);
+                    if clamped {
+                        f.warnings.push(format!(
+                            "alerting.rules.{name}.factor {factor} exceeds the highest possible burn rate of SLO {} (1/(1 − {}) = {:.4}); clamped to {eff:.4}, so it fires only when every request fails. Lower the factor or raise the objective.",
+                            s.name,
+                            s.objective,
+                            max_burn(s.objective)
+                        ));
+                    }
+                }
+            }
+            RuleKind::LatencyAboveSlo { .. } | RuleKind::TargetDown => {}
+        }
+    }
+    // The daemon adds the windows the rules read to those it evaluates
+    // (`Config::eval_windows`), so a rule window missing from `windows` is not an error.
+    let _ = windows;
+    f
+}

@@ -1,0 +1,170 @@
+//! The daemon's YAML config (DESIGN.md §4): types, loading and validation.
+//!
+//! Loading is two steps. serde-saphyr reads the file into [`raw`] structs that keep
+//! each value's line and column and reject unknown keys; [`validate`] then checks
+//! meaning (durations, URLs, ranges, cross-references) and builds the typed [`Config`],
+//! collecting every problem with its `file:line:column` so that `goodput check` shows
+//! them all at once.
+
+mod bytes;
+mod error;
+mod raw;
+mod validate;
+mod yaml;
+
+pub use bytes::parse_bytes;
+pub use error::{ConfigError, ConfigErrors, Pos};
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use url::Url;
+
+use crate::adapt::EngineHint;
+use crate::alert::config::AlertingConfig;
+use crate::gpu::config::{CostConfig, GpuConfig};
+use crate::duration::Window;
+use crate::evaluate::slo::SloSpec;
+use crate::evaluate::{EvalConfig, KvThresholds};
+
+/// A validated config. Every field holds a usable value; defaults are filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Address /metrics and the API listen on. Port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// How often the daemon evaluates windows and publishes a report.
+    pub evaluation_interval: Duration,
+    pub scrape: ScrapeConfig,
+    pub targets: Vec<Target>,
+    /// Sorted shortest first, no duplicates, never empty.
+    pub windows: Vec<Window>,
+    /// Sorted, no duplicates, each in (0, 1).
+    pub quantiles: Vec<f64>,
+    pub slos: Vec<Slo>,
+    pub kv_cache: KvThresholds,
+    pub alerting: AlertingConfig,
+    /// GPU telemetry (NVML, dcgm-exporter); `None` when the section is absent.
+    pub gpu: Option<GpuConfig>,
+    /// GPU price, for $/M tokens and $/M good tokens.
+    pub cost: Option<CostConfig>,
+    /// Draft step cost / target step cost, for the spec-decode speedup estimate.
+    pub spec_draft_cost_ratio: Option<f64>,
+}
+
+/// Global scrape settings; each target may override interval and timeout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScrapeConfig {
+    pub interval: Duration,
+    pub timeout: Duration,
+    /// Largest accepted body, after gzip decoding.
+    pub body_limit: usize,
+    /// Ask for and accept gzip-compressed bodies.
+    pub gzip: bool,
+}
+
+/// One scraped endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub name: String,
+    pub url: Url,
+    pub engine: EngineHint,
+    /// Model name for engines whose metrics carry no model label; defaults to `name`.
+    pub model: String,
+    /// Read again before every scrape, so that rotated tokens are picked up.
+    pub bearer_token_file: Option<PathBuf>,
+    /// Extra request headers, already checked to be valid HTTP header names and values.
+    pub headers: Vec<(String, String)>,
+    pub interval: Duration,
+    pub timeout: Duration,
+}
+
+/// A latency SLO. At least one of the clauses is set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slo {
+    pub name: String,
+    pub ttft: Option<Duration>,
+    pub tpot: Option<Duration>,
+    pub e2e: Option<Duration>,
+    /// Target share of good requests, in (0, 1).
+    pub objective: f64,
+    /// Target names it applies to; empty means all.
+    pub targets: Vec<String>,
+    /// Model names it applies to; empty means all.
+    pub models: Vec<String>,
+}
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
+pub const DEFAULT_SCRAPE_INTERVAL: Duration = Duration::from_secs(5);
+pub const DEFAULT_SCRAPE_TIMEOUT: Duration = Duration::from_secs(3);
+pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
+pub const DEFAULT_WINDOWS: &[&str] = &["1m", "5m", "15m", "1h"];
+pub const DEFAULT_QUANTILES: &[f64] = &[0.5, 0.9, 0.95, 0.99];
+
+impl Config {
+    /// What `evaluate_target` needs at each tick.
+    pub fn eval_config(&self) -> EvalConfig {
+        let slos = self
+            .slos
+            .iter()
+            .map(|s| SloSpec {
+                name: s.name.clone(),
+                ttft: s.ttft.map(|d| d.as_secs_f64()),
+                tpot: s.tpot.map(|d| d.as_secs_f64()),
+                e2e: s.e2e.map(|d| d.as_secs_f64()),
+                objective: s.objective,
+                targets: s.targets.clone(),
+                models: s.models.clone(),
+            })
+            .collect();
+        EvalConfig {
+            windows: self.eval_windows(),
+            quantiles: self.quantiles.clone(),
+            kv: self.kv_cache,
+            slos,
+            spec_draft_cost_ratio: self.spec_draft_cost_ratio,
+        }
+    }
+
+    /// The longest window evaluated (what each target's store must keep).
+    pub fn max_window(&self) -> Duration {
+        self.eval_windows().iter().map(|w| w.duration()).max().unwrap_or(Duration::from_secs(3600))
+    }
+
+    /// The configured windows plus those the enabled alert rules read (the burn-rate
+    /// pairs' 5m/30m/1h/6h), sorted, without duplicates.
+    pub fn eval_windows(&self) -> Vec<Window> {
+        let mut w = self.windows.clone();
+        w.extend(crate::alert::validate::required_windows(&self.alerting.rule_set()));
+        w.sort();
+        w.dedup();
+        w
+    }
+}
+
+/// A config that passed validation, with its warnings (things that work but are likely
+/// mistakes).
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    pub warnings: Vec<ConfigError>,
+}
+
+/// Reads and validates a config file.
+pub fn load(path: &Path) -> Result<Loaded, ConfigErrors> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ConfigErrors(vec![ConfigError {
+            file: name.clone(),
+            pos: Pos::FILE,
+            message: format!("cannot read the config file: {e}"),
+        }])
+    })?;
+    from_str(&text, &name)
+}
+
+/// Validates config text; `file` names it in error messages.
+pub fn from_str(text: &str, file: &str) -> Result<Loaded, ConfigErrors> {
+    let raw = yaml::read(text, file)?;
+    validate::validate(raw, file)
+}

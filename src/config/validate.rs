@@ -1,0 +1,433 @@
+//! Meaning checks on a [`RawConfig`]: durations, sizes, URLs, ranges and references,
+//! each error at the line and column of the value that causes it.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use url::Url;
+
+use super::error::{ConfigErrors, Diagnostics, Pos};
+use super::raw::{RawConfig, RawKv, RawScrape, RawSlo, RawSpecDecode, RawTarget, S};
+use super::*;
+use crate::adapt::EngineHint;
+use crate::canonical::Engine;
+use crate::duration::{Window, parse_duration};
+
+fn pos<T>(s: &S<T>) -> Pos {
+    Pos::of(s.referenced)
+}
+
+pub(crate) fn validate(raw: RawConfig, file: &str) -> Result<Loaded, ConfigErrors> {
+    let mut d = Diagnostics::new(file);
+
+    let listen = match &raw.listen {
+        None => DEFAULT_LISTEN.parse().ok(),
+        Some(s) => match s.value.trim().parse::<SocketAddr>() {
+            Ok(a) => Some(a),
+            Err(_) => {
+                d.error(
+                    pos(s),
+                    format!(
+                        "invalid listen address {:?}; expected IP:PORT like 127.0.0.1:9464 or 0.0.0.0:9464",
+                        s.value
+                    ),
+                );
+                None
+            }
+        },
+    };
+
+    let scrape = scrape_section(&mut d, raw.scrape.as_ref());
+    let evaluation_interval = raw
+        .evaluation_interval
+        .as_ref()
+        .and_then(|s| positive_duration(&mut d, s, "evaluation_interval"))
+        .unwrap_or(scrape.interval);
+
+    let targets = targets_section(&mut d, raw.targets.as_ref(), &scrape);
+    let windows = windows_section(&mut d, raw.windows.as_ref(), &targets);
+    let quantiles = quantiles_section(&mut d, raw.quantiles.as_ref());
+    // SLOs may name any target written in the file, even one with its own error, so
+    // that one mistake is reported once.
+    let names: Vec<&str> = raw.targets.iter().flat_map(|t| t.value.iter()).map(|t| t.name.value.trim()).collect();
+    let slos = slos_section(&mut d, raw.slos.as_deref().unwrap_or(&[]), &names);
+    let kv_cache = kv_section(&mut d, raw.kv_cache.as_ref());
+    let alerting = alerting_section(&mut d, raw.alerting.as_ref(), &slos, &windows);
+    let spec_draft_cost_ratio = spec_decode_section(&mut d, raw.spec_decode.as_ref());
+    let gpu = raw.gpu.as_ref().map(|g| g.value.clone());
+    let cost = raw.cost.as_ref().and_then(|c| {
+        if c.value.gpu_hour_dollars.is_finite() && c.value.gpu_hour_dollars > 0.0 {
+            Some(c.value.clone())
+        } else {
+            d.error(pos(c), "cost.gpu_hour_dollars must be a positive number of dollars, e.g. 2.5");
+            None
+        }
+    });
+
+    let Some(listen) = listen.filter(|_| d.errors.is_empty()) else {
+        return Err(ConfigErrors(d.errors));
+    };
+    let config = Config {
+        listen,
+        evaluation_interval,
+        scrape,
+        targets,
+        windows,
+        quantiles,
+        slos,
+        kv_cache,
+        alerting,
+        gpu,
+        cost,
+        spec_draft_cost_ratio,
+    };
+    Ok(Loaded { config, warnings: d.warnings })
+}
+
+fn positive_duration(d: &mut Diagnostics, s: &S<String>, key: &str) -> Option<Duration> {
+    match parse_duration(&s.value) {
+        Ok(v) if v.is_zero() => {
+            d.error(pos(s), format!("{key} must be longer than zero"));
+            None
+        }
+        Ok(v) => Some(v),
+        Err(e) => {
+            d.error(pos(s), format!("{key}: {e}"));
+            None
+        }
+    }
+}
+
+fn http_url(d: &mut Diagnostics, s: &S<String>, key: &str) -> Option<Url> {
+    let expected = "expected an http:// or https:// URL like http://127.0.0.1:8000/metrics";
+    match Url::parse(s.value.trim()) {
+        Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Some(u),
+        Ok(u) => {
+            d.error(pos(s), format!("{key}: unsupported URL {:?} (scheme {:?}); {expected}", s.value, u.scheme()));
+            None
+        }
+        Err(e) => {
+            d.error(pos(s), format!("{key}: invalid URL {:?} ({e}); {expected}", s.value));
+            None
+        }
+    }
+}
+
+fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig {
+    let mut out = ScrapeConfig {
+        interval: DEFAULT_SCRAPE_INTERVAL,
+        timeout: DEFAULT_SCRAPE_TIMEOUT,
+        body_limit: DEFAULT_BODY_LIMIT,
+        gzip: true,
+    };
+    let Some(raw) = raw else { return out };
+    if let Some(v) = raw.interval.as_ref().and_then(|s| positive_duration(d, s, "scrape.interval")) {
+        out.interval = v;
+    }
+    let timeout_set = raw.timeout.is_some();
+    if let Some(v) = raw.timeout.as_ref().and_then(|s| positive_duration(d, s, "scrape.timeout")) {
+        out.timeout = v;
+    }
+    if out.timeout > out.interval {
+        if let Some(s) = &raw.timeout {
+            d.error(
+                pos(s),
+                format!(
+                    "scrape.timeout ({}) is longer than scrape.interval ({}); it must be at most the interval",
+                    s.value,
+                    crate::duration::format_duration(out.interval)
+                ),
+            );
+        } else if !timeout_set {
+            // Only the interval was shortened below the default timeout: follow it.
+            out.timeout = out.interval;
+        }
+    }
+    if let Some(s) = &raw.body_limit {
+        match parse_bytes(&s.value.0) {
+            Ok(n) => out.body_limit = n,
+            Err(e) => d.error(pos(s), format!("scrape.body_limit: {e}")),
+        }
+    }
+    if let Some(g) = raw.gzip {
+        out.gzip = g;
+    }
+    out
+}
+
+fn targets_section(d: &mut Diagnostics, raw: Option<&S<Vec<RawTarget>>>, scrape: &ScrapeConfig) -> Vec<Target> {
+    let Some(raw) = raw else {
+        d.error(Pos::FILE, "no targets: add a `targets:` list with at least one {name, url} entry");
+        return Vec::new();
+    };
+    if raw.value.is_empty() {
+        d.error(pos(raw), "targets is empty; add at least one {name, url} entry");
+    }
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut out = Vec::new();
+    for t in &raw.value {
+        let name = t.name.value.trim();
+        if name.is_empty() {
+            d.error(pos(&t.name), "target name is empty; give each target a unique name");
+        } else if !seen.insert(name) {
+            d.error(pos(&t.name), format!("duplicate target name {name:?}; target names must be unique"));
+        }
+        if let Some(target) = target(d, t, scrape) {
+            out.push(target);
+        }
+    }
+    out
+}
+
+fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<Target> {
+    let name = t.name.value.trim().to_string();
+    let url = http_url(d, &t.url, "url");
+    let engine = match &t.engine {
+        None => Some(EngineHint::Auto),
+        Some(s) if s.value.trim() == "auto" => Some(EngineHint::Auto),
+        Some(s) => match Engine::parse(s.value.trim()) {
+            Some(e) => Some(EngineHint::Is(e)),
+            None => {
+                let names: Vec<&str> = Engine::ALL.iter().map(|e| e.as_str()).collect();
+                d.error(pos(s), format!("unknown engine {:?}; expected one of auto, {}", s.value, names.join(", ")));
+                None
+            }
+        },
+    };
+    let model = match &t.model {
+        Some(m) if m.value.trim().is_empty() => {
+            d.error(pos(m), "model is empty; remove the key or name the model");
+            name.clone()
+        }
+        Some(m) => m.value.trim().to_string(),
+        None => name.clone(),
+    };
+    let bearer_token_file = t.bearer_token_file.as_ref().map(|s| {
+        if s.value.trim().is_empty() {
+            d.error(pos(s), "bearer_token_file is empty; give the path of a file that holds the token");
+        }
+        std::path::PathBuf::from(s.value.trim())
+    });
+    let mut headers = Vec::new();
+    for (k, v) in t.headers.iter().flatten() {
+        if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
+            d.error(pos(v), format!("invalid HTTP header name {k:?}; use letters, digits and '-'"));
+            continue;
+        }
+        if reqwest::header::HeaderValue::from_str(&v.value).is_err() {
+            d.error(
+                pos(v),
+                format!("invalid value for header {k:?}: control characters and non-ASCII text are not allowed"),
+            );
+            continue;
+        }
+        if k.eq_ignore_ascii_case("authorization") && t.bearer_token_file.is_some() {
+            d.error(pos(v), "headers.Authorization and bearer_token_file both set the Authorization header; keep one");
+            continue;
+        }
+        headers.push((k.clone(), v.value.clone()));
+    }
+    let interval = match &t.interval {
+        Some(s) => positive_duration(d, s, "interval")?,
+        None => scrape.interval,
+    };
+    let timeout = match &t.timeout {
+        Some(s) => positive_duration(d, s, "timeout")?,
+        None => scrape.timeout.min(interval),
+    };
+    if timeout > interval {
+        let at = t.timeout.as_ref().or(t.interval.as_ref()).map(pos).unwrap_or(pos(&t.name));
+        d.error(
+            at,
+            format!(
+                "target {name:?}: timeout ({}) is longer than its interval ({}); it must be at most the interval",
+                crate::duration::format_duration(timeout),
+                crate::duration::format_duration(interval)
+            ),
+        );
+    }
+    Some(Target { name, url: url?, engine: engine?, model, bearer_token_file, headers, interval, timeout })
+}
+
+fn windows_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<String>>>>, targets: &[Target]) -> Vec<Window> {
+    let Some(raw) = raw else {
+        return DEFAULT_WINDOWS.iter().filter_map(|s| parse_duration(s).ok().and_then(Window::new)).collect();
+    };
+    if raw.value.is_empty() {
+        d.error(pos(raw), "windows is empty; list at least one, e.g. [1m, 5m, 15m, 1h]");
+    }
+    let mut out: Vec<Window> = Vec::new();
+    let slowest = targets.iter().map(|t| t.interval).max();
+    for s in &raw.value {
+        let Some(w) = positive_duration(d, s, "window").and_then(Window::new) else {
+            continue;
+        };
+        if out.contains(&w) {
+            d.error(pos(s), format!("duplicate window {}", s.value));
+            continue;
+        }
+        if let Some(iv) = slowest
+            && w.duration() < iv * 2
+        {
+            d.warn(pos(s), format!(
+                "window {} holds fewer than two scrapes at the slowest interval ({}); its rates and quantiles will mostly be empty",
+                s.value,
+                crate::duration::format_duration(iv)
+            ));
+        }
+        out.push(w);
+    }
+    out.sort();
+    out
+}
+
+fn quantiles_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<f64>>>>) -> Vec<f64> {
+    let Some(raw) = raw else {
+        return DEFAULT_QUANTILES.to_vec();
+    };
+    if raw.value.is_empty() {
+        d.error(pos(raw), "quantiles is empty; list at least one, e.g. [0.5, 0.9, 0.95, 0.99]");
+    }
+    let mut out: Vec<f64> = Vec::new();
+    for q in &raw.value {
+        if !(q.value > 0.0 && q.value < 1.0) {
+            d.error(
+                pos(q),
+                format!("quantile {} is out of range; expected a number strictly between 0 and 1, like 0.99", q.value),
+            );
+        } else if out.contains(&q.value) {
+            d.error(pos(q), format!("duplicate quantile {}", q.value));
+        } else {
+            out.push(q.value);
+        }
+    }
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+fn slos_section(d: &mut Diagnostics, raw: &[RawSlo], targets: &[&str]) -> Vec<Slo> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for s in raw {
+        let name = s.name.value.trim().to_string();
+        if name.is_empty() {
+            d.error(pos(&s.name), "slo name is empty; give each SLO a unique name");
+        } else if !seen.insert(name.clone()) {
+            d.error(pos(&s.name), format!("duplicate slo name {name:?}; SLO names must be unique"));
+        }
+        let clause = |d: &mut Diagnostics, v: &Option<S<String>>, key: &str| {
+            v.as_ref().and_then(|v| positive_duration(d, v, key))
+        };
+        let (ttft, tpot, e2e) = (clause(d, &s.ttft, "ttft"), clause(d, &s.tpot, "tpot"), clause(d, &s.e2e, "e2e"));
+        if s.ttft.is_none() && s.tpot.is_none() && s.e2e.is_none() {
+            d.error(pos(&s.name), format!("slo {name:?} has no clause; set at least one of ttft, tpot, e2e"));
+        }
+        let objective = match &s.objective {
+            None => {
+                d.error(pos(&s.name), format!("slo {name:?} has no objective; add e.g. objective: 0.99"));
+                f64::NAN
+            }
+            Some(o) if !(o.value > 0.0 && o.value < 1.0) => {
+                d.error(
+                    pos(o),
+                    format!(
+                        "objective {} is out of range; expected a share strictly between 0 and 1, like 0.99",
+                        o.value
+                    ),
+                );
+                f64::NAN
+            }
+            Some(o) => o.value,
+        };
+        let mut slo_targets = Vec::new();
+        for t in s.targets.iter().flatten() {
+            if targets.contains(&t.value.trim()) {
+                slo_targets.push(t.value.trim().to_string());
+            } else {
+                d.error(
+                    pos(t),
+                    format!("slo {name:?} names unknown target {:?}; expected one of {}", t.value, targets.join(", ")),
+                );
+            }
+        }
+        let models = s.models.iter().flatten().map(|m| m.value.trim().to_string()).collect();
+        out.push(Slo { name, ttft, tpot, e2e, objective, targets: slo_targets, models });
+    }
+    out
+}
+
+fn kv_section(d: &mut Diagnostics, raw: Option<&RawKv>) -> KvThresholds {
+    let mut kv = KvThresholds::default();
+    let Some(raw) = raw else { return kv };
+    let fields: [(&str, &Option<S<f64>>, &mut f64); 4] = [
+        ("underloaded", &raw.underloaded, &mut kv.underloaded),
+        ("target_low", &raw.target_low, &mut kv.target_low),
+        ("target_high", &raw.target_high, &mut kv.target_high),
+        ("critical", &raw.critical, &mut kv.critical),
+    ];
+    let mut ok = true;
+    let mut at = [Pos::FILE; 4];
+    for (i, (key, v, slot)) in fields.into_iter().enumerate() {
+        if let Some(v) = v {
+            at[i] = pos(v);
+            if !(0.0..=1.0).contains(&v.value) {
+                d.error(pos(v), format!("kv_cache.{key} is {}; expected a ratio between 0 and 1, like 0.85", v.value));
+                ok = false;
+            } else {
+                *slot = v.value;
+            }
+        }
+    }
+    if ok {
+        let vals = [kv.underloaded, kv.target_low, kv.target_high, kv.critical];
+        let keys = ["underloaded", "target_low", "target_high", "critical"];
+        for i in 0..3 {
+            if vals[i] > vals[i + 1] || (i == 1 && vals[1] >= vals[2]) {
+                // Point at whichever of the pair the user wrote (the later one if both).
+                let p = if at[i + 1] != Pos::FILE { at[i + 1] } else { at[i] };
+                d.error(p, format!(
+                    "kv_cache thresholds out of order: {} ({}) must be {} {} ({}); expected underloaded ≤ target_low < target_high ≤ critical",
+                    keys[i], vals[i], if i == 1 { "below" } else { "at most" }, keys[i + 1], vals[i + 1]
+                ));
+            }
+        }
+    }
+    kv
+}
+
+fn alerting_section(d: &mut Diagnostics, raw: Option<&S<AlertingConfig>>, slos: &[Slo], windows: &[Window]) -> AlertingConfig {
+    let Some(raw) = raw else { return AlertingConfig::default() };
+    let cfg = raw.value.clone();
+    if cfg.alertmanager.is_some() && !cfg.alertmanagers.is_empty() {
+        d.error(pos(raw), "both alerting.alertmanager and alerting.alertmanagers are set; use alertmanagers: [{url: ...}, ...] for several");
+    }
+    let specs: Vec<crate::alert::input::SloSpec> = slos.iter().map(alert_slo).collect();
+    let findings = crate::alert::validate::validate(&cfg, &specs, windows);
+    for e in findings.errors {
+        d.error(pos(raw), e);
+    }
+    for w in findings.warnings {
+        d.warn(pos(raw), w);
+    }
+    cfg
+}
+
+fn alert_slo(s: &Slo) -> crate::alert::input::SloSpec {
+    crate::alert::input::SloSpec {
+        name: s.name.clone(),
+        objective: s.objective,
+        ttft: s.ttft.map(|d| d.as_secs_f64()),
+        tpot: s.tpot.map(|d| d.as_secs_f64()),
+        e2e: s.e2e.map(|d| d.as_secs_f64()),
+    }
+}
+
+fn spec_decode_section(d: &mut Diagnostics, raw: Option<&RawSpecDecode>) -> Option<f64> {
+    let r = raw?.draft_cost_ratio.as_ref()?;
+    if !(r.value.is_finite() && r.value >= 0.0) {
+        d.error(pos(r), format!("draft_cost_ratio is {}; write the draft model's step cost as a share of the target's, e.g. 0.1", r.value));
+        return None;
+    }
+    Some(r.value)
+}

@@ -1,0 +1,82 @@
+//! Raw increases over a range, summed over a model's shards: the inputs of every ratio
+//! (attainment, failure share, means, hit and acceptance rates). DESIGN.md §3: ratios of
+//! raw increases need no extrapolation, and extrapolation's zero floor would bias them.
+
+use super::range::RangeView;
+use crate::canonical::{Bucket, CounterKind, FinishReason, Histogram, HistogramKind};
+use crate::window::Quantity;
+
+/// The raw increase of a histogram over the range, buckets summed by `le` over shards.
+/// `None` when the model has no bucket series of that kind in the range.
+pub fn histogram(view: &RangeView, model: &str, kind: HistogramKind) -> Option<Histogram> {
+    let mut h = Histogram::default();
+    let mut any = false;
+    for (k, acc) in view.series.iter().filter(|(k, _)| &*k.model == model) {
+        match k.quantity {
+            Quantity::Bucket(kk, _) if kk == kind => {
+                any = true;
+                let le = k.quantity.le().unwrap_or(f64::NAN);
+                h.add(&Histogram { buckets: vec![Bucket { le, count: acc.raw_increase() }], sum: 0.0, count: 0.0 });
+            }
+            Quantity::Sum(kk) if kk == kind => h.sum += acc.raw_increase(),
+            Quantity::Count(kk) if kk == kind => h.count += acc.raw_increase(),
+            _ => {}
+        }
+    }
+    any.then_some(h)
+}
+
+/// Raw increases of a histogram's `_sum` and `_count` (for means), when both exist.
+pub fn sum_count(view: &RangeView, model: &str, kind: HistogramKind) -> Option<(f64, f64)> {
+    let (mut sum, mut count, mut seen) = (0.0, 0.0, (false, false));
+    for (k, acc) in view.series.iter().filter(|(k, _)| &*k.model == model) {
+        match k.quantity {
+            Quantity::Sum(kk) if kk == kind => {
+                sum += acc.raw_increase();
+                seen.0 = true;
+            }
+            Quantity::Count(kk) if kk == kind => {
+                count += acc.raw_increase();
+                seen.1 = true;
+            }
+            _ => {}
+        }
+    }
+    (seen.0 && seen.1).then_some((sum, count))
+}
+
+/// Mean observation over the range: Δsum / Δcount, `None` without observations.
+pub fn mean(view: &RangeView, model: &str, kind: HistogramKind) -> Option<f64> {
+    sum_count(view, model, kind).and_then(|(s, c)| (c > 0.0).then_some(s / c))
+}
+
+/// Raw increase of a counter over the range, summed over shards whose finish reason
+/// passes `keep`. `None` when the model has no such counter.
+pub fn counter(
+    view: &RangeView,
+    model: &str,
+    kind: CounterKind,
+    keep: impl Fn(Option<FinishReason>) -> bool,
+) -> Option<f64> {
+    view.series
+        .iter()
+        .filter(|(k, _)| &*k.model == model)
+        .filter_map(|(k, acc)| match k.quantity {
+            Quantity::Counter(kk, reason) if kk == kind && keep(reason) => Some(acc.raw_increase()),
+            _ => None,
+        })
+        .reduce(|a, b| a + b)
+}
+
+/// Raw increase of any counter of a kind, every reason.
+pub fn counter_all(view: &RangeView, model: &str, kind: CounterKind) -> Option<f64> {
+    counter(view, model, kind, |_| true)
+}
+
+/// `numerator / denominator` of two raw increases, when the denominator moved.
+pub fn ratio(numerator: Option<f64>, denominator: Option<f64>) -> Option<f64> {
+    match (numerator, denominator) {
+        (Some(n), Some(d)) if d > 0.0 => Some(n / d),
+        _ => None,
+    }
+}

@@ -1,0 +1,104 @@
+//! SLOs over one window of one model: per-clause attainment, joint attainment with
+//! failures counted as bad, goodput and burn rate (issue 5; DESIGN.md §3).
+
+use std::collections::BTreeMap;
+
+use super::range::RangeView;
+use super::ratios;
+use crate::canonical::{CounterKind, FinishReason, HistogramKind};
+use crate::report::{SloReport, SloStatus, SloValues};
+use crate::slo::{Bounded, Clause, attainment, burn_rate, joint};
+
+/// One configured SLO, thresholds in seconds.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SloSpec {
+    pub name: String,
+    pub ttft: Option<f64>,
+    pub tpot: Option<f64>,
+    pub e2e: Option<f64>,
+    pub objective: f64,
+    /// Targets and models it applies to; empty means all.
+    pub targets: Vec<String>,
+    pub models: Vec<String>,
+}
+
+impl SloSpec {
+    /// The clauses this SLO has, with their histogram and threshold.
+    pub fn clauses(&self) -> impl Iterator<Item = (Clause, HistogramKind, f64)> + '_ {
+        [
+            (Clause::Ttft, HistogramKind::Ttft, self.ttft),
+            (Clause::Tpot, HistogramKind::Tpot, self.tpot),
+            (Clause::E2e, HistogramKind::E2e, self.e2e),
+        ]
+        .into_iter()
+        .filter_map(|(c, h, t)| t.map(|t| (c, h, t)))
+    }
+
+    pub fn applies_to_model(&self, model: &str) -> bool {
+        self.models.is_empty() || self.models.iter().any(|m| m == model)
+    }
+
+    pub fn applies_to_target(&self, target: &str) -> bool {
+        self.targets.is_empty() || self.targets.iter().any(|t| t == target)
+    }
+}
+
+/// Why a clause can't be evaluated on an engine that lacks its histogram.
+pub fn missing_reason(kind: HistogramKind) -> &'static str {
+    match kind {
+        HistogramKind::Ttft => "the engine exposes no TTFT histogram (TGI has none)",
+        HistogramKind::Tpot => {
+            "the engine exposes no per-request TPOT histogram (vLLM < 0.11, SGLang and TGI have none; per-step ITL is a different quantity)"
+        }
+        _ => "the engine exposes no end-to-end latency histogram",
+    }
+}
+
+/// Evaluates one SLO on one model's range. `requests_per_second` and
+/// `output_tokens_per_second` are the window's PromQL rates, which goodput scales.
+pub fn evaluate(
+    spec: &SloSpec,
+    view: &RangeView,
+    model: &str,
+    requests_per_second: Option<f64>,
+    output_tokens_per_second: Option<f64>,
+) -> SloReport {
+    let status = status(spec, view, model, requests_per_second, output_tokens_per_second);
+    SloReport { slo: spec.name.clone(), objective: spec.objective, status }
+}
+
+fn status(
+    spec: &SloSpec,
+    view: &RangeView,
+    model: &str,
+    requests_per_second: Option<f64>,
+    output_tokens_per_second: Option<f64>,
+) -> SloStatus {
+    let mut per_clause: BTreeMap<Clause, Bounded> = BTreeMap::new();
+    for (clause, kind, threshold) in spec.clauses() {
+        let Some(h) = ratios::histogram(view, model, kind) else {
+            return SloStatus::NotEvaluable { reason: format!("{}: {}", clause.as_str(), missing_reason(kind)) };
+        };
+        match attainment(&h, threshold) {
+            Some(a) => {
+                per_clause.insert(clause, a);
+            }
+            None => return SloStatus::NoTraffic,
+        }
+    }
+    let requests = ratios::counter_all(view, model, CounterKind::RequestsFinished);
+    let failed =
+        ratios::counter(view, model, CounterKind::RequestsFinished, |r| r.is_some_and(FinishReason::is_failure));
+    let failed_share = ratios::ratio(failed, requests).unwrap_or(0.0);
+    let clauses: Vec<Bounded> = per_clause.values().copied().collect();
+    let joint = joint(&clauses, failed_share);
+    per_clause.insert(Clause::Joint, joint);
+    SloStatus::Evaluated(SloValues {
+        attainment: per_clause,
+        burn_rate: burn_rate(joint, spec.objective),
+        goodput_requests_per_second: requests_per_second.map(|r| joint.scale(r)),
+        goodput_tokens_per_second: output_tokens_per_second.map(|r| joint.scale(r)),
+        requests: requests.unwrap_or(f64::NAN),
+        failed: failed.unwrap_or(0.0),
+    })
+}

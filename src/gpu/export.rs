@@ -1,0 +1,172 @@
+//! GPU, MFU, HBM, TPOT-floor and cost families as [`ExportSample`]s, with their HELP/TYPE.
+//!
+//! Per-GPU families carry `gpu` (index), `uuid` and `model_name` (the GPU product name, as
+//! dcgm-exporter's `modelName`), plus `target` when the caller joined the GPU to one. A reading
+//! the source could not give is simply absent: no sample, never a zero.
+
+use crate::export::ExportSample;
+use crate::gpu::derive::Derived;
+use crate::gpu::reading::{GpuReading, THROTTLE_REASONS};
+
+type Field = fn(&GpuReading) -> Option<f64>;
+
+/// Gauge families read straight off a [`GpuReading`], with their HELP text.
+#[rustfmt::skip]
+const GPU_GAUGES: &[(&str, Field, &str)] = &[
+    ("llm_slo_gpu_utilization_ratio", |r| r.gpu_utilization_ratio, "Share of time at least one kernel ran on the GPU (NVML/DCGM GPU_UTIL; not a FLOP fraction)."),
+    ("llm_slo_gpu_memory_controller_utilization_ratio", |r| r.memory_controller_utilization_ratio, "Share of time device memory was read or written (time-based, not bandwidth)."),
+    ("llm_slo_gpu_memory_used_bytes", |r| r.memory_used_bytes, "Device memory in use."),
+    ("llm_slo_gpu_memory_total_bytes", |r| r.memory_total_bytes, "Device memory in total."),
+    ("llm_slo_gpu_power_watts", |r| r.power_watts, "Power draw (1 s average on Ampere and newer)."),
+    ("llm_slo_gpu_power_limit_watts", |r| r.power_limit_watts, "Enforced power limit."),
+    ("llm_slo_gpu_sm_clock_hertz", |r| r.sm_clock_hertz, "Current SM clock."),
+    ("llm_slo_gpu_memory_clock_hertz", |r| r.memory_clock_hertz, "Current memory clock."),
+    ("llm_slo_gpu_temperature_celsius", |r| r.temperature_celsius, "GPU die temperature."),
+    ("llm_slo_gpu_pcie_tx_bytes_per_second", |r| r.pcie_tx_bytes_per_second, "PCIe transmit throughput."),
+    ("llm_slo_gpu_pcie_rx_bytes_per_second", |r| r.pcie_rx_bytes_per_second, "PCIe receive throughput."),
+    ("llm_slo_gpu_dram_active_ratio", |r| r.dram_active_ratio, "DRAM bandwidth used over the theoretical maximum (NVML GPM DramBwUtil or DCGM DRAM_ACTIVE)."),
+    ("llm_slo_gpu_tensor_active_ratio", |r| r.tensor_active_ratio, "Share of time any tensor pipe was active (GPM AnyTensorUtil or DCGM PIPE_TENSOR_ACTIVE)."),
+    ("llm_slo_gpu_sm_occupancy_ratio", |r| r.sm_occupancy_ratio, "Resident warps over the maximum (GPM SmOccupancy or DCGM SM_OCCUPANCY)."),
+];
+
+const THROTTLE: &str = "llm_slo_gpu_throttle_reasons";
+const MFU: &str = "llm_slo_mfu_ratio";
+const HBM: &str = "llm_slo_hbm_bandwidth_utilization_ratio";
+const TPOT_FLOOR: &str = "llm_slo_decode_tpot_floor_seconds";
+const COST: &str = "llm_slo_cost_dollars_per_million_tokens";
+
+/// HELP text and TYPE of a GPU/MFU/HBM/cost family; `None` for other families.
+pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
+    if let Some((_, _, help)) = GPU_GAUGES.iter().find(|(n, _, _)| *n == name) {
+        return Some((help, "gauge"));
+    }
+    let help = match name {
+        THROTTLE => "1 when the GPU clocks are held down for this reason (NVML clock-event reasons), else 0.",
+        MFU => "Model FLOPs utilization: achieved model FLOP/s over dense peak FLOP/s of the serving GPUs.",
+        HBM => "Memory bandwidth used over the peak, per GPU; source says how it was measured.",
+        TPOT_FLOOR => "Fastest possible decode step: bytes read per step per GPU over peak memory bandwidth.",
+        COST => "Dollars per million output tokens (kind=output) or SLO-compliant output tokens (kind=good_output).",
+        _ => return None,
+    };
+    Some((help, "gauge"))
+}
+
+/// Every GPU family name this module can emit, in output order.
+pub fn family_names() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = GPU_GAUGES.iter().map(|(n, _, _)| *n).collect();
+    v.extend([THROTTLE, MFU, HBM, TPOT_FLOOR, COST]);
+    v
+}
+
+fn gpu_labels(r: &GpuReading, target: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut l = Vec::with_capacity(4);
+    if let Some(t) = target {
+        l.push(("target", t.to_string()));
+    }
+    l.push(("gpu", r.index.clone()));
+    l.push(("uuid", r.uuid.clone()));
+    if !r.name.is_empty() {
+        l.push(("model_name", r.name.clone()));
+    }
+    l
+}
+
+/// Per-GPU samples, grouped by family, GPUs in the given order.
+pub fn gpu_samples(readings: &[GpuReading], target: Option<&str>) -> Vec<ExportSample> {
+    let mut out = Vec::new();
+    for (name, field, _) in GPU_GAUGES {
+        for r in readings {
+            if let Some(v) = field(r).filter(|v| v.is_finite()) {
+                out.push(ExportSample { name, labels: gpu_labels(r, target), value: v });
+            }
+        }
+    }
+    for r in readings {
+        let Some(bits) = r.throttle_reasons else { continue };
+        for (bit, reason) in THROTTLE_REASONS {
+            let mut labels = gpu_labels(r, target);
+            labels.push(("reason", (*reason).to_string()));
+            out.push(ExportSample { name: THROTTLE, labels, value: if bits & bit != 0 { 1.0 } else { 0.0 } });
+        }
+    }
+    out
+}
+
+/// The derived families for one target, model and window.
+pub fn derived_samples(target: &str, model: &str, window: &str, d: &Derived) -> Vec<ExportSample> {
+    let base = || vec![("target", target.to_string()), ("model", model.to_string()), ("window", window.to_string())];
+    let with = |extra: &[(&'static str, &str)]| {
+        let mut l = base();
+        l.extend(extra.iter().map(|(k, v)| (*k, (*v).to_string())));
+        l
+    };
+    let mut out = Vec::new();
+    if let Some(m) = d.mfu {
+        out.push(ExportSample { name: MFU, labels: with(&[("source", m.source.as_str())]), value: m.ratio });
+    }
+    if let Some(h) = d.hbm {
+        out.push(ExportSample { name: HBM, labels: with(&[("source", h.source.as_str())]), value: h.ratio });
+    }
+    if let Some(f) = d.decode_tpot_floor_seconds {
+        out.push(ExportSample { name: TPOT_FLOOR, labels: base(), value: f });
+    }
+    if let Some(c) = d.cost_per_million_output {
+        out.push(ExportSample { name: COST, labels: with(&[("kind", "output"), ("bound", "estimate")]), value: c });
+    }
+    if let Some(b) = d.cost_per_million_good_output {
+        for (bound, v) in [("lower", b.lower), ("estimate", b.estimate), ("upper", b.upper)] {
+            if let Some(v) = v {
+                out.push(ExportSample {
+                    name: COST,
+                    labels: with(&[("kind", "good_output"), ("bound", bound)]),
+                    value: v,
+                });
+            }
+        }
+    }
+    out.retain(|s| s.value.is_finite());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::derive::{Bounds, FlopsSource, Mfu};
+
+    #[test]
+    fn every_family_has_meta() {
+        for n in family_names() {
+            let (help, kind) = family_meta(n).unwrap();
+            assert!(!help.is_empty() && kind == "gauge", "{n}");
+        }
+        assert_eq!(family_meta("llm_slo_ttft_seconds"), None);
+    }
+
+    #[test]
+    fn throttle_bits_and_missing_readings() {
+        let r = GpuReading {
+            index: "0".into(),
+            uuid: "GPU-a".into(),
+            throttle_reasons: Some(0x4 | 0x40),
+            ..Default::default()
+        };
+        let s = gpu_samples(&[r], Some("llama"));
+        assert_eq!(s.len(), THROTTLE_REASONS.len());
+        let on: Vec<&str> = s.iter().filter(|x| x.value == 1.0).map(|x| x.labels.last().unwrap().1.as_str()).collect();
+        assert_eq!(on, ["sw_power_cap", "hw_thermal_slowdown"]);
+        assert_eq!(s[0].labels[0], ("target", "llama".to_string()));
+    }
+
+    #[test]
+    fn derived_labels() {
+        let d = Derived {
+            mfu: Some(Mfu { ratio: 0.25, achieved_flops: 1.0, source: FlopsSource::ParamsOnly }),
+            cost_per_million_good_output: Some(Bounds { lower: Some(1.0), estimate: Some(2.0), upper: None }),
+            ..Derived::default()
+        };
+        let s = derived_samples("t", "m", "5m", &d);
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[0].labels[3], ("source", "params".to_string()));
+        assert_eq!(s[2].labels[3..], [("kind", "good_output".to_string()), ("bound", "estimate".to_string())]);
+    }
+}

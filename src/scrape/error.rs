@@ -1,0 +1,68 @@
+//! Why a scrape failed: a machine-readable reason (a label value) and a message for humans.
+
+use std::fmt;
+
+/// A failed scrape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScrapeError {
+    reason: &'static str,
+    message: String,
+}
+
+impl ScrapeError {
+    /// Reasons used as `llm_slo_scrape_errors_total{reason}`; docs/config.md lists them.
+    pub const REASONS: &'static [&'static str] = &[
+        "timeout",
+        "connect",
+        "http_status",
+        "body_too_large",
+        "read_error",
+        "token_file",
+        "parse_error",
+        "too_many_samples",
+        "label_limit",
+        "adapt_error",
+        "internal",
+    ];
+
+    pub fn new(reason: &'static str, message: impl Into<String>) -> Self {
+        debug_assert!(Self::REASONS.contains(&reason), "undocumented reason {reason}");
+        ScrapeError { reason, message: message.into() }
+    }
+
+    pub fn reason(&self) -> &'static str {
+        self.reason
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Classifies a reqwest error by what went wrong on the wire.
+    pub(crate) fn from_reqwest(e: &reqwest::Error) -> Self {
+        let reason = if e.is_timeout() {
+            "timeout"
+        } else if e.is_connect() {
+            "connect"
+        } else {
+            "read_error"
+        };
+        // reqwest's Display omits the cause ("error sending request"); the chain says why.
+        let mut msg = e.to_string();
+        let mut src = std::error::Error::source(e);
+        while let Some(s) = src {
+            msg.push_str(": ");
+            msg.push_str(&s.to_string());
+            src = s.source();
+        }
+        ScrapeError::new(reason, msg)
+    }
+}
+
+impl fmt::Display for ScrapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.reason)
+    }
+}
+
+impl std::error::Error for ScrapeError {}

@@ -1,0 +1,102 @@
+//! The HTTP side of the daemon (axum): `/metrics`, `/healthz`, `/readyz` and
+//! `/api/v1/report`, all read from the latest published [`Report`] without blocking the
+//! evaluator.
+
+pub mod exposition;
+pub mod process;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arc_swap::ArcSwap;
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::export;
+use crate::report::Report;
+use exposition::Line;
+
+/// What the handlers read: the latest report and whether one has been published yet.
+#[derive(Clone)]
+pub struct Shared {
+    pub report: Arc<ArcSwap<Report>>,
+    pub ready: Arc<AtomicBool>,
+}
+
+impl Shared {
+    pub fn new() -> Shared {
+        Shared { report: Arc::new(ArcSwap::from_pointee(Report::default())), ready: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// Publishes a new report; readers see it on their next request.
+    pub fn publish(&self, report: Report) {
+        self.report.store(Arc::new(report));
+        self.ready.store(true, Ordering::Release);
+    }
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared::new()
+    }
+}
+
+pub const CONTENT_TYPE_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+pub fn router(shared: Shared) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/api/v1/report", get(report))
+        .with_state(shared)
+}
+
+/// The full /metrics body for a report: the exported families, then process metrics.
+pub fn render_metrics(report: &Report) -> String {
+    let samples = export::samples(report);
+    let mut lines: Vec<Line<'_>> = samples
+        .iter()
+        .map(|s| Line {
+            name: s.name,
+            labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
+            value: s.value,
+        })
+        .collect();
+    let process = process::process_metrics();
+    lines.extend(process.iter().map(|(name, _, _, v)| Line { name, labels: Vec::new(), value: *v }));
+    let mut out = String::with_capacity(lines.len() * 96);
+    exposition::write(&mut out, &lines, |name| {
+        export::family_meta(name).or_else(|| process.iter().find(|p| p.0 == name).map(|p| (p.1, p.2)))
+    });
+    out
+}
+
+async fn metrics(State(s): State<Shared>) -> Response {
+    let report = s.report.load_full();
+    let body = render_metrics(&report);
+    ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT)], body).into_response()
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(s): State<Shared>) -> Response {
+    if s.ready.load(Ordering::Acquire) {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready: no evaluation has completed yet\n").into_response()
+    }
+}
+
+async fn report(State(s): State<Shared>) -> Response {
+    let report = s.report.load_full();
+    match serde_json::to_vec(report.as_ref()) {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot encode the report: {e}\n")).into_response(),
+    }
+}

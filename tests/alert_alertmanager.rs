@@ -1,0 +1,302 @@
+//! The rule engine and the real delivery client against real Alertmanagers (Debian
+//! `prometheus-alertmanager`) on 127.0.0.1: an overload makes LLMKVCacheSaturated and
+//! LLMGoodputDivergence appear in Alertmanager's API, recovery resolves them, and an
+//! Alertmanager that is stopped and restarted (same storage) loses nothing.
+//!
+//! Skips when the binary is missing, unless GOODPUT_REQUIRE_TOOLS=1.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use goodput::alert::deliver::Delivery;
+use goodput::alert::{
+    AlertEngine, AlertInput, AlertingConfig, Bounded, Clause, KvUsage, SloReport, SloSpec, WindowInput,
+};
+use goodput::duration::Window;
+
+fn find_tool(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).flat_map(|d| names.iter().map(move |n| d.join(n))).find(|p| p.is_file())
+}
+
+fn alertmanager_binary() -> Option<PathBuf> {
+    let found = find_tool(&["prometheus-alertmanager", "alertmanager"]);
+    if found.is_none() {
+        let msg = "prometheus-alertmanager not found (apt-get install prometheus-alertmanager)";
+        if std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() == Ok("1") {
+            panic!("{msg}, and GOODPUT_REQUIRE_TOOLS=1");
+        }
+        eprintln!("SKIP: {msg}");
+    }
+    found
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+}
+
+struct Am {
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Am {
+    fn new(bin: &Path, root: &Path, name: &str) -> Am {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("am.yml"),
+            "route: {receiver: blackhole, group_wait: 1s, group_interval: 1s}\nreceivers: [{name: blackhole}]\n",
+        )
+        .unwrap();
+        Am { bin: bin.to_path_buf(), dir, port: free_port(), child: None }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn start(&mut self) {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("am.log")).unwrap();
+        let child = Command::new(&self.bin)
+            .arg(format!("--config.file={}", self.dir.join("am.yml").display()))
+            .arg(format!("--storage.path={}", self.dir.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{}", self.port))
+            .arg("--cluster.listen-address=")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start alertmanager");
+        self.child = Some(child);
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Am {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+fn win(s: u64) -> Window {
+    Window::new(Duration::from_secs(s)).unwrap()
+}
+
+/// One target/model; `overloaded` drives KV usage and joint attainment across their thresholds.
+fn input(target: &str, up: bool, kv: f64, joint: f64) -> AlertInput {
+    let mut attainment = BTreeMap::new();
+    attainment.insert(Clause::Joint, Bounded { lower: joint - 0.05, estimate: joint, upper: joint + 0.01 });
+    let slo = SloReport {
+        slo: "chat".into(),
+        objective: 0.99,
+        evaluable: true,
+        attainment,
+        burn_rate: Bounded::exact((1.0 - joint) / 0.01),
+        goodput_requests_per_second: Some(Bounded::exact(joint * 10.0)),
+        goodput_tokens_per_second: Some(Bounded::exact(joint * 1500.0)),
+        requests: 600.0,
+    };
+    AlertInput {
+        target: target.into(),
+        model: if up { "llama-8b".into() } else { String::new() },
+        up,
+        waiting_now: None,
+        windows: if up {
+            vec![WindowInput {
+                window: win(60),
+                output_tokens_per_second: Some(1500.0),
+                preemptions_per_second: None,
+                ttft_p99: None,
+                tpot_p99: None,
+                waiting_at_start: None,
+                kv_usage: Some(KvUsage { last: kv, max: kv.max(0.5) }),
+                slos: vec![slo],
+            }]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+struct Http(reqwest::Client);
+
+impl Http {
+    async fn alerts(&self, am: &Am) -> Option<Vec<serde_json::Value>> {
+        let r = self.0.get(format!("{}/api/v2/alerts", am.url())).send().await.ok()?;
+        serde_json::from_slice::<Vec<serde_json::Value>>(&r.bytes().await.ok()?).ok()
+    }
+
+    async fn names(&self, am: &Am) -> Option<Vec<String>> {
+        let mut v: Vec<String> =
+            self.alerts(am).await?.iter().filter_map(|a| a["labels"]["alertname"].as_str().map(String::from)).collect();
+        v.sort();
+        Some(v)
+    }
+
+    /// `alertmanager_alerts_received_total{status="resolved"}`: resolutions Alertmanager was sent
+    /// (expiry of an alert does not count here).
+    async fn resolved_received(&self, am: &Am) -> Option<f64> {
+        let body = self.0.get(format!("{}/metrics", am.url())).send().await.ok()?.text().await.ok()?;
+        Some(
+            body.lines()
+                .filter(|l| l.starts_with("alertmanager_alerts_received_total{") && l.contains("status=\"resolved\""))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum(),
+        )
+    }
+
+    async fn ready(&self, am: &Am) -> bool {
+        let r = self.0.get(format!("{}/-/ready", am.url())).send().await;
+        r.is_ok_and(|r| r.status().is_success())
+    }
+}
+
+const KV: &str = "LLMKVCacheSaturated";
+const DIV: &str = "LLMGoodputDivergence";
+const DOWN: &str = "LLMTargetDown";
+
+/// Ticks the engine every 200 ms with `inputs` until `done` holds, for at most `limit`.
+async fn tick_until<F, Fut>(
+    engine: &mut AlertEngine,
+    delivery: &Delivery,
+    inputs: &[AlertInput],
+    limit: Duration,
+    mut done: F,
+) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        let out = engine.evaluate(now_ms(), inputs);
+        delivery.submit(&out);
+        if done().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
+    let Some(bin) = alertmanager_binary() else { return };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut steady = Am::new(&bin, tmp.path(), "steady");
+    let mut flaky = Am::new(&bin, tmp.path(), "flaky");
+    steady.start();
+    flaky.start();
+    let http = Http(reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build().unwrap());
+    for am in [&steady, &flaky] {
+        let t = Instant::now();
+        while !http.ready(am).await {
+            assert!(t.elapsed() < Duration::from_secs(20), "alertmanager never became ready; see {:?}", am.dir);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    let yaml = format!(
+        "alertmanager: {{url: '{}/'}}\nalertmanagers: [{{url: {}}}]\nresend_interval: 1s\nrunbook_base_url: https://runbooks.example/llm/\n\
+         rules:\n  LLMKVCacheSaturated: {{for: 1s}}\n  LLMGoodputDivergence: {{for: 1s, window: 1m}}\n  LLMTargetDown: {{for: 1s}}\n",
+        steady.url(),
+        flaky.url()
+    );
+    let cfg: AlertingConfig = serde_saphyr::from_str(&yaml).expect("config parses");
+    let mut opts = goodput::alert::deliver::DeliveryOptions::from_config(&cfg);
+    opts.initial_backoff = Duration::from_millis(200);
+    opts.max_backoff = Duration::from_secs(1);
+    let delivery = Delivery::start_with(&cfg, opts).unwrap();
+    let slos = vec![SloSpec { name: "chat".into(), ttft: Some(0.5), tpot: Some(0.05), e2e: None, objective: 0.99 }];
+    let mut engine = AlertEngine::new(cfg.rule_set(), slos, cfg.runbook_base_url.clone(), cfg.resend_interval);
+
+    let overload = [input("llama", true, 0.97, 0.42)];
+    let calm = [input("llama", true, 0.62, 0.995)];
+    let both = vec![DIV.to_string(), KV.to_string()];
+
+    // 1. Overload: both alerts reach both Alertmanagers, with labels and annotations.
+    let ok = tick_until(&mut engine, &delivery, &overload, Duration::from_secs(20), || async {
+        http.names(&steady).await.as_ref() == Some(&both) && http.names(&flaky).await.as_ref() == Some(&both)
+    })
+    .await;
+    assert!(ok, "overload alerts never reached Alertmanager: {:?}", delivery.stats());
+    for a in http.alerts(&steady).await.unwrap() {
+        let l = &a["labels"];
+        assert_eq!(l["severity"], "page");
+        assert_eq!(l["target"], "llama");
+        assert_eq!(l["model"], "llama-8b");
+        let name = l["alertname"].as_str().unwrap();
+        assert_eq!(a["annotations"]["runbook_url"], format!("https://runbooks.example/llm/{name}"));
+        let desc = a["annotations"]["description"].as_str().unwrap();
+        if name == KV {
+            assert!(l.get("slo").is_none());
+            assert!(desc.contains("97.0%"), "{desc}");
+        } else {
+            assert_eq!(l["slo"], "chat");
+            assert!(desc.contains("42.0%") && desc.contains("1500.0 tokens/s"), "{desc}");
+        }
+    }
+
+    // 2. Load drops: both resolve, by resolutions Alertmanager received (not by expiry).
+    let ok = tick_until(&mut engine, &delivery, &calm, Duration::from_secs(20), || async {
+        http.names(&steady).await.is_some_and(|n| n.is_empty())
+            && http.resolved_received(&steady).await.is_some_and(|r| r >= 2.0)
+    })
+    .await;
+    assert!(ok, "alerts did not resolve: {:?} / {:?}", http.names(&steady).await, delivery.stats());
+
+    // 3. Overload again, then the flaky Alertmanager goes away.
+    let ok = tick_until(&mut engine, &delivery, &overload, Duration::from_secs(20), || async {
+        http.names(&flaky).await.as_ref() == Some(&both)
+    })
+    .await;
+    assert!(ok, "second overload never reached Alertmanager");
+    flaky.stop();
+    // While it is down: KV recovers, goodput stays bad, and a second target goes down.
+    let outage = [input("llama", true, 0.62, 0.42), input("mistral", false, 0.0, 1.0)];
+    let end = Instant::now() + Duration::from_secs(6);
+    let _ =
+        tick_until(&mut engine, &delivery, &outage, Duration::from_secs(6), || async { Instant::now() >= end }).await;
+    let expected = vec![DIV.to_string(), DOWN.to_string()];
+    assert_eq!(http.names(&steady).await, Some(expected.clone()), "the steady Alertmanager is current");
+    let stats = delivery.stats();
+    let flaky_stats = stats.iter().find(|s| s.url.starts_with(&flaky.url())).unwrap();
+    assert!(flaky_stats.failed_attempts > 0 && flaky_stats.queued >= 2, "{flaky_stats:?}");
+
+    // 4. It comes back on the same storage: the alert still firing and the new one arrive, and
+    //    the resolution of the KV alert that happened during the outage is delivered.
+    flaky.start();
+    let ok = tick_until(&mut engine, &delivery, &outage, Duration::from_secs(20), || async {
+        http.names(&flaky).await.as_ref() == Some(&expected)
+            && http.resolved_received(&flaky).await.is_some_and(|r| r >= 1.0)
+    })
+    .await;
+    assert!(
+        ok,
+        "after restart: {:?}, resolved received {:?}, {:?}",
+        http.names(&flaky).await,
+        http.resolved_received(&flaky).await,
+        delivery.stats()
+    );
+    let kv_down = http.alerts(&flaky).await.unwrap();
+    assert!(kv_down.iter().all(|a| a["labels"]["alertname"] != KV));
+    let down = kv_down.iter().find(|a| a["labels"]["alertname"] == DOWN).unwrap();
+    assert_eq!(down["labels"]["target"], "mistral");
+    assert!(down["labels"].get("model").is_none());
+}

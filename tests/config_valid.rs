@@ -1,0 +1,154 @@
+//! Valid configs: every key read into the typed config, defaults filled in, warnings for
+//! legal but doubtful settings, and the semantic errors that need a whole config around them.
+
+use std::time::Duration;
+
+use goodput::adapt::EngineHint;
+use goodput::canonical::Engine;
+use goodput::alert::rule::Severity;
+use goodput::config;
+
+const FULL: &str = r#"
+listen: 0.0.0.0:9000
+evaluation_interval: 2s
+scrape: {interval: 10s, timeout: 4s, body_limit: 1048576, gzip: false}
+targets:
+  - name: llama
+    url: http://10.0.0.1:8000/metrics
+  - name: tgi
+    url: https://tgi.internal:3000/metrics
+    engine: tgi
+    model: mistral-7b
+    bearer_token_file: /run/secrets/token
+    headers: {X-Tenant: infra}
+    interval: 20s
+    timeout: 15s
+windows: [1h, 1m]
+quantiles: [0.99, 0.5]
+slos:
+  - {name: chat, ttft: 500ms, tpot: 50ms, objective: 0.99, targets: [llama], models: [m]}
+  - {name: batch, e2e: 30s, objective: 0.95}
+kv_cache: {underloaded: 0.6, critical: 0.95}
+alerting:
+  alertmanagers: [{url: http://am-0:9093}, {url: http://am-1:9093}]
+  resend_interval: 30s
+  runbook_base_url: https://runbooks.example.com/
+  webhook: {url: http://127.0.0.1:8080/hook}
+  rules:
+    LLMKVCacheSaturated: {for: 2m, threshold: 0.92, severity: ticket}
+    LLMQueueGrowing: {enabled: false}
+"#;
+
+#[test]
+fn every_key_is_read() {
+    let loaded = config::from_str(FULL, "full.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let c = loaded.config;
+    assert_eq!(c.listen.to_string(), "0.0.0.0:9000");
+    assert_eq!(c.evaluation_interval, Duration::from_secs(2));
+    assert_eq!(c.scrape.interval, Duration::from_secs(10));
+    assert_eq!(c.scrape.timeout, Duration::from_secs(4));
+    assert_eq!(c.scrape.body_limit, 1_048_576);
+    assert!(!c.scrape.gzip);
+
+    let (llama, tgi) = (&c.targets[0], &c.targets[1]);
+    assert_eq!(llama.engine, EngineHint::Auto);
+    assert_eq!(llama.model, "llama", "model defaults to the target name");
+    assert_eq!((llama.interval, llama.timeout), (Duration::from_secs(10), Duration::from_secs(4)));
+    assert_eq!(tgi.engine, EngineHint::Is(Engine::Tgi));
+    assert_eq!(tgi.model, "mistral-7b");
+    assert_eq!(tgi.url.as_str(), "https://tgi.internal:3000/metrics");
+    assert_eq!(tgi.bearer_token_file.as_deref(), Some(std::path::Path::new("/run/secrets/token")));
+    assert_eq!(tgi.headers, vec![("X-Tenant".to_string(), "infra".to_string())]);
+    assert_eq!((tgi.interval, tgi.timeout), (Duration::from_secs(20), Duration::from_secs(15)));
+
+    let windows: Vec<String> = c.windows.iter().map(|w| w.label()).collect();
+    assert_eq!(windows, ["1m", "1h"], "sorted shortest first");
+    assert_eq!(c.quantiles, [0.5, 0.99]);
+
+    assert_eq!(c.slos.len(), 2);
+    assert_eq!(c.slos[0].ttft, Some(Duration::from_millis(500)));
+    assert_eq!(c.slos[0].tpot, Some(Duration::from_millis(50)));
+    assert_eq!(c.slos[0].targets, ["llama"]);
+    assert_eq!(c.slos[0].models, ["m"]);
+    assert_eq!((c.slos[1].e2e, c.slos[1].objective), (Some(Duration::from_secs(30)), 0.95));
+
+    assert_eq!((c.kv_cache.underloaded, c.kv_cache.target_low), (0.6, 0.75));
+    assert_eq!((c.kv_cache.target_high, c.kv_cache.critical), (0.85, 0.95));
+
+    let a = &c.alerting;
+    assert_eq!(a.alertmanager_urls().len(), 2);
+    assert_eq!(a.resend_interval, Duration::from_secs(30));
+    assert_eq!(a.webhook.as_ref().unwrap().url, "http://127.0.0.1:8080/hook");
+    let kv = &a.rules.kv_cache_saturated;
+    assert_eq!(
+        (kv.for_, kv.threshold, kv.severity),
+        (Some(Duration::from_secs(120)), Some(0.92), Some(Severity::Ticket))
+    );
+    assert_eq!(a.rules.queue_growing.enabled, Some(false));
+
+    // The shortest window (1m) holds three scrapes at the slowest interval (20s): no warning.
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+}
+
+#[test]
+fn defaults() {
+    let c = config::from_str("targets: [{name: a, url: 'http://127.0.0.1:8000/metrics'}]", "d.yaml").unwrap().config;
+    assert_eq!(c.listen.to_string(), "127.0.0.1:9464");
+    assert_eq!((c.scrape.interval, c.scrape.timeout), (Duration::from_secs(5), Duration::from_secs(3)));
+    assert_eq!(c.evaluation_interval, c.scrape.interval);
+    assert_eq!(c.scrape.body_limit, 16 << 20);
+    assert!(c.scrape.gzip);
+    let windows: Vec<String> = c.windows.iter().map(|w| w.label()).collect();
+    assert_eq!(windows, ["1m", "5m", "15m", "1h"]);
+    assert_eq!(c.quantiles, [0.5, 0.9, 0.95, 0.99]);
+    assert_eq!(c.kv_cache, goodput::evaluate::KvThresholds::default());
+    assert!(c.alerting.alertmanager_urls().is_empty() && c.slos.is_empty());
+    // The default burn-rate alerts read 6h windows, so the store keeps 6 hours.
+    assert_eq!(c.max_window(), Duration::from_secs(6 * 3600));
+}
+
+#[test]
+fn a_short_interval_pulls_the_default_timeout_down() {
+    let yaml = "scrape: {interval: 1s}\ntargets: [{name: a, url: 'http://127.0.0.1:8000/metrics'}]";
+    let c = config::from_str(yaml, "s.yaml").unwrap().config;
+    assert_eq!(c.scrape.timeout, Duration::from_secs(1));
+    assert_eq!(c.targets[0].timeout, Duration::from_secs(1));
+}
+
+#[test]
+fn short_window_is_a_warning_with_position() {
+    let yaml =
+        "scrape: {interval: 10s}\ntargets: [{name: a, url: 'http://127.0.0.1:8000/metrics'}]\nwindows: [15s, 1m]\n";
+    let loaded = config::from_str(yaml, "w.yaml").unwrap();
+    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+    let w = loaded.warnings[0].to_string();
+    assert!(w.starts_with("w.yaml:3:11: window 15s holds fewer than two scrapes"), "{w}");
+}
+
+#[test]
+fn header_problems_point_at_the_value() {
+    let yaml = "targets:\n  - name: a\n    url: http://127.0.0.1:8000/metrics\n    bearer_token_file: /t\n    headers:\n      Authorization: Basic x\n      Bad Name: v\n";
+    let errs = config::from_str(yaml, "h.yaml").unwrap_err().0;
+    let shown: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+    assert_eq!(shown.len(), 2, "{shown:#?}");
+    assert!(shown[0].starts_with("h.yaml:6:22: headers.Authorization and bearer_token_file"), "{}", shown[0]);
+    assert!(shown[1].starts_with("h.yaml:7:17: invalid HTTP header name \"Bad Name\""), "{}", shown[1]);
+}
+
+#[test]
+fn both_alertmanager_forms_is_an_error() {
+    let yaml = "targets: [{name: a, url: 'http://127.0.0.1:8000/metrics'}]\nalerting:\n  alertmanager: {url: 'http://a:9093'}\n  alertmanagers: [{url: 'http://b:9093'}]\n";
+    let errs = config::from_str(yaml, "a.yaml").unwrap_err().0;
+    assert_eq!(errs.len(), 1);
+    assert_eq!((errs[0].pos.line, errs[0].pos.column), (3, 3));
+    assert!(errs[0].message.contains("use alertmanagers: [{url: ...}, ...] for several"));
+}
+
+#[test]
+fn empty_file_says_what_to_add() {
+    let errs = config::from_str("  \n", "e.yaml").unwrap_err().0;
+    assert_eq!(
+        errs[0].to_string(),
+        "e.yaml: the config file is empty; it needs at least `targets:` (see config/example.yaml)"
+    );
+}

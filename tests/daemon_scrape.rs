@@ -1,0 +1,135 @@
+//! The scrape client against real HTTP servers on 127.0.0.1: headers sent, bearer token
+//! re-read from its file on every scrape, gzip decoded (and the body limit applied to
+//! the decoded size), Content-Length over the limit refused before reading.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderMap, header};
+use axum::routing::get;
+use goodput::scrape::{ACCEPT, FetchSpec, Fetcher};
+
+type Seen = Arc<Mutex<Vec<HeaderMap>>>;
+
+/// Serves `body` (gzip-compressed when the client asks for it) and keeps request headers.
+async fn server(body: Vec<u8>) -> (std::net::SocketAddr, Seen) {
+    let seen: Seen = Arc::default();
+    let s = seen.clone();
+    let router = Router::new().route(
+        "/metrics",
+        get(move |headers: HeaderMap| {
+            let gzip = headers.get(header::ACCEPT_ENCODING).is_some_and(|v| v.to_str().unwrap_or("").contains("gzip"));
+            s.lock().unwrap().push(headers);
+            let body = body.clone();
+            async move {
+                if gzip {
+                    ([(header::CONTENT_ENCODING, "gzip")], gzip_encode(&body))
+                } else {
+                    ([(header::CONTENT_ENCODING, "identity")], body)
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    (addr, seen)
+}
+
+/// A gzip member with stored (uncompressed) deflate blocks: valid gzip that any decoder
+/// reads, written here so the test needs no compression crate.
+fn gzip_encode(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
+    let mut chunks = data.chunks(65535).peekable();
+    if chunks.peek().is_none() {
+        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+    }
+    while let Some(c) = chunks.next() {
+        out.push(if chunks.peek().is_none() { 1 } else { 0 });
+        let len = c.len() as u16;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(c);
+    }
+    out.extend_from_slice(&crc32(data).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+fn spec(addr: std::net::SocketAddr) -> FetchSpec {
+    FetchSpec {
+        url: format!("http://{addr}/metrics").parse().unwrap(),
+        headers: vec![("X-Tenant".into(), "infra".into())],
+        bearer_token_file: None,
+        timeout: Duration::from_secs(2),
+        body_limit: 1 << 20,
+        gzip: true,
+    }
+}
+
+#[tokio::test]
+async fn sends_headers_and_rereads_the_token_file_each_scrape() {
+    let body = common::vllm_body(3, 1.0).into_bytes();
+    let (addr, seen) = server(body.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "first-token\n").unwrap();
+    let fetcher = Fetcher::new(FetchSpec { bearer_token_file: Some(token.clone()), ..spec(addr) }).unwrap();
+
+    assert_eq!(fetcher.fetch().await.unwrap(), body, "gzip body decoded to the original");
+    std::fs::write(&token, "rotated-token").unwrap();
+    assert_eq!(fetcher.fetch().await.unwrap(), body);
+
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0]["authorization"], "Bearer first-token");
+    assert_eq!(seen[1]["authorization"], "Bearer rotated-token");
+    assert_eq!(seen[0]["x-tenant"], "infra");
+    assert_eq!(seen[0]["accept"], ACCEPT);
+    assert!(seen[0]["accept-encoding"].to_str().unwrap().contains("gzip"));
+    assert_eq!(seen[0]["x-prometheus-scrape-timeout-seconds"], "2");
+}
+
+#[tokio::test]
+async fn missing_token_file_is_a_token_file_error() {
+    let (addr, seen) = server(b"x 1\n".to_vec()).await;
+    let fetcher =
+        Fetcher::new(FetchSpec { bearer_token_file: Some("/nonexistent/goodput-token".into()), ..spec(addr) }).unwrap();
+    let err = fetcher.fetch().await.unwrap_err();
+    assert_eq!(err.reason(), "token_file");
+    assert!(err.message().contains("/nonexistent/goodput-token"), "{err}");
+    assert!(seen.lock().unwrap().is_empty(), "no request without the token");
+}
+
+#[tokio::test]
+async fn body_limit_counts_decoded_bytes() {
+    // 2 MiB of text; gzip with stored blocks keeps it about that size on the wire, and
+    // the limit must apply to what is decoded either way.
+    let body = "a 1\n".repeat(512 * 1024).into_bytes();
+    let (addr, _) = server(body.clone()).await;
+    let small = Fetcher::new(spec(addr)).unwrap();
+    assert_eq!(small.fetch().await.unwrap_err().reason(), "body_too_large");
+    let big = Fetcher::new(FetchSpec { body_limit: 4 << 20, ..spec(addr) }).unwrap();
+    assert_eq!(big.fetch().await.unwrap().len(), body.len());
+    // Without gzip the declared Content-Length is refused before reading.
+    let plain = Fetcher::new(FetchSpec { gzip: false, ..spec(addr) }).unwrap();
+    let err = plain.fetch().await.unwrap_err();
+    assert_eq!(err.reason(), "body_too_large");
+    assert!(err.message().contains(&format!("{} bytes", body.len())), "{err}");
+}
