@@ -70,8 +70,10 @@ fn main() {
         );
     }
     println!("\n### Joint coverage by SLO and window\n");
-    println!("| profile | SLO | window | joint ⊇ truth | windows with a TTFT population shift |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| profile | SLO | window | joint ⊇ truth | windows with a TTFT population shift | mean width | in-flight-widened ⊇ truth | its mean width |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for name in names {
         for spec in slos() {
             for w in WINDOWS_S {
@@ -83,12 +85,16 @@ fn main() {
                     .collect();
                 let covered = joint.iter().filter(|x| contains(&x.got, x.truth)).count();
                 let shifted = joint.iter().filter(|x| x.ttft_population_shift != (0.0, 0.0)).count();
+                let width = Summary::of(joint.iter().map(|x| (x.got, x.truth))).mean_width;
+                let widened = Summary::of(joint.iter().filter_map(|x| x.in_flight_widened.map(|b| (b, x.truth))));
                 println!(
-                    "| {name} | {} | {}m | {} | {} |",
+                    "| {name} | {} | {}m | {} | {} | {width:.4} | {} | {:.4} |",
                     spec.name,
                     w / 60,
                     pct(covered, joint.len()),
-                    pct(shifted, joint.len())
+                    pct(shifted, joint.len()),
+                    pct(widened.covered, widened.n),
+                    widened.mean_width
                 );
             }
         }

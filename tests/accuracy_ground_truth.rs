@@ -51,6 +51,8 @@ fn check(r: &CaseResult) {
         let (below, above) = row.ttft_population_shift;
         assert!(row.truth >= row.got.lower - below - TOLERANCE, "{ctx}: {:?} shift {below} > {}", row.got, row.truth);
         assert!(row.truth <= row.got.upper + above + TOLERANCE, "{ctx}: {:?} shift {above} < {}", row.got, row.truth);
+        let widened = row.in_flight_widened.expect("running and waiting gauges");
+        assert!(contains(&widened, row.truth), "{ctx}: widened {widened:?} misses {}", row.truth);
         if below == 0.0 && above == 0.0 {
             assert!(contains(&row.got, row.truth), "{ctx}: {:?} misses {}", row.got, row.truth);
         }
