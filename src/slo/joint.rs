@@ -14,6 +14,9 @@ pub fn joint(clauses: &[Bounded], failed: f64) -> Bounded {
     let lower_sum: f64 = clauses.iter().map(|c| c.lower).sum();
     let lower = (lower_sum - (n - 1.0).max(0.0) - failed).max(0.0);
     let upper = clauses.iter().map(|c| c.upper).fold(1.0 - failed, f64::min);
+    // Σ lower − (n − 1) rounds: exact marginals (1, 1, p) can put `lower` one ulp above
+    // `upper = p`, and `clamp` panics on an inverted range.
+    let lower = lower.min(upper);
     let estimate = (1.0 - failed) * clauses.iter().map(|c| c.estimate).product::<f64>();
     Bounded { lower, estimate: estimate.clamp(lower, upper), upper }
 }
@@ -49,6 +52,15 @@ mod tests {
         let j = joint(&[Bounded::exact(1.0), Bounded::exact(1.0)], 0.0);
         assert_eq!(j, Bounded::exact(1.0));
         assert_eq!(joint(&[Bounded::exact(0.3), Bounded::exact(0.4)], 0.0).lower, 0.0);
+    }
+
+    #[test]
+    fn rounding_never_inverts_the_bounds() {
+        // 2.9682539682539684 − 2 rounds to just above 61/63 (found by tests/accuracy_*).
+        let p = 61.0 / 63.0;
+        let j = joint(&[Bounded::exact(1.0), Bounded::exact(1.0), Bounded::exact(p)], 0.0);
+        assert!(j.lower <= j.estimate && j.estimate <= j.upper);
+        assert_eq!(j.upper, p);
     }
 
     #[test]
