@@ -34,8 +34,12 @@ fn under_ramp_goodput_collapses_while_throughput_holds() {
         }
         assert!(early.len() >= 10 && overloaded.len() >= 15, "seed {seed}: {} / {}", early.len(), overloaded.len());
         for g in &early {
-            let ratio = g.got.lower / g.output_tokens_per_second;
-            assert!(ratio >= 0.9, "seed {seed} t={}: early goodput lower bound {ratio:.3} of throughput", g.t_rel_s);
+            // The lower bound also allows every request in flight at the window start to
+            // have missed TTFT (the provable bound), so it sits a little under the estimate.
+            let (lower, estimate) =
+                (g.got.lower / g.output_tokens_per_second, g.got.estimate / g.output_tokens_per_second);
+            assert!(estimate >= 0.9, "seed {seed} t={}: early goodput estimate {estimate:.3} of throughput", g.t_rel_s);
+            assert!(lower >= 0.8, "seed {seed} t={}: early goodput lower bound {lower:.3} of throughput", g.t_rel_s);
         }
         let early_peak = early.iter().map(|g| g.output_tokens_per_second).fold(0.0, f64::max);
         for g in &overloaded {
@@ -65,11 +69,15 @@ fn under_ramp_goodput_collapses_while_throughput_holds() {
 fn under_steady_goodput_tracks_throughput() {
     for (seed, engines) in [(1, 1), (2, 2)] {
         let r = run(Case { profile: Profile::Steady, seed, engines, secs: 420 });
-        let rows: Vec<&GoodputRow> = one_minute(&r.goodput).collect();
-        assert!(rows.len() >= 70, "seed {seed}: {} windows", rows.len());
+        // From the first full minute on: a window holding a few seconds of traffic has a
+        // wide bracket (the requests in flight at its start weigh a lot).
+        let rows: Vec<&GoodputRow> = one_minute(&r.goodput).filter(|g| g.t_rel_s >= 60.0).collect();
+        assert!(rows.len() >= 60, "seed {seed}: {} windows", rows.len());
         for g in rows {
-            let ratio = g.got.lower / g.output_tokens_per_second;
-            assert!(ratio >= 0.9, "seed {seed} t={}: goodput lower bound {ratio:.3} of throughput", g.t_rel_s);
+            let (lower, estimate) =
+                (g.got.lower / g.output_tokens_per_second, g.got.estimate / g.output_tokens_per_second);
+            assert!(estimate >= 0.9, "seed {seed} t={}: goodput estimate {estimate:.3} of throughput", g.t_rel_s);
+            assert!(lower >= 0.8, "seed {seed} t={}: goodput lower bound {lower:.3} of throughput", g.t_rel_s);
         }
     }
 }

@@ -126,27 +126,25 @@ fn thresholds_on_bucket_boundaries_are_exact() {
 }
 
 #[test]
-fn joint_bounds_hold_up_to_the_ttft_population_gap() {
-    let (mut agree, mut misses) = (0, 0);
+fn joint_bounds_hold_in_every_window() {
+    // TTFT is observed at the first token, the other clauses and the finish reason when a
+    // request finishes. The exported joint bound restates TTFT for the finished population,
+    // counting the requests in flight at the window start as possibly different, so it is
+    // provable in every window, not only where the two populations agree.
+    let (mut windows, mut with_gap) = (0, 0);
     for r in results() {
         for row in joints(r) {
-            let (below, above) = row.ttft_population_shift;
             let ctx = ctx(r, row);
-            assert!(row.truth >= row.got.lower - below - TOLERANCE, "{ctx}: {:?} − {below} > {}", row.got, row.truth);
-            assert!(row.truth <= row.got.upper + above + TOLERANCE, "{ctx}: {:?} + {above} < {}", row.got, row.truth);
-            if (below, above) == (0.0, 0.0) {
-                assert!(contains(&row.got, row.truth), "{ctx}: {:?} misses {}", row.got, row.truth);
-                agree += 1;
-            }
-            misses += usize::from(!contains(&row.got, row.truth));
-            // The bound docs/accuracy.md proposes holds everywhere.
+            assert!(contains(&row.got, row.truth), "{ctx}: {:?} misses {}", row.got, row.truth);
+            // It is the bound docs/accuracy.md derived, up to rounding.
             let widened = row.in_flight_widened.expect("running and waiting gauges");
-            assert!(contains(&widened, row.truth), "{ctx}: widened {widened:?} misses {}", row.truth);
-            assert!(widened.lower <= row.got.lower + TOLERANCE && widened.upper + TOLERANCE >= row.got.upper, "{ctx}");
+            assert!((widened.lower - row.got.lower).abs() <= TOLERANCE, "{ctx}: {widened:?} vs {:?}", row.got);
+            assert!((widened.upper - row.got.upper).abs() <= TOLERANCE, "{ctx}: {widened:?} vs {:?}", row.got);
+            windows += 1;
+            with_gap += usize::from(row.ttft_population_shift != (0.0, 0.0));
         }
     }
-    assert!(agree > 500, "{agree} windows where the populations agree");
-    println!("joint misses (all explained by the TTFT population gap): {misses}");
+    assert!(windows > 500 && with_gap > 0, "{windows} windows, {with_gap} with a TTFT population gap");
 }
 
 #[test]

@@ -133,7 +133,8 @@ pub fn summary(report: &Report) -> String {
                 _ => None,
             });
             let goodput = goodput.map_or("-".into(), |g| format!("{:.0} [{:.0}-{:.0}]", g.estimate, g.lower, g.upper));
-            let band = w.kv_cache.as_ref().map_or("-".into(), |k| format!("{} {:.0}%", k.band.as_str(), k.last * 100.0));
+            let band =
+                w.kv_cache.as_ref().map_or("-".into(), |k| format!("{} {:.0}%", k.band.as_str(), k.last * 100.0));
             let tps = w.output_tokens_per_second.map_or("-".into(), |v| format!("{v:.0}"));
             out.push_str(&format!(
                 "{:<10} {:>9} {:>9} {:>10} {:>22} {:>12}\n",
@@ -164,7 +165,13 @@ pub fn summary(report: &Report) -> String {
         .alerts
         .iter()
         .filter(|a| a.state == "firing")
-        .map(|a| format!("{}{{target={}}}", a.labels.get("alertname").map_or("?", |s| s), a.labels.get("target").map_or("?", |s| s)))
+        .map(|a| {
+            format!(
+                "{}{{target={}}}",
+                a.labels.get("alertname").map_or("?", |s| s),
+                a.labels.get("target").map_or("?", |s| s)
+            )
+        })
         .collect();
     out.push_str(&format!("firing: {}\n\n", if firing.is_empty() { "none".into() } else { firing.join(", ") }));
     out

@@ -21,6 +21,25 @@ pub fn joint(clauses: &[Bounded], failed: f64) -> Bounded {
     Bounded { lower, estimate: estimate.clamp(lower, upper), upper }
 }
 
+/// A clause bracket measured on one population of requests, restated for another.
+///
+/// TTFT is observed when a request's first token comes out; joint attainment counts the
+/// requests that *finished* in the window. The finished requests missing from the TTFT
+/// increase got their first token before the window, so they were running (or waiting
+/// after a preemption) at its first scrape: at most `outsiders` of them. With `observed`
+/// TTFT observations and `population` finished requests, TTFT-breaking finished requests
+/// are at most `(1 − lower)·observed + outsiders`, and TTFT-meeting ones at most
+/// `upper·observed + outsiders`. The estimate is kept: it is the best guess either way.
+pub fn restate(b: Bounded, observed: f64, population: f64, outsiders: f64) -> Bounded {
+    if population <= 0.0 {
+        return b;
+    }
+    let lower = (1.0 - ((1.0 - b.lower) * observed + outsiders) / population).clamp(0.0, 1.0);
+    let upper = ((b.upper * observed + outsiders) / population).clamp(0.0, 1.0);
+    let (lower, upper) = (lower.min(b.lower), upper.max(b.upper));
+    Bounded { lower, estimate: b.estimate.clamp(lower, upper), upper }
+}
+
 /// Error-budget burn rate `(1 − attainment) / (1 − objective)`: less attainment burns
 /// faster, so the lower burn comes from the upper attainment.
 pub fn burn_rate(attainment: Bounded, objective: f64) -> Bounded {
@@ -61,6 +80,19 @@ mod tests {
         let j = joint(&[Bounded::exact(1.0), Bounded::exact(1.0), Bounded::exact(p)], 0.0);
         assert!(j.lower <= j.estimate && j.estimate <= j.upper);
         assert_eq!(j.upper, p);
+    }
+
+    #[test]
+    fn restating_widens_by_the_outsiders() {
+        let ttft = Bounded { lower: 0.9, estimate: 0.95, upper: 0.98 };
+        // 100 TTFT observations, 110 finished requests, 12 in flight at the window start:
+        // breaking ≤ 0.1·100 + 12 = 22 of 110, meeting ≤ 98 + 12 = 110 of 110.
+        let r = restate(ttft, 100.0, 110.0, 12.0);
+        assert!((r.lower - (1.0 - 22.0 / 110.0)).abs() < 1e-12);
+        assert_eq!(r.upper, 1.0);
+        assert_eq!(r.estimate, 0.95);
+        // Nobody outside, same population: unchanged.
+        assert_eq!(restate(ttft, 100.0, 100.0, 0.0), ttft);
     }
 
     #[test]
