@@ -16,6 +16,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod duration;
+pub mod enrich;
 pub mod evaluate;
 pub mod export;
 pub mod gpu;

@@ -16,6 +16,10 @@ pub struct Report {
     /// Evaluation instant, Unix milliseconds.
     pub t_ms: i64,
     pub targets: Vec<TargetReport>,
+    /// Pending and firing alerts after this evaluation.
+    pub alerts: Vec<crate::alert::view::AlertJson>,
+    /// The GPUs of this engine (NVML and/or dcgm-exporter), latest readings.
+    pub gpus: Vec<crate::gpu::reading::GpuReading>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -76,6 +80,11 @@ pub struct WindowReport {
     pub spec_decode: Option<SpecDecodeReport>,
     /// Prefix-cache hits / queries over the window (tokens; blocks on vLLM 0.8).
     pub prefix_cache_hit_ratio: Option<f64>,
+    /// vLLM `--enable-mfu-metrics` counters as rates: FLOP/s and bytes/s (read + write) per GPU.
+    pub engine_flops_per_gpu_per_second: Option<f64>,
+    pub engine_bytes_per_gpu_per_second: Option<f64>,
+    /// MFU, HBM bandwidth use, decode TPOT floor and cost, when GPU facts are known.
+    pub gpu: Option<crate::gpu::derive::Derived>,
 }
 
 /// First, last, mean and max of a gauge over the window's scrapes.
@@ -144,6 +153,9 @@ impl WindowReport {
             prompt_length_mix: Vec::new(),
             spec_decode: None,
             prefix_cache_hit_ratio: None,
+            engine_flops_per_gpu_per_second: None,
+            engine_bytes_per_gpu_per_second: None,
+            gpu: None,
         }
     }
 }

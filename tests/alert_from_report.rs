@@ -23,7 +23,7 @@ fn window(s: u64, kv: f64, joint: f64, status_evaluated: bool) -> WindowReport {
     let mut w = WindowReport::empty(win(s));
     w.output_tokens_per_second = Some(800.0);
     w.kv_cache = Some(KvReport { last: kv, mean: kv, max: kv, band: KvBand::Critical, band_time: BTreeMap::new() });
-    w.waiting = Some(GaugeStats { last: 40.0, mean: 30.0, max: 40.0 });
+    w.waiting = Some(GaugeStats { first: 10.0, last: 40.0, mean: 30.0, max: 40.0 });
     w.latency = vec![
         LatencyQuantile { metric: HistogramKind::Ttft, quantile: 0.99, value: 0.9, bracket: None },
         LatencyQuantile { metric: HistogramKind::Tpot, quantile: 0.99, value: f64::NAN, bracket: None },
@@ -65,6 +65,7 @@ fn report_to_inputs_to_alerts() {
             target("idle", true, vec![window(300, 0.95, 0.5, false)]),
             target("gone", false, vec![window(300, 0.99, 0.1, true)]),
         ],
+        ..Report::default()
     };
     let ins = inputs(&report);
     assert_eq!(ins.len(), 3);
@@ -72,6 +73,8 @@ fn report_to_inputs_to_alerts() {
     assert_eq!((hot.model.as_str(), hot.up, hot.waiting_now), ("llama", true, Some(40.0)));
     let w5 = hot.window(win(300)).unwrap();
     assert_eq!((w5.ttft_p99, w5.tpot_p99), (Some(0.9), None), "p99 only, NaN dropped");
+    // The queue trend reads the window's first scrape: 10 then, 40 now.
+    assert_eq!(w5.waiting_at_start, Some(10.0));
     assert!(w5.slos[0].evaluable && w5.slos[0].requests == 500.0);
     assert!(!ins[1].windows[0].slos[0].evaluable);
     assert_eq!((ins[2].model.as_str(), ins[2].up, ins[2].windows.len()), ("", false, 0));

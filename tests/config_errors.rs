@@ -172,7 +172,12 @@ fn alerting_errors() {
 #[test]
 fn unknown_key_in_alert_rule() {
     let yaml = format!("{OK_TARGETS}alerting:\n  rules:\n    LLMTargetDown: {{fore: 1m}}\n");
-    one_error(&yaml, 6, 21, &["unknown key \"fore\" in alerting.rules.<AlertName>; expected one of enabled, for, severity"]);
+    one_error(
+        &yaml,
+        6,
+        21,
+        &["unknown key \"fore\" in alerting.rules.<AlertName>; expected one of enabled, for, severity"],
+    );
 }
 
 #[test]

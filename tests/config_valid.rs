@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use goodput::adapt::EngineHint;
-use goodput::canonical::Engine;
 use goodput::alert::rule::Severity;
+use goodput::canonical::Engine;
 use goodput::config;
 
 const FULL: &str = r#"

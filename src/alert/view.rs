@@ -15,14 +15,19 @@ pub const ALERT_HELP: &str = "Pending or firing alerts, like Prometheus's ALERTS
 /// `llm_slo_alert{alertname, severity, state, target, model, slo} 1`, in fingerprint order.
 /// `model` and `slo` are left off where the alert has none.
 pub fn samples(engine: &AlertEngine) -> Vec<ExportSample> {
-    engine
-        .active()
+    samples_of(&api_response(engine).data.alerts)
+}
+
+/// [`samples`] from the alerts a report carries.
+pub fn samples_of(alerts: &[AlertJson]) -> Vec<ExportSample> {
+    alerts
+        .iter()
         .map(|a| {
             let mut labels = Vec::with_capacity(6);
             for key in ["alertname", "severity"] {
                 labels.push((key, a.labels.get(key).cloned().unwrap_or_default()));
             }
-            labels.push(("state", a.state.as_str().to_string()));
+            labels.push(("state", a.state.to_string()));
             for key in ["target", "model", "slo"] {
                 if let Some(v) = a.labels.get(key) {
                     labels.push((key, v.clone()));

@@ -1,10 +1,178 @@
-//! `goodput demo`.
+//! `goodput demo`: two simulated vLLM engines (one healthy, one that ramps into overload
+//! on a loop) and the daemon scraping both, on loopback, with a live terminal summary.
+//!
+//! The daemon runs on the embedded `config/demo.yaml`; the engines listen on free ports
+//! and the config's target URLs are pointed at them.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
 use super::CliResult;
+use super::run::shutdown_signal;
+use crate::config::{self, Config};
+use crate::daemon::{self, clock::SystemClock};
+use crate::report::{Report, SloStatus, WindowReport};
+use crate::sim::config::{Profile, SimConfig};
+use crate::sim::live;
+use crate::slo::Clause;
+
+/// The demo's config, also shipped as `config/demo.yaml` for `goodput check`.
+pub const DEMO_CONFIG: &str = include_str!("../../config/demo.yaml");
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Where the daemon serves /metrics and its API.
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    pub listen: SocketAddr,
+    /// Run the simulated engines this many times faster than the wall clock.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Seconds between terminal summaries; 0 turns them off.
+    #[arg(long, default_value_t = 5)]
+    pub summary_every: u64,
+    /// Stop by itself after this long (e.g. `10m`); by default run until Ctrl-C.
+    #[arg(long, value_parser = crate::duration::parse_duration)]
+    pub duration: Option<Duration>,
+}
 
-pub fn run(_args: Args) -> CliResult {
-    Err("`goodput demo` is not built yet".into())
+/// The engines the demo simulates: (target name in the config, profile).
+const ENGINES: [(&str, Profile); 2] = [("sim-chat", Profile::Steady), ("sim-batch", Profile::Ramp)];
+
+pub fn run(args: Args) -> CliResult {
+    let mut cfg = config::from_str(DEMO_CONFIG, "config/demo.yaml (embedded)")
+        .map_err(|e| format!("the embedded demo config is invalid: {e}"))?
+        .config;
+    cfg.listen = args.listen;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let mut engines = Vec::new();
+        for (name, profile) in ENGINES {
+            let target = cfg.targets.iter_mut().find(|t| t.name == name).ok_or("demo config lacks a target")?;
+            let mut sim = SimConfig::profile(profile);
+            sim.name = name.to_string();
+            sim.model = target.model.clone();
+            let handle = live::serve(sim, "127.0.0.1:0".parse()?, args.speed).await?;
+            target.url = handle.url().parse()?;
+            engines.push(handle);
+        }
+        let d = daemon::start(cfg.clone(), Arc::new(SystemClock)).await?;
+        print_banner(&cfg, d.local_addr(), &engines);
+        let summary = async {
+            if args.summary_every == 0 {
+                return std::future::pending().await;
+            }
+            let mut every = tokio::time::interval(Duration::from_secs(args.summary_every));
+            every.tick().await;
+            loop {
+                every.tick().await;
+                print!("{}", summary(&d.report()));
+            }
+        };
+        let deadline = async {
+            match args.duration {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = shutdown_signal() => {}
+            _ = deadline => {}
+            _ = summary => {}
+        }
+        println!("\nstopping the demo");
+        d.shutdown().await;
+        for e in engines {
+            e.shutdown().await;
+        }
+        Ok::<i32, Box<dyn std::error::Error + Send + Sync>>(0)
+    })
+}
+
+fn print_banner(cfg: &Config, addr: SocketAddr, engines: &[live::LiveHandle]) {
+    println!("goodput demo: two simulated vLLM engines and the daemon, on loopback");
+    for ((name, profile), e) in ENGINES.iter().zip(engines) {
+        let what = match profile {
+            Profile::Ramp => "ramps into overload every 5 minutes",
+            _ => "comfortably loaded",
+        };
+        println!("  engine {name:<10} {}  ({what})", e.url());
+    }
+    println!("  metrics          http://{addr}/metrics");
+    println!("  report (JSON)    http://{addr}/api/v1/report");
+    println!("  alerts (JSON)    http://{addr}/api/v1/alerts");
+    println!("  SLOs: {}", cfg.slos.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "));
+    println!("Ctrl-C stops everything. The first summary comes in a few seconds.\n");
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.filter(|v| v.is_finite()).map_or("-".into(), |v| format!("{:.0}ms", v * 1000.0))
+}
+
+fn p99(w: &WindowReport, metric: crate::canonical::HistogramKind) -> Option<f64> {
+    w.latency.iter().find(|l| l.metric == metric && l.quantile == 0.99).map(|l| l.value)
+}
+
+/// One table row per target and model over its shortest window, then firing alerts.
+pub fn summary(report: &Report) -> String {
+    use crate::canonical::HistogramKind as H;
+    let mut out = format!(
+        "{:<10} {:>9} {:>9} {:>10} {:>22} {:>12}\n",
+        "target", "p99 TTFT", "p99 TPOT", "tokens/s", "goodput tok/s [lo-hi]", "KV band"
+    );
+    for t in &report.targets {
+        if !t.health.up {
+            let why = t.health.last_error.as_deref().unwrap_or("no scrape yet");
+            out.push_str(&format!("{:<10} down: {why}\n", t.target));
+            continue;
+        }
+        for m in &t.models {
+            let Some(w) = m.windows.first() else { continue };
+            let goodput = w.slos.iter().find_map(|s| match &s.status {
+                SloStatus::Evaluated(v) => v.goodput_tokens_per_second,
+                _ => None,
+            });
+            let goodput = goodput.map_or("-".into(), |g| format!("{:.0} [{:.0}-{:.0}]", g.estimate, g.lower, g.upper));
+            let band =
+                w.kv_cache.as_ref().map_or("-".into(), |k| format!("{} {:.0}%", k.band.as_str(), k.last * 100.0));
+            let tps = w.output_tokens_per_second.map_or("-".into(), |v| format!("{v:.0}"));
+            out.push_str(&format!(
+                "{:<10} {:>9} {:>9} {:>10} {:>22} {:>12}\n",
+                t.target,
+                ms(p99(w, H::Ttft)),
+                ms(p99(w, H::Tpot)),
+                tps,
+                goodput,
+                band
+            ));
+            for s in &w.slos {
+                if let SloStatus::Evaluated(v) = &s.status
+                    && let Some(j) = v.attainment.get(&Clause::Joint)
+                {
+                    out.push_str(&format!(
+                        "           SLO {:<6} attainment {:.1}% [{:.1}-{:.1}] over {}\n",
+                        s.slo,
+                        j.estimate * 100.0,
+                        j.lower * 100.0,
+                        j.upper * 100.0,
+                        w.window
+                    ));
+                }
+            }
+        }
+    }
+    let firing: Vec<String> = report
+        .alerts
+        .iter()
+        .filter(|a| a.state == "firing")
+        .map(|a| {
+            format!(
+                "{}{{target={}}}",
+                a.labels.get("alertname").map_or("?", |s| s),
+                a.labels.get("target").map_or("?", |s| s)
+            )
+        })
+        .collect();
+    out.push_str(&format!("firing: {}\n\n", if firing.is_empty() { "none".into() } else { firing.join(", ") }));
+    out
 }

@@ -23,10 +23,10 @@ use url::Url;
 
 use crate::adapt::EngineHint;
 use crate::alert::config::AlertingConfig;
-use crate::gpu::config::{CostConfig, GpuConfig};
 use crate::duration::Window;
 use crate::evaluate::slo::SloSpec;
 use crate::evaluate::{EvalConfig, KvThresholds};
+use crate::gpu::config::{CostConfig, GpuConfig};
 
 /// A validated config. Every field holds a usable value; defaults are filled in.
 #[derive(Debug, Clone, PartialEq)]

@@ -168,7 +168,7 @@ pub const SECTIONS: &[(&str, &[&str])] = &[
         &["enabled", "for", "severity", "factor", "long_window", "short_window", "min_requests"],
     ),
     ("spec_decode", &["draft_cost_ratio"]),
-    ("cost", &["gpu_hour_dollars"]),
+    ("cost", &["gpu_hour_dollars", "gpus"]),
 ];
 
 /// The section whose keys are exactly `expected`.

@@ -396,7 +396,12 @@ fn kv_section(d: &mut Diagnostics, raw: Option<&RawKv>) -> KvThresholds {
     kv
 }
 
-fn alerting_section(d: &mut Diagnostics, raw: Option<&S<AlertingConfig>>, slos: &[Slo], windows: &[Window]) -> AlertingConfig {
+fn alerting_section(
+    d: &mut Diagnostics,
+    raw: Option<&S<AlertingConfig>>,
+    slos: &[Slo],
+    windows: &[Window],
+) -> AlertingConfig {
     let Some(raw) = raw else { return AlertingConfig::default() };
     let cfg = raw.value.clone();
     if cfg.alertmanager.is_some() && !cfg.alertmanagers.is_empty() {
@@ -426,7 +431,13 @@ fn alert_slo(s: &Slo) -> crate::alert::input::SloSpec {
 fn spec_decode_section(d: &mut Diagnostics, raw: Option<&RawSpecDecode>) -> Option<f64> {
     let r = raw?.draft_cost_ratio.as_ref()?;
     if !(r.value.is_finite() && r.value >= 0.0) {
-        d.error(pos(r), format!("draft_cost_ratio is {}; write the draft model's step cost as a share of the target's, e.g. 0.1", r.value));
+        d.error(
+            pos(r),
+            format!(
+                "draft_cost_ratio is {}; write the draft model's step cost as a share of the target's, e.g. 0.1",
+                r.value
+            ),
+        );
         return None;
     }
     Some(r.value)

@@ -2,6 +2,7 @@
 //! [`Report`] every tick, and the HTTP server, all stopped together on shutdown.
 
 pub mod clock;
+pub mod gpu;
 pub mod target;
 #[cfg(test)]
 mod tests;
@@ -13,7 +14,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 
+use crate::alert::deliver::Delivery;
 use crate::config::Config;
+use crate::enrich::Enricher;
 use crate::evaluate::{EvalConfig, evaluate_target};
 use crate::report::{Report, TargetReport};
 use crate::serve::{self, Shared};
@@ -72,9 +75,14 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
         targets.push(rt);
     }
 
+    let gpus = gpu::GpuSources::start(&config, stop_rx.clone(), &mut tasks);
+    let eval = config.eval_config();
+    let enricher = Enricher::new(&eval, &config.alerting, config.gpu.as_ref(), config.cost.as_ref());
+    let delivery = Delivery::start(&config.alerting).map_err(std::io::Error::other)?;
     tasks.spawn(evaluate_loop(
         Arc::new(targets),
-        config.eval_config(),
+        eval,
+        Post { enricher, gpus, delivery },
         config.evaluation_interval,
         clock,
         shared.clone(),
@@ -95,11 +103,19 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     Ok(Daemon { addr, shared, stop, tasks })
 }
 
+/// What happens to each report after evaluation: GPU join, alert rules, delivery.
+struct Post {
+    enricher: Enricher,
+    gpus: gpu::GpuSources,
+    delivery: Delivery,
+}
+
 /// Evaluates every target each interval and publishes the report. The first report
 /// comes one interval after start, when each target has had its first scrape.
 async fn evaluate_loop(
     targets: Arc<Vec<Arc<TargetRuntime>>>,
     eval: EvalConfig,
+    mut post: Post,
     every: std::time::Duration,
     clock: Arc<dyn Clock>,
     shared: Shared,
@@ -111,13 +127,21 @@ async fn evaluate_loop(
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
-            _ = stop.changed() => return,
+            _ = stop.changed() => {
+                // Resolutions and firing alerts still queued get a last chance to go out.
+                post.delivery.flush(std::time::Duration::from_secs(5)).await;
+                return;
+            }
         }
         let now_ms = clock.now_ms();
         let (t, e) = (targets.clone(), eval.clone());
         // Window math over long windows is CPU work; run it beside the reactor.
         match tokio::task::spawn_blocking(move || build_report(&t, now_ms, &e)).await {
-            Ok(report) => shared.publish(report),
+            Ok(mut report) => {
+                let notifications = post.enricher.apply(&mut report, post.gpus.latest());
+                post.delivery.submit(&notifications);
+                shared.publish(report);
+            }
             Err(err) => tracing::error!("evaluation failed; keeping the previous report: {err}"),
         }
     }
@@ -137,5 +161,5 @@ pub fn build_report(targets: &[Arc<TargetRuntime>], now_ms: i64, eval: &EvalConf
             }
         })
         .collect();
-    Report { t_ms: now_ms, targets }
+    Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new() }
 }

@@ -150,6 +150,15 @@ fn window_report(
         mean_output_tokens: ratios::mean(view, model, HistogramKind::RequestGenerationTokens),
         prompt_length_mix: extra::prompt_length_mix(view, model),
         spec_decode: extra::spec_decode(view, model, cfg.spec_draft_cost_ratio),
+        engine_flops_per_gpu_per_second: counter_rate(CounterKind::EstimatedFlopsPerGpu),
+        engine_bytes_per_gpu_per_second: match (
+            counter_rate(CounterKind::EstimatedReadBytesPerGpu),
+            counter_rate(CounterKind::EstimatedWriteBytesPerGpu),
+        ) {
+            (None, None) => None,
+            (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
+        },
+        gpu: None,
         prefix_cache_hit_ratio: ratios::ratio(
             ratios::counter_all(view, model, CounterKind::PrefixCacheHits),
             ratios::counter_all(view, model, CounterKind::PrefixCacheQueries),

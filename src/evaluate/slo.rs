@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 
 use super::range::RangeView;
 use super::ratios;
+use crate::canonical::GaugeKind;
 use crate::canonical::{CounterKind, FinishReason, HistogramKind};
 use crate::report::{SloReport, SloStatus, SloValues};
-use crate::slo::{Bounded, Clause, attainment, burn_rate, joint};
+use crate::slo::{Bounded, Clause, attainment, burn_rate, joint, restate};
 
 /// One configured SLO, thresholds in seconds.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -90,7 +91,18 @@ fn status(
     let failed =
         ratios::counter(view, model, CounterKind::RequestsFinished, |r| r.is_some_and(FinishReason::is_failure));
     let failed_share = ratios::ratio(failed, requests).unwrap_or(0.0);
-    let clauses: Vec<Bounded> = per_clause.values().copied().collect();
+    let mut clauses: Vec<(Clause, Bounded)> = per_clause.iter().map(|(c, b)| (*c, *b)).collect();
+    // Joint attainment counts the requests that finished in the window; TTFT counted
+    // those whose first token came in it. Restate TTFT for the finished population, with
+    // the requests in flight at the window's first scrape as the possible difference.
+    if let (Some(n), Some(outsiders)) = (requests, in_flight_at_start(view, model))
+        && let Some((_, ttft)) = clauses.iter_mut().find(|(c, _)| *c == Clause::Ttft)
+        && let Some(observed) =
+            ratios::histogram(view, model, HistogramKind::Ttft).and_then(|h| h.buckets.last().map(|b| b.count))
+    {
+        *ttft = restate(*ttft, observed, n, outsiders);
+    }
+    let clauses: Vec<Bounded> = clauses.into_iter().map(|(_, b)| b).collect();
     let joint = joint(&clauses, failed_share);
     per_clause.insert(Clause::Joint, joint);
     SloStatus::Evaluated(SloValues {
@@ -101,4 +113,15 @@ fn status(
         requests: requests.unwrap_or(f64::NAN),
         failed: failed.unwrap_or(0.0),
     })
+}
+
+/// Requests running or waiting at the first scrape of the window: an upper bound on the
+/// finished requests whose first token came before it. `None` without those gauges, in
+/// which case the TTFT bracket is used as measured (an approximation at window edges).
+fn in_flight_at_start(view: &RangeView, model: &str) -> Option<f64> {
+    let first = |k| view.gauge(model, k).and_then(|v| v.first().copied());
+    match (first(GaugeKind::Running), first(GaugeKind::Waiting)) {
+        (None, None) => None,
+        (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
+    }
 }

@@ -120,9 +120,12 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
     (SCRAPE_ERRORS, "Failed scrapes of the target since start, by reason.", "counter"),
 ];
 
-/// HELP text and TYPE of an exported family.
+/// HELP text and TYPE of an exported family (this module's, the alert and GPU ones).
 pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
-    FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2))
+    if name == crate::alert::view::ALERT_FAMILY {
+        return Some((crate::alert::view::ALERT_HELP, "gauge"));
+    }
+    FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)).or_else(|| crate::gpu::export::family_meta(name))
 }
 
 /// The quantile family of a latency histogram, if it is exported.
@@ -170,7 +173,19 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
             emit(SCRAPE_ERRORS, l, *n as f64);
         }
     }
-    by_family.into_iter().flatten().collect()
+    let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();
+    out.extend(crate::alert::view::samples_of(&report.alerts));
+    out.extend(crate::gpu::export::gpu_samples(&report.gpus, None));
+    for t in &report.targets {
+        for m in &t.models {
+            for w in &m.windows {
+                if let Some(d) = &w.gpu {
+                    out.extend(crate::gpu::export::derived_samples(&t.target, &m.model, &w.window.label(), d));
+                }
+            }
+        }
+    }
+    out
 }
 
 fn window_samples(

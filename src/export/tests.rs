@@ -39,6 +39,7 @@ fn report() -> Report {
                 }],
             }],
         }],
+        ..Report::default()
     }
 }
 

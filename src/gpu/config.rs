@@ -131,6 +131,9 @@ pub struct ModelOverride {
 pub struct CostConfig {
     /// Price of one GPU for one hour, in dollars.
     pub gpu_hour_dollars: f64,
+    /// GPUs per target, when GPU telemetry does not say (no NVML, no dcgm-exporter).
+    #[serde(default)]
+    pub gpus: Option<u32>,
 }
 
 #[cfg(test)]

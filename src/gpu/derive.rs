@@ -9,7 +9,8 @@ use crate::gpu::models::ModelSpec;
 use crate::gpu::peaks::PeakSpec;
 
 /// Where achieved FLOP/s came from (`source` label of `llm_slo_mfu_ratio`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FlopsSource {
     /// The engine's own estimate, e.g. vLLM `estimated_flops_per_gpu_total` (`--enable-mfu-metrics`).
     EngineCounter,
@@ -30,7 +31,8 @@ impl FlopsSource {
 }
 
 /// Where achieved memory bandwidth came from (`source` label of the HBM family).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BandwidthSource {
     /// vLLM `estimated_read_bytes_per_gpu_total` + `estimated_write_bytes_per_gpu_total`.
     EngineCounter,
@@ -75,7 +77,7 @@ pub struct Inputs {
     pub batch: Option<f64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Mfu {
     pub ratio: f64,
     /// Achieved FLOP/s summed over the GPUs.
@@ -83,7 +85,7 @@ pub struct Mfu {
     pub source: FlopsSource,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Hbm {
     pub ratio: f64,
     pub source: BandwidthSource,
@@ -173,7 +175,7 @@ pub fn decode_tpot_floor_seconds(i: &Inputs, model: Option<&ModelSpec>, peak: Op
 }
 
 /// A value with honest bounds (`bound="lower|estimate|upper"`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Bounds {
     pub lower: Option<f64>,
     pub estimate: Option<f64>,
@@ -202,7 +204,7 @@ pub fn dollars_per_million_good_tokens(gpu_hour_dollars: f64, n_gpus: u32, goodp
 }
 
 /// Everything derived for one target, model and window.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Derived {
     pub mfu: Option<Mfu>,
     pub hbm: Option<Hbm>,

@@ -4,14 +4,15 @@
 //! counter, or a dcgm-exporter that does not export a field leaves just that reading empty.
 
 /// Where a GPU's readings came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum GpuSource {
     Nvml,
     Dcgm,
 }
 
 /// One GPU at one instant. Utilizations are 0–1 ratios, memory bytes, clocks Hz, power W.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct GpuReading {
     /// The device index as the source numbers it (NVML index or dcgm `gpu` label).
     pub index: String,

@@ -51,15 +51,15 @@ impl fmt::Display for ParseErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ParseErrorKind::BodyTooLarge { limit, got } => {
-                write!(f, "body is {got} bytes, over the limit of {limit} bytes")
+                write!(f, "body is {got} bytes, over the limit of {limit} bytes; expose fewer series or raise the limit")
             }
-            ParseErrorKind::TooManySamples { limit } => write!(f, "more than {limit} samples in one scrape"),
-            ParseErrorKind::TooManyLabels { limit } => write!(f, "more than {limit} labels on one sample"),
-            ParseErrorKind::LabelNameTooLong { limit } => write!(f, "label name longer than {limit} bytes"),
+            ParseErrorKind::TooManySamples { limit } => write!(f, "more than {limit} samples in one scrape; expose fewer series or raise the limit"),
+            ParseErrorKind::TooManyLabels { limit } => write!(f, "more than {limit} labels on one sample; raise the limit if this is intended"),
+            ParseErrorKind::LabelNameTooLong { limit } => write!(f, "label name longer than {limit} bytes; raise the limit if this is intended"),
             ParseErrorKind::LabelValueTooLong { name, limit } => {
-                write!(f, "value of label {name:?} longer than {limit} bytes")
+                write!(f, "value of label {name:?} longer than {limit} bytes; raise the limit if this is intended")
             }
-            ParseErrorKind::InvalidUtf8 => f.write_str("body is not valid UTF-8"),
+            ParseErrorKind::InvalidUtf8 => f.write_str("body is not valid UTF-8; is the target serving the Prometheus text format (not protobuf, not compressed)?"),
             ParseErrorKind::InvalidMetricName(n) => write!(f, "invalid metric name {n:?}"),
             ParseErrorKind::InvalidLabelName(n) => write!(f, "invalid label name {n:?}"),
             ParseErrorKind::DuplicateLabel(n) => write!(f, "label {n:?} appears twice"),

@@ -10,18 +10,51 @@ pub(super) struct ParsedSample<'a> {
     pub timestamp: Option<f64>,
 }
 
-pub(super) fn is_metric_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_' || b[0] == b':')
-        && b[1..].iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b':')
+/// Byte classes for the hot scanning loops: one table load per byte instead of a chain
+/// of comparisons.
+const METRIC: u8 = 1; // may continue a metric name: [A-Za-z0-9_:]
+const LABEL: u8 = 2; // may continue a label name: [A-Za-z0-9_]
+const DIGIT: u8 = 4; // may not start either name
+const BLANK: u8 = 8; // ' ' or '\t'
+
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_alphabetic() || b == b'_' {
+            METRIC | LABEL
+        } else if b.is_ascii_digit() {
+            METRIC | LABEL | DIGIT
+        } else if b == b':' {
+            METRIC
+        } else if b == b' ' || b == b'\t' {
+            BLANK
+        } else {
+            0
+        };
+        c += 1;
+    }
+    t
+};
+
+#[inline]
+fn class(b: u8) -> u8 {
+    CLASS[b as usize]
 }
 
-fn is_label_name(s: &str) -> bool {
+/// Length of the run of bytes from `i` whose class has `bits`.
+#[inline]
+fn run(b: &[u8], mut i: usize, bits: u8) -> usize {
+    while i < b.len() && class(b[i]) & bits != 0 {
+        i += 1;
+    }
+    i
+}
+
+pub(super) fn is_metric_name(s: &str) -> bool {
     let b = s.as_bytes();
-    !b.is_empty()
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b[1..].iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
+    !b.is_empty() && class(b[0]) & DIGIT == 0 && run(b, 0, METRIC) == b.len()
 }
 
 /// HELP text escapes: `\\` and `\n`. Anything else after a backslash is kept as written.
@@ -49,11 +82,9 @@ pub(super) fn unescape_help(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn skip_blanks(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && (b[i] == b' ' || b[i] == b'\t') {
-        i += 1;
-    }
-    i
+#[inline]
+fn skip_blanks(b: &[u8], i: usize) -> usize {
+    run(b, i, BLANK)
 }
 
 fn syntax(msg: impl Into<String>) -> ParseErrorKind {
@@ -61,24 +92,74 @@ fn syntax(msg: impl Into<String>) -> ParseErrorKind {
 }
 
 /// Parses a sample line, pushing its labels onto `labels`.
+/// The names the previous sample line used. Consecutive lines mostly repeat them
+/// (a histogram's buckets, one family's series), and comparing against an already
+/// validated name is a `memcmp` instead of a per-byte class scan.
+#[derive(Default)]
+pub(super) struct NameCache<'a> {
+    metric: &'a str,
+    labels: Vec<&'a str>,
+}
+
+/// If `b[i..]` starts with the known-valid `known` and the name ends right there,
+/// the index after it.
+#[inline]
+fn reuse(b: &[u8], i: usize, known: &str, bits: u8) -> Option<usize> {
+    let end = i + known.len();
+    (!known.is_empty() && b.len() > end && same_bytes(&b[i..end], known.as_bytes()) && class(b[end]) & bits == 0)
+        .then_some(end)
+}
+
+#[inline]
+fn word(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_ne_bytes(w)
+}
+
+/// Equality of two short, equal-length byte strings, eight bytes at a time and inline:
+/// names are 2–60 bytes, where a `memcmp` call costs more than the comparison.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a == b;
+    }
+    let mut at = 0;
+    while at + 8 <= n {
+        if word(a, at) != word(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    // The last (possibly overlapping) word covers the tail.
+    word(a, n - 8) == word(b, n - 8)
+}
+
+/// Parses a sample line, pushing its labels onto `labels`.
 pub(super) fn parse_sample<'a>(
     line: &'a str,
     labels: &mut Vec<Label<'a>>,
     limits: &Limits,
+    cache: &mut NameCache<'a>,
 ) -> Result<ParsedSample<'a>, ParseErrorKind> {
     let b = line.as_bytes();
-    let mut i = 0;
-    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b':') {
-        i += 1;
-    }
+    let mut i = match reuse(b, 0, cache.metric, METRIC) {
+        Some(end) => end,
+        None => run(b, 0, METRIC),
+    };
     let name = &line[..i];
-    if !is_metric_name(name) {
+    if i == 0 || class(b[0]) & DIGIT != 0 {
         let shown = line.split([' ', '\t', '{']).next().unwrap_or(line);
         return Err(ParseErrorKind::InvalidMetricName(shown.to_string()));
     }
+    cache.metric = name;
     i = skip_blanks(b, i);
     if i < b.len() && b[i] == b'{' {
-        i = parse_labels(line, i + 1, labels, limits)?;
+        i = parse_labels(line, i + 1, labels, limits, &mut cache.labels)?;
         i = skip_blanks(b, i);
     } else if i == name.len() && i < b.len() {
         // The name ran into a character that can neither continue it nor end it.
@@ -88,7 +169,7 @@ pub(super) fn parse_sample<'a>(
         return Err(syntax(format!("sample {name:?} has no value")));
     }
     let vstart = i;
-    while i < b.len() && b[i] != b' ' && b[i] != b'\t' {
+    while i < b.len() && class(b[i]) & BLANK == 0 {
         i += 1;
     }
     let vtext = &line[vstart..i];
@@ -97,7 +178,7 @@ pub(super) fn parse_sample<'a>(
     let mut timestamp = None;
     if i < b.len() && b[i] != b'#' {
         let tstart = i;
-        while i < b.len() && b[i] != b' ' && b[i] != b'\t' {
+        while i < b.len() && class(b[i]) & BLANK == 0 {
             i += 1;
         }
         let ttext = &line[tstart..i];
@@ -120,6 +201,7 @@ fn parse_labels<'a>(
     mut i: usize,
     labels: &mut Vec<Label<'a>>,
     limits: &Limits,
+    known: &mut Vec<&'a str>,
 ) -> Result<usize, ParseErrorKind> {
     let b = line.as_bytes();
     let first = labels.len();
@@ -132,16 +214,22 @@ fn parse_labels<'a>(
             return Ok(i + 1);
         }
         let nstart = i;
-        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-            i += 1;
-        }
+        let k = labels.len() - first;
+        i = match known.get(k).and_then(|n| reuse(b, i, n, LABEL)) {
+            Some(end) => end,
+            None => run(b, i, LABEL),
+        };
         let lname = &line[nstart..i];
-        if !is_label_name(lname) {
+        if i == nstart || class(b[nstart]) & DIGIT != 0 {
             let shown: String = line[nstart..].chars().take_while(|&c| c != '=' && c != ',' && c != '}').collect();
             return Err(ParseErrorKind::InvalidLabelName(shown));
         }
         if lname.len() > limits.max_label_name_bytes {
             return Err(ParseErrorKind::LabelNameTooLong { limit: limits.max_label_name_bytes });
+        }
+        match known.get_mut(k) {
+            Some(n) => *n = lname,
+            None => known.push(lname),
         }
         i = skip_blanks(b, i);
         if i >= b.len() || b[i] != b'=' {

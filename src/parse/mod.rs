@@ -8,14 +8,20 @@
 //!
 //! The result is a flat list of [`Sample`]s, each pointing at the [`Family`] its
 //! `# TYPE` declared (or an untyped family of its own), with all labels in one shared
-//! vector so that parsing allocates per scrape, not per sample.
+//! vector so that parsing allocates per scrape, not per sample. Duplicate series are
+//! found in one pass after the last line (`dedup`), not with a per-sample hash map.
+//! docs/benchmarks.md has the measurements; `synth` generates the benchmark body.
 
+mod dedup;
 mod error;
 mod float;
+mod hash;
 mod line;
+mod synth;
 
 pub use error::{ParseError, ParseErrorKind};
 pub use float::parse_f64;
+pub use synth::vllm_like_exposition;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -140,6 +146,12 @@ impl<'a> Exposition<'a> {
         self.labels_of(s).iter().find(|l| l.name == name).map(|l| l.value.as_ref())
     }
 
+    /// The value of label `name` read as a Prometheus float, so that `le="2"` and
+    /// `le="2.0"` (or `quantile="0.50"` and `"0.5"`) compare equal.
+    pub fn label_f64(&self, s: &Sample<'a>, name: &str) -> Option<f64> {
+        self.label(s, name).and_then(parse_f64)
+    }
+
     /// The family a sample belongs to.
     pub fn family_of(&self, s: &Sample<'a>) -> &Family<'a> {
         &self.families[s.family as usize]
@@ -230,11 +242,10 @@ struct Parser<'a> {
     out: Exposition<'a>,
     /// Family name → index, for samples that come after another family's lines.
     by_name: HashMap<&'a str, u32>,
-    /// Series hash → first sample index, for duplicate detection.
-    seen: HashMap<u64, u32>,
-    /// Hash collisions between distinct series; checked linearly (practically never used).
-    collided: Vec<u32>,
+    /// The series hash of each sample, in order, for the duplicate pass at the end.
+    hashes: Vec<u64>,
     current: Option<u32>,
+    names: line::NameCache<'a>,
 }
 
 impl<'a> Parser<'a> {
@@ -250,9 +261,9 @@ impl<'a> Parser<'a> {
                 duplicates: Vec::new(),
             },
             by_name: HashMap::new(),
-            seen: HashMap::with_capacity(approx_lines.min(1 << 20)),
-            collided: Vec::new(),
+            hashes: Vec::with_capacity(approx_lines.min(1 << 20)),
             current: None,
+            names: line::NameCache::default(),
         }
     }
 
@@ -268,6 +279,10 @@ impl<'a> Parser<'a> {
             if let Some(l) = line.strip_suffix('\r') {
                 line = l;
             }
+            // Go's text parser skips leading blanks; a line of blanks is a blank line.
+            if line.starts_with([' ', '\t']) {
+                line = line.trim_start_matches([' ', '\t']);
+            }
             if line.is_empty() {
                 continue;
             }
@@ -279,6 +294,7 @@ impl<'a> Parser<'a> {
                 self.sample(line, lineno)?;
             }
         }
+        dedup::remove_duplicates(&mut self.out, &self.hashes);
         Ok(self.out)
     }
 
@@ -356,7 +372,7 @@ impl<'a> Parser<'a> {
 
     fn sample(&mut self, line: &'a str, lineno: u32) -> Result<(), ParseError> {
         let label_start = self.out.labels.len();
-        let parsed = line::parse_sample(line, &mut self.out.labels, &self.limits)
+        let parsed = line::parse_sample(line, &mut self.out.labels, &self.limits, &mut self.names)
             .map_err(|kind| ParseError::at(lineno as usize, kind))?;
         let family = self.family_for(parsed.name);
         let labels = label_start as u32..self.out.labels.len() as u32;
@@ -369,43 +385,14 @@ impl<'a> Parser<'a> {
             line: lineno,
         };
 
-        let hash = series_hash(parsed.name, &self.out.labels[label_start..]);
-        let idx = self.out.samples.len() as u32;
-        if let Some(first) = self.first_with_hash(hash, &sample) {
-            let series = self.out.series_string(&sample);
-            self.out.labels.truncate(label_start);
-            self.out.duplicates.push(Duplicate {
-                line: lineno,
-                first_line: self.out.samples[first as usize].line,
-                series,
-            });
-            return Ok(());
-        }
-        if self.out.samples.len() >= self.limits.max_samples {
+        if self.out.samples.len() >= self.limits.max_samples.min(u32::MAX as usize) {
+            // Duplicates count too, until the final pass removes them.
             return Err(ParseError::at(lineno, ParseErrorKind::TooManySamples { limit: self.limits.max_samples }));
         }
+        self.hashes.push(hash::series(parsed.name, &self.out.labels[label_start..]));
         self.out.families[family as usize].samples += 1;
         self.out.samples.push(sample);
-        match self.seen.entry(hash) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(idx);
-            }
-            std::collections::hash_map::Entry::Occupied(_) => self.collided.push(idx),
-        }
         Ok(())
-    }
-
-    /// The index of an earlier sample of the same series, if any.
-    fn first_with_hash(&self, hash: u64, s: &Sample<'a>) -> Option<u32> {
-        let &first = self.seen.get(&hash)?;
-        let same = |i: u32| {
-            let o = &self.out.samples[i as usize];
-            o.name == s.name && same_labels(self.out.labels_of(o), self.out.labels_of(s))
-        };
-        if same(first) {
-            return Some(first);
-        }
-        self.collided.iter().copied().find(|&i| same(i))
     }
 }
 
@@ -417,28 +404,6 @@ fn belongs(f: &Family<'_>, sample: &str) -> bool {
         Some(suffix) => f.kind.suffixes().contains(&suffix),
         None => false,
     }
-}
-
-fn same_labels(a: &[Label<'_>], b: &[Label<'_>]) -> bool {
-    a.len() == b.len() && a.iter().all(|l| b.iter().any(|m| m.name == l.name && m.value == l.value))
-}
-
-/// An order-independent hash of a series identity (label order does not make a new series).
-fn series_hash(name: &str, labels: &[Label<'_>]) -> u64 {
-    let mut h = fnv1a(0xcbf2_9ce4_8422_2325, name.as_bytes());
-    for l in labels {
-        let lh = fnv1a(fnv1a(0x8422_2325_cbf2_9ce4, l.name.as_bytes()) ^ 0xff, l.value.as_bytes());
-        h = h.wrapping_add(lh.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    }
-    h
-}
-
-fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }
 
 /// Splits off the first whitespace-delimited token; the rest has leading blanks removed.

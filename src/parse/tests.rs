@@ -142,3 +142,96 @@ fn limits_are_enforced() {
     let e = parse(b"ok 1\n\xff 1\n", &Limits::default()).unwrap_err();
     assert_eq!((e.line, e.kind.clone()), (2, ParseErrorKind::InvalidUtf8));
 }
+
+#[test]
+fn le_and_quantile_compare_numerically_anywhere_in_the_label_set() {
+    let e = ok("# TYPE h histogram\nh_bucket{le=\"2\",a=\"x\"} 1\nh_bucket{a=\"x\",le=\"2.0e0\",b=\"y\"} 1\n\
+                h_bucket{a=\"x\",le=\"+Inf\"} 2\n# TYPE s summary\ns{quantile=\"0.50\"} 1\n");
+    assert_eq!(e.label_f64(&e.samples[0], "le"), Some(2.0));
+    assert_eq!(e.label_f64(&e.samples[1], "le"), Some(2.0));
+    assert_eq!(e.label_f64(&e.samples[2], "le"), Some(f64::INFINITY));
+    assert_eq!(e.label_f64(&e.samples[3], "quantile"), Some(0.5));
+    assert_eq!(e.label_f64(&e.samples[3], "le"), None);
+}
+
+#[test]
+fn leading_blanks_trailing_comma_and_blank_only_lines() {
+    let e = ok("  a{x=\"1\",} 1 \n \t \n\t# TYPE b gauge\nb {} 2\n");
+    assert_eq!(e.samples.len(), 2);
+    assert_eq!(e.label(&e.samples[0], "x"), Some("1"));
+    assert_eq!(e.samples[1].value, 2.0);
+    assert_eq!(e.families[1].kind, MetricType::Gauge);
+    assert_eq!(e.samples[1].line, 4);
+}
+
+#[test]
+fn openmetrics_types_and_exemplars() {
+    let body = "# TYPE c counter\n# UNIT c seconds\nc_total 3 # {id=\"a\"} 1 1.5\nc_created 1.7e9\n\
+        # TYPE i info\ni_info{v=\"1\"} 1\n# TYPE gh gaugehistogram\ngh_bucket{le=\"+Inf\"} 1\ngh_gcount 1\ngh_gsum 2\n\
+        # TYPE st stateset\nst{st=\"a\"} 1\n# EOF\n";
+    let e = ok(body);
+    let kinds: Vec<_> = e.families.iter().map(|f| (f.name, f.kind, f.samples)).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("c", MetricType::Counter, 2),
+            ("i", MetricType::Info, 1),
+            ("gh", MetricType::GaugeHistogram, 3),
+            ("st", MetricType::StateSet, 1),
+        ]
+    );
+    assert_eq!(e.samples[0].value, 3.0);
+}
+
+#[test]
+fn duplicates_count_against_the_sample_limit() {
+    let few = Limits { max_samples: 3, ..Limits::default() };
+    let e = parse(b"a 1\na 1\na 1\na 1\n", &few).unwrap_err();
+    assert_eq!((e.line, e.reason()), (4, "too_many_samples"));
+}
+
+#[test]
+fn error_lines_count_crlf_and_blank_lines() {
+    let e = err("a 1\r\n\r\n# c\r\nb{x=\"1\"} oops\r\n");
+    assert_eq!(e.line, 4);
+    assert!(e.to_string().starts_with("line 4: invalid sample value \"oops\""), "{e}");
+}
+
+#[test]
+fn fingerprint_collisions_are_told_apart_from_duplicates() {
+    // Find two distinct series whose 32-bit fingerprints collide (birthday search).
+    let mut by_fp: HashMap<u32, u32> = HashMap::new();
+    let (a, b) = (0u32..1_000_000)
+        .find_map(|i| {
+            let v = i.to_string();
+            let fp = (hash::series("m", &[Label { name: "i", value: Cow::Borrowed(&v) }]) >> 32) as u32;
+            by_fp.insert(fp, i).map(|j| (j, i))
+        })
+        .expect("a 32-bit collision within a million series");
+    let body = format!("m{{i=\"{a}\"}} 1\nm{{i=\"{b}\"}} 2\nm{{i=\"{b}\"}} 3\nm{{i=\"{a}\"}} 4\n");
+    let e = ok(&body);
+    assert_eq!(e.samples.iter().map(|s| s.value).collect::<Vec<_>>(), vec![1.0, 2.0]);
+    let dups: Vec<_> = e.duplicates.iter().map(|d| (d.line, d.first_line)).collect();
+    assert_eq!(dups, vec![(3, 2), (4, 1)]);
+}
+
+#[test]
+fn name_cache_never_confuses_similar_names() {
+    // Each line shares a prefix with the previous one but is a different name.
+    let e = ok("abcdefghij_x{ab=\"1\"} 1\nabcdefghij_y{ab=\"1\",abc=\"2\"} 2\nabcdefghij_x_total{a=\"1\"} 3\n\
+                abcdefghij{abc=\"1\"} 4\nabcdefghij_x{ab=\"1\"} 5\nabcdefghij_x:{ab=\"1\"} 6\n");
+    let got: Vec<_> =
+        e.samples.iter().map(|s| (s.name, e.labels_of(s).iter().map(|l| l.name).collect::<Vec<_>>())).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("abcdefghij_x", vec!["ab"]),
+            ("abcdefghij_y", vec!["ab", "abc"]),
+            ("abcdefghij_x_total", vec!["a"]),
+            ("abcdefghij", vec!["abc"]),
+            ("abcdefghij_x:", vec!["ab"]),
+        ]
+    );
+    assert_eq!(e.duplicates.len(), 1);
+    assert_eq!((e.duplicates[0].line, e.duplicates[0].first_line), (5, 1));
+}

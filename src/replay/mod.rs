@@ -13,13 +13,15 @@ mod tests;
 use std::sync::Arc;
 
 use crate::adapt::EngineHint;
+use crate::alert::config::AlertingConfig;
 use crate::canonical::Snapshot;
+use crate::enrich::Enricher;
 use crate::evaluate::{EvalConfig, RateMode, evaluate_target_with};
 use crate::export::{ExportSample, samples};
 use crate::report::{Health, Report, TargetReport};
 use crate::window::TargetWindows;
 
-pub use recording::{Recording, ReplayError, replay};
+pub use recording::{Recording, ReplayError, replay, replay_with};
 
 /// A configured target as replay needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +50,7 @@ pub struct VirtualDaemon {
     targets: Vec<TargetState>,
     cfg: EvalConfig,
     mode: RateMode,
+    enricher: Enricher,
 }
 
 impl VirtualDaemon {
@@ -57,7 +60,15 @@ impl VirtualDaemon {
             .into_iter()
             .map(|name| TargetState { name, store: TargetWindows::new(longest), health: Health::default() })
             .collect();
-        VirtualDaemon { targets, cfg, mode: RateMode::Prometheus }
+        let enricher = Enricher::new(&cfg, &AlertingConfig::default(), None, None);
+        VirtualDaemon { targets, cfg, mode: RateMode::Prometheus, enricher }
+    }
+
+    /// Evaluates alert rules as the live daemon would with this `alerting:` section
+    /// (the default has every rule on with its default thresholds).
+    pub fn with_alerting(mut self, alerting: &AlertingConfig) -> Self {
+        self.enricher = Enricher::new(&self.cfg, alerting, None, None);
+        self
     }
 
     /// Switches the rate flavour (the oracle test's negative control only).
@@ -96,8 +107,9 @@ impl VirtualDaemon {
         }
     }
 
-    /// The evaluation of every target at `now_ms`.
-    pub fn report(&self, now_ms: i64) -> Report {
+    /// The evaluation of every target at `now_ms`, alert rules included (they keep
+    /// state, so instants must come in order).
+    pub fn report(&mut self, now_ms: i64) -> Report {
         let targets = self
             .targets
             .iter()
@@ -108,7 +120,10 @@ impl VirtualDaemon {
                 models: evaluate_target_with(&t.store, now_ms, &self.cfg.for_target(&t.name), self.mode),
             })
             .collect();
-        Report { t_ms: now_ms, targets }
+        let mut report = Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new() };
+        // Replay has no GPUs and sends no alerts; it shows their state.
+        let _ = self.enricher.apply(&mut report, Vec::new());
+        report
     }
 }
 

@@ -2,6 +2,7 @@
 //! replay loop over it. Reading files is the only I/O; each body is read when its turn
 //! comes, so a long recording is never held in memory at once.
 
+use crate::alert::config::AlertingConfig;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -84,7 +85,19 @@ pub fn replay(
     targets: &[ReplayTarget],
     cfg: EvalConfig,
     step_ms: i64,
-) -> Result<impl Iterator<Item = Frame>, ReplayError> {
+) -> Result<impl Iterator<Item = Frame> + use<>, ReplayError> {
+    replay_with(dir, recording, targets, cfg, &AlertingConfig::default(), step_ms)
+}
+
+/// [`replay`] with the config's `alerting:` section, so alert states match the daemon's.
+pub fn replay_with(
+    dir: &Path,
+    recording: &Recording,
+    targets: &[ReplayTarget],
+    cfg: EvalConfig,
+    alerting: &AlertingConfig,
+    step_ms: i64,
+) -> Result<impl Iterator<Item = Frame> + use<>, ReplayError> {
     let mut scrapes = Vec::new();
     for (idx, t) in targets.iter().enumerate() {
         let Some((_, files)) = recording.targets.iter().find(|(n, _)| *n == t.name) else {
@@ -100,7 +113,7 @@ pub fn replay(
     let (Some(first), Some(last)) = (scrapes.first().map(|s| s.0), scrapes.last().map(|s| s.0)) else {
         return Err(ReplayError::Empty { dir: dir.to_path_buf() });
     };
-    let mut daemon = VirtualDaemon::new(targets.iter().map(|t| t.name.clone()), cfg);
+    let mut daemon = VirtualDaemon::new(targets.iter().map(|t| t.name.clone()), cfg).with_alerting(alerting);
     let targets = targets.to_vec();
     let mut next = 0;
     Ok(instants(first, last, step_ms).map(move |now| {

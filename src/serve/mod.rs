@@ -52,6 +52,7 @@ pub fn router(shared: Shared) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/api/v1/report", get(report))
+        .route("/api/v1/alerts", get(alerts))
         .with_state(shared)
 }
 
@@ -91,6 +92,13 @@ async fn readyz(State(s): State<Shared>) -> Response {
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "not ready: no evaluation has completed yet\n").into_response()
     }
+}
+
+/// Pending and firing alerts, shaped like Prometheus's `/api/v1/alerts`.
+async fn alerts(State(s): State<Shared>) -> Response {
+    let report = s.report.load_full();
+    let body = serde_json::json!({"status": "success", "data": {"alerts": report.alerts}});
+    ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }
 
 async fn report(State(s): State<Shared>) -> Response {

@@ -10,7 +10,7 @@ mod attainment;
 mod joint;
 
 pub use attainment::{attainment, threshold_on_boundary};
-pub use joint::{burn_rate, joint};
+pub use joint::{burn_rate, joint, restate};
 
 use serde::Serialize;
 

@@ -1,0 +1,96 @@
+//! After evaluation, before publishing: join GPU telemetry to the engine's windows (MFU,
+//! HBM bandwidth, decode TPOT floor, cost) and run the alert rules on the result.
+//!
+//! The live daemon and `goodput replay` both call [`Enricher::apply`], so /metrics and
+//! replay show the same `llm_slo_alert` and GPU families.
+
+use crate::alert::config::AlertingConfig;
+use crate::alert::from_report;
+use crate::alert::input::SloSpec as AlertSlo;
+use crate::alert::state::{AlertEngine, Notification};
+use crate::alert::view;
+use crate::evaluate::EvalConfig;
+use crate::gpu::config::{CostConfig, GpuConfig};
+use crate::gpu::derive::{self, Bounds, Inputs};
+use crate::gpu::reading::{GpuReading, mean_dram_active};
+use crate::gpu::{models, peaks};
+use crate::report::{Report, SloStatus, WindowReport};
+
+/// Alert state and GPU facts carried from one tick to the next.
+pub struct Enricher {
+    alerts: AlertEngine,
+    gpu: GpuConfig,
+    cost: Option<CostConfig>,
+}
+
+impl Enricher {
+    pub fn new(
+        eval: &EvalConfig,
+        alerting: &AlertingConfig,
+        gpu: Option<&GpuConfig>,
+        cost: Option<&CostConfig>,
+    ) -> Self {
+        let slos = eval
+            .slos
+            .iter()
+            .map(|s| AlertSlo { name: s.name.clone(), ttft: s.ttft, tpot: s.tpot, e2e: s.e2e, objective: s.objective })
+            .collect();
+        let alerts =
+            AlertEngine::new(alerting.rule_set(), slos, alerting.runbook_base_url.clone(), alerting.resend_interval);
+        Enricher { alerts, gpu: gpu.cloned().unwrap_or_default(), cost: cost.cloned() }
+    }
+
+    /// Attaches `gpus` and what follows from them, evaluates the alert rules at the
+    /// report's instant, and returns what alert delivery should send.
+    pub fn apply(&mut self, report: &mut Report, gpus: Vec<GpuReading>) -> Vec<Notification> {
+        // GPU telemetry describes the GPUs next to this daemon: it belongs to a target only
+        // when there is exactly one (the sidecar). An aggregator exports the GPUs alone.
+        if report.targets.len() == 1 {
+            let n_gpus =
+                if gpus.is_empty() { self.cost.as_ref().and_then(|c| c.gpus).unwrap_or(0) } else { gpus.len() as u32 };
+            let peak = peaks::peak_for(&gpus, &self.gpu.peaks);
+            let dram = mean_dram_active(&gpus);
+            for m in &mut report.targets[0].models {
+                let spec = models::lookup(&m.model, &self.gpu.models);
+                for w in &mut m.windows {
+                    let inputs = inputs(w, n_gpus, dram);
+                    let good = goodput_bounds(w);
+                    let hourly = self.cost.as_ref().map(|c| c.gpu_hour_dollars);
+                    let d = derive::derive(&inputs, spec.as_ref(), peak.as_ref(), hourly, good.as_ref());
+                    w.gpu = Some(d).filter(|d| *d != derive::Derived::default());
+                }
+            }
+        }
+        report.gpus = gpus;
+        let notifications = self.alerts.evaluate(report.t_ms, &from_report::inputs(report));
+        report.alerts = view::api_response(&self.alerts).data.alerts;
+        notifications
+    }
+}
+
+fn inputs(w: &WindowReport, n_gpus: u32, dram_active_ratio: Option<f64>) -> Inputs {
+    Inputs {
+        n_gpus,
+        engine_flops_per_gpu: w.engine_flops_per_gpu_per_second,
+        engine_bytes_per_gpu: w.engine_bytes_per_gpu_per_second,
+        dram_active_ratio,
+        prefill_tokens_per_second: w.input_tokens_per_second,
+        decode_tokens_per_second: w.output_tokens_per_second,
+        mean_prompt_tokens: w.mean_prompt_tokens,
+        mean_output_tokens: w.mean_output_tokens,
+        steps_per_second: None,
+        batch: w.running.map(|r| r.mean),
+    }
+}
+
+/// Token goodput of the first evaluated SLO, for $/M good tokens.
+fn goodput_bounds(w: &WindowReport) -> Option<Bounds> {
+    w.slos.iter().find_map(|s| match &s.status {
+        SloStatus::Evaluated(v) => v.goodput_tokens_per_second.map(|g| Bounds {
+            lower: Some(g.lower),
+            estimate: Some(g.estimate),
+            upper: Some(g.upper),
+        }),
+        _ => None,
+    })
+}

@@ -1,0 +1,65 @@
+//! `goodput demo` end to end: started as a user would, /metrics shows TTFT quantiles for
+//! both simulated engines within 30 s, and Ctrl-C (SIGINT) stops everything cleanly.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+#[test]
+fn demo_serves_ttft_for_both_engines_within_30s_and_stops_on_sigint() {
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(["demo", "--listen", &format!("127.0.0.1:{port}"), "--summary-every", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut seen = (false, false);
+    while start.elapsed() < Duration::from_secs(30) && seen != (true, true) {
+        std::thread::sleep(Duration::from_millis(500));
+        let Some(body) = get(port, "/metrics") else { continue };
+        for line in body.lines().filter(|l| l.starts_with("llm_slo_ttft_seconds{")) {
+            seen.0 |= line.contains("target=\"sim-chat\"");
+            seen.1 |= line.contains("target=\"sim-batch\"");
+        }
+    }
+    let took = start.elapsed();
+    // SIGINT is what Ctrl-C sends.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stdout = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    assert_eq!(seen, (true, true), "after {took:?}; demo printed:\n{stdout}");
+    assert!(took < Duration::from_secs(30));
+    let status = status.expect("the demo did not stop within 15 s of SIGINT");
+    assert!(status.success(), "{status:?}");
+    // It printed where to look, and a summary with both engines.
+    assert!(stdout.contains(&format!("http://127.0.0.1:{port}/metrics")), "{stdout}");
+    assert!(stdout.contains("sim-chat") && stdout.contains("sim-batch") && stdout.contains("p99 TTFT"), "{stdout}");
+    assert!(stdout.contains("stopping the demo"), "{stdout}");
+}
