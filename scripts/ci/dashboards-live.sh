@@ -30,10 +30,12 @@ for _ in $(seq 1 120); do
     if daemon_missing "$out"; then daemon_skip "goodput demo: $out"; exit 0; fi
     printf '%s\n' "$out" >&2; die "goodput demo exited early"
   fi
-  curl -sf "http://127.0.0.1:$gport/metrics" 2>/dev/null | grep -q '^llm_slo_ttft_seconds' && break
+  # Into a file first: `curl | grep -q` fails under pipefail when grep stops reading early.
+  curl -sf "http://127.0.0.1:$gport/metrics" >"$T/metrics.txt" 2>/dev/null || true
+  grep -q '^llm_slo_ttft_seconds' "$T/metrics.txt" && break
   sleep 0.5
 done
-curl -sf "http://127.0.0.1:$gport/metrics" | grep -q '^llm_slo_ttft_seconds' \
+grep -q '^llm_slo_ttft_seconds' "$T/metrics.txt" \
   || { tail -20 "$T/demo.log" >&2; die "demo's /metrics on 127.0.0.1:$gport shows no llm_slo_ttft_seconds after 60 s"; }
 log "goodput demo serving on 127.0.0.1:$gport"
 
