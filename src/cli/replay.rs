@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::CliResult;
 use crate::config;
 use crate::duration::parse_duration;
-use crate::replay::{Recording, ReplayTarget, replay};
+use crate::replay::{Recording, ReplayTarget, replay_with};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -64,7 +64,7 @@ pub fn run(args: Args) -> CliResult {
     if targets.is_empty() {
         return Err(format!("{} configures no targets; nothing to replay", args.config.display()).into());
     }
-    let frames = replay(&args.recording, &recording, &targets, cfg.eval_config(), step_ms)?;
+    let frames = replay_with(&args.recording, &recording, &targets, cfg.eval_config(), &cfg.alerting, step_ms)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for frame in frames {
