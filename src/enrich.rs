@@ -30,11 +30,7 @@ impl Enricher {
         gpu: Option<&GpuConfig>,
         cost: Option<&CostConfig>,
     ) -> Self {
-        let slos = eval
-            .slos
-            .iter()
-            .map(|s| AlertSlo { name: s.name.clone(), ttft: s.ttft, tpot: s.tpot, e2e: s.e2e, objective: s.objective })
-            .collect();
+        let slos = eval.slos.iter().map(AlertSlo::from).collect();
         let alerts =
             AlertEngine::new(alerting.rule_set(), slos, alerting.runbook_base_url.clone(), alerting.resend_interval);
         Enricher { alerts, gpu: gpu.cloned().unwrap_or_default(), cost: cost.cloned() }

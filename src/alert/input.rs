@@ -39,6 +39,12 @@ pub struct SloSpec {
     pub objective: f64,
 }
 
+impl From<&crate::evaluate::SloSpec> for SloSpec {
+    fn from(s: &crate::evaluate::SloSpec) -> Self {
+        SloSpec { name: s.name.clone(), ttft: s.ttft, tpot: s.tpot, e2e: s.e2e, objective: s.objective }
+    }
+}
+
 /// KV-cache usage (0–1) over a window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct KvUsage {

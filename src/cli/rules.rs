@@ -40,17 +40,7 @@ pub fn load_spec(path: &std::path::Path, selector: Option<String>) -> Result<Rul
         eprintln!("warning: {w}");
     }
     let cfg = loaded.config;
-    let slos = cfg
-        .slos
-        .iter()
-        .map(|s| SloSpec {
-            name: s.name.clone(),
-            ttft: s.ttft.map(|d| d.as_secs_f64()),
-            tpot: s.tpot.map(|d| d.as_secs_f64()),
-            e2e: s.e2e.map(|d| d.as_secs_f64()),
-            objective: s.objective,
-        })
-        .collect();
+    let slos = cfg.slos.iter().map(|s| SloSpec::from(&s.spec())).collect();
     Ok(RulesSpec { slos, windows: cfg.windows, alerting: cfg.alerting, selector })
 }
 

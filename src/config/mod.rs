@@ -97,6 +97,21 @@ pub struct Slo {
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 pub const DEFAULT_SCRAPE_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_SCRAPE_TIMEOUT: Duration = Duration::from_secs(3);
+impl Slo {
+    /// The SLO as evaluation reads it: thresholds in seconds.
+    pub fn spec(&self) -> SloSpec {
+        SloSpec {
+            name: self.name.clone(),
+            ttft: self.ttft.map(|d| d.as_secs_f64()),
+            tpot: self.tpot.map(|d| d.as_secs_f64()),
+            e2e: self.e2e.map(|d| d.as_secs_f64()),
+            objective: self.objective,
+            targets: self.targets.clone(),
+            models: self.models.clone(),
+        }
+    }
+}
+
 pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
 pub const DEFAULT_WINDOWS: &[&str] = &["1m", "5m", "15m", "1h"];
 pub const DEFAULT_QUANTILES: &[f64] = &[0.5, 0.9, 0.95, 0.99];
@@ -104,19 +119,7 @@ pub const DEFAULT_QUANTILES: &[f64] = &[0.5, 0.9, 0.95, 0.99];
 impl Config {
     /// What `evaluate_target` needs at each tick.
     pub fn eval_config(&self) -> EvalConfig {
-        let slos = self
-            .slos
-            .iter()
-            .map(|s| SloSpec {
-                name: s.name.clone(),
-                ttft: s.ttft.map(|d| d.as_secs_f64()),
-                tpot: s.tpot.map(|d| d.as_secs_f64()),
-                e2e: s.e2e.map(|d| d.as_secs_f64()),
-                objective: s.objective,
-                targets: s.targets.clone(),
-                models: s.models.clone(),
-            })
-            .collect();
+        let slos = self.slos.iter().map(Slo::spec).collect();
         EvalConfig {
             windows: self.eval_windows(),
             quantiles: self.quantiles.clone(),

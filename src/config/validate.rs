@@ -407,7 +407,7 @@ fn alerting_section(
     if cfg.alertmanager.is_some() && !cfg.alertmanagers.is_empty() {
         d.error(pos(raw), "both alerting.alertmanager and alerting.alertmanagers are set; use alertmanagers: [{url: ...}, ...] for several");
     }
-    let specs: Vec<crate::alert::input::SloSpec> = slos.iter().map(alert_slo).collect();
+    let specs: Vec<crate::alert::input::SloSpec> = slos.iter().map(|s| (&s.spec()).into()).collect();
     let findings = crate::alert::validate::validate(&cfg, &specs, windows);
     for e in findings.errors {
         d.error(pos(raw), e);
@@ -416,16 +416,6 @@ fn alerting_section(
         d.warn(pos(raw), w);
     }
     cfg
-}
-
-fn alert_slo(s: &Slo) -> crate::alert::input::SloSpec {
-    crate::alert::input::SloSpec {
-        name: s.name.clone(),
-        objective: s.objective,
-        ttft: s.ttft.map(|d| d.as_secs_f64()),
-        tpot: s.tpot.map(|d| d.as_secs_f64()),
-        e2e: s.e2e.map(|d| d.as_secs_f64()),
-    }
 }
 
 fn spec_decode_section(d: &mut Diagnostics, raw: Option<&RawSpecDecode>) -> Option<f64> {
