@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::CliResult;
-use crate::config;
 use crate::duration::parse_duration;
 use crate::replay::{Recording, ReplayTarget, replay_with};
 
@@ -25,24 +24,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CliResult {
-    let loaded = match config::load(&args.config) {
-        Ok(l) => l,
-        Err(errs) => {
-            for e in &errs.0 {
-                eprintln!("error: {e}");
-            }
-            eprintln!(
-                "{}: {} error(s); `goodput check --config FILE` shows them too",
-                args.config.display(),
-                errs.0.len()
-            );
-            return Ok(1);
-        }
-    };
-    for w in &loaded.warnings {
-        eprintln!("warning: {w}");
-    }
-    let cfg = loaded.config;
+    let Some(cfg) = super::load_config(&args.config) else { return Ok(1) };
     let step_ms = i64::try_from(args.step.as_millis()).unwrap_or(i64::MAX);
     if step_ms <= 0 {
         return Err("--step must be at least 1ms, e.g. 5s".into());

@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::CliResult;
-use crate::config;
 use crate::daemon::{self, clock::SystemClock};
 
 #[derive(Debug, clap::Args)]
@@ -15,21 +14,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CliResult {
-    let loaded = match config::load(&args.config) {
-        Ok(l) => l,
-        Err(errs) => {
-            for e in &errs.0 {
-                eprintln!("error: {e}");
-            }
-            return Ok(1);
-        }
-    };
-    for w in &loaded.warnings {
-        tracing::warn!("{w}");
-    }
+    let Some(config) = super::load_config(&args.config) else { return Ok(1) };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
-        let d = daemon::start(loaded.config, Arc::new(SystemClock)).await?;
+        let d = daemon::start(config, Arc::new(SystemClock)).await?;
         shutdown_signal().await;
         tracing::info!("shutting down");
         d.shutdown().await;
