@@ -5,89 +5,17 @@
 //!
 //! Skips when the binary is missing, unless GOODPUT_REQUIRE_TOOLS=1.
 
+mod common_am;
+
 use std::collections::BTreeMap;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common_am::{Am, Http, alertmanager_binary};
 use goodput::alert::deliver::Delivery;
 use goodput::alert::{
     AlertEngine, AlertInput, AlertingConfig, Bounded, Clause, KvUsage, SloReport, SloSpec, WindowInput,
 };
 use goodput::duration::Window;
-
-fn find_tool(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).flat_map(|d| names.iter().map(move |n| d.join(n))).find(|p| p.is_file())
-}
-
-fn alertmanager_binary() -> Option<PathBuf> {
-    let found = find_tool(&["prometheus-alertmanager", "alertmanager"]);
-    if found.is_none() {
-        let msg = "prometheus-alertmanager not found (apt-get install prometheus-alertmanager)";
-        if std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() == Ok("1") {
-            panic!("{msg}, and GOODPUT_REQUIRE_TOOLS=1");
-        }
-        eprintln!("SKIP: {msg}");
-    }
-    found
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
-}
-
-struct Am {
-    bin: PathBuf,
-    dir: PathBuf,
-    port: u16,
-    child: Option<Child>,
-}
-
-impl Am {
-    fn new(bin: &Path, root: &Path, name: &str) -> Am {
-        let dir = root.join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("am.yml"),
-            "route: {receiver: blackhole, group_wait: 1s, group_interval: 1s}\nreceivers: [{name: blackhole}]\n",
-        )
-        .unwrap();
-        Am { bin: bin.to_path_buf(), dir, port: free_port(), child: None }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn start(&mut self) {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("am.log")).unwrap();
-        let child = Command::new(&self.bin)
-            .arg(format!("--config.file={}", self.dir.join("am.yml").display()))
-            .arg(format!("--storage.path={}", self.dir.join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{}", self.port))
-            .arg("--cluster.listen-address=")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start alertmanager");
-        self.child = Some(child);
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Am {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
@@ -133,39 +61,6 @@ fn input(target: &str, up: bool, kv: f64, joint: f64) -> AlertInput {
     }
 }
 
-struct Http(reqwest::Client);
-
-impl Http {
-    async fn alerts(&self, am: &Am) -> Option<Vec<serde_json::Value>> {
-        let r = self.0.get(format!("{}/api/v2/alerts", am.url())).send().await.ok()?;
-        serde_json::from_slice::<Vec<serde_json::Value>>(&r.bytes().await.ok()?).ok()
-    }
-
-    async fn names(&self, am: &Am) -> Option<Vec<String>> {
-        let mut v: Vec<String> =
-            self.alerts(am).await?.iter().filter_map(|a| a["labels"]["alertname"].as_str().map(String::from)).collect();
-        v.sort();
-        Some(v)
-    }
-
-    /// `alertmanager_alerts_received_total{status="resolved"}`: resolutions Alertmanager was sent
-    /// (expiry of an alert does not count here).
-    async fn resolved_received(&self, am: &Am) -> Option<f64> {
-        let body = self.0.get(format!("{}/metrics", am.url())).send().await.ok()?.text().await.ok()?;
-        Some(
-            body.lines()
-                .filter(|l| l.starts_with("alertmanager_alerts_received_total{") && l.contains("status=\"resolved\""))
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .sum(),
-        )
-    }
-
-    async fn ready(&self, am: &Am) -> bool {
-        let r = self.0.get(format!("{}/-/ready", am.url())).send().await;
-        r.is_ok_and(|r| r.status().is_success())
-    }
-}
-
 const KV: &str = "LLMKVCacheSaturated";
 const DIV: &str = "LLMGoodputDivergence";
 const DOWN: &str = "LLMTargetDown";
@@ -203,13 +98,9 @@ async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
     let mut flaky = Am::new(&bin, tmp.path(), "flaky");
     steady.start();
     flaky.start();
-    let http = Http(reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build().unwrap());
+    let http = Http::new();
     for am in [&steady, &flaky] {
-        let t = Instant::now();
-        while !http.ready(am).await {
-            assert!(t.elapsed() < Duration::from_secs(20), "alertmanager never became ready; see {:?}", am.dir);
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        http.wait_ready(am, Duration::from_secs(20)).await;
     }
 
     let yaml = format!(
