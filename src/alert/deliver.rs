@@ -37,7 +37,9 @@ impl DeliveryOptions {
             timeout: cfg.timeout,
             queue_capacity: cfg.queue_capacity,
             initial_backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(30),
+            // A destination that comes back hears from us within one resend interval,
+            // the cadence firing alerts are refreshed at anyway (30 s at most).
+            max_backoff: cfg.resend_interval.clamp(Duration::from_millis(500), Duration::from_secs(30)),
         }
     }
 }
