@@ -113,6 +113,8 @@ fn a_short_interval_pulls_the_default_timeout_down() {
     let c = config::from_str(yaml, "s.yaml").unwrap().config;
     assert_eq!(c.scrape.timeout, Duration::from_secs(1));
     assert_eq!(c.targets[0].timeout, Duration::from_secs(1));
+    // Scraping every second does not make the daemon evaluate every second by default.
+    assert_eq!(c.evaluation_interval, Duration::from_secs(5));
 }
 
 #[test]

@@ -112,6 +112,11 @@ impl Slo {
     }
 }
 
+/// The default `evaluation_interval` is the scrape interval, but not shorter than this:
+/// /metrics is read every 15–30 s by Prometheus, and evaluating every window (6 h by
+/// default, for the burn-rate alerts) each second would cost a sidecar more than the
+/// scrapes themselves. Set `evaluation_interval` explicitly to go faster.
+pub const MIN_DEFAULT_EVALUATION_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
 pub const DEFAULT_WINDOWS: &[&str] = &["1m", "5m", "15m", "1h"];
 pub const DEFAULT_QUANTILES: &[f64] = &[0.5, 0.9, 0.95, 0.99];

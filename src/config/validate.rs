@@ -43,7 +43,7 @@ pub(crate) fn validate(raw: RawConfig, file: &str) -> Result<Loaded, ConfigError
         .evaluation_interval
         .as_ref()
         .and_then(|s| positive_duration(&mut d, s, "evaluation_interval"))
-        .unwrap_or(scrape.interval);
+        .unwrap_or(scrape.interval.max(MIN_DEFAULT_EVALUATION_INTERVAL));
 
     let targets = targets_section(&mut d, raw.targets.as_ref(), &scrape);
     let windows = windows_section(&mut d, raw.windows.as_ref(), &targets);
