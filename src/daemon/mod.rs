@@ -148,18 +148,32 @@ async fn evaluate_loop(
 }
 
 /// One report at `now_ms` from the targets' current state, in config order.
+///
+/// Evaluation reads every stored scrape of every window, so an aggregator's tick is CPU
+/// work proportional to targets × window length: it is split over the machine's cores.
 pub fn build_report(targets: &[Arc<TargetRuntime>], now_ms: i64, eval: &EvalConfig) -> Report {
-    let targets = targets
-        .iter()
-        .map(|rt| {
-            let st = rt.lock();
-            TargetReport {
-                target: rt.config.name.clone(),
-                engine: st.engine,
-                health: st.health.clone(),
-                models: evaluate_target(&st.windows, now_ms, &eval.for_target(&rt.config.name)),
-            }
+    let evaluate = |rt: &Arc<TargetRuntime>| {
+        let st = rt.lock();
+        TargetReport {
+            target: rt.config.name.clone(),
+            engine: st.engine,
+            health: st.health.clone(),
+            models: evaluate_target(&st.windows, now_ms, &eval.for_target(&rt.config.name)),
+        }
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(targets.len().max(1));
+    let targets = if threads <= 1 {
+        targets.iter().map(evaluate).collect()
+    } else {
+        let chunk = targets.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let parts: Vec<_> = targets
+                .chunks(chunk)
+                .map(|part| s.spawn(move || part.iter().map(evaluate).collect::<Vec<_>>()))
+                .collect();
+            // A panic in one target's evaluation is a bug; re-raise it rather than drop targets.
+            parts.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
         })
-        .collect();
+    };
     Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new() }
 }
