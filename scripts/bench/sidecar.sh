@@ -57,7 +57,7 @@ for ((run = 1; run <= RUNS; run++)); do
   metrics=$(curl -fsS --max-time 5 "http://127.0.0.1:$PORT/metrics")
   up=$(awk '/^llm_slo_target_up\{/ { print $2 }' <<<"$metrics")
   errors=$(awk '/^llm_slo_scrape_errors_total\{/ { s += $2 } END { print s + 0 }' <<<"$metrics")
-  [ "$up" = 1 ] || echo "warning: run $run: llm_slo_target_up is '$up', not 1" >&2
+  awk -v u="$up" 'BEGIN { exit !(u == 1) }' || echo "warning: run $run: llm_slo_target_up is '$up', not 1" >&2
 
   cpu=$(awk -v a="$d0" -v b="$d1" -v t0="$t0" -v t1="$t1" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", (b - a) / hz / (t1 - t0) * 100 }')
   sim_cpu=$(awk -v a="$s0" -v b="$s1" -v t0="$t0" -v t1="$t1" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", (b - a) / hz / (t1 - t0) * 100 }')
