@@ -11,6 +11,7 @@
 #     (counted by the fake server, outside the daemon),
 #   - llm_slo_target_up is 1 for all N and llm_slo_scrape_errors_total did not move,
 #   - /api/v1/report advanced on every evaluation tick (polled twice per interval).
+# rss_mib is the daemon's RSS before one final GET /metrics, hwm_mib its peak after it.
 #
 # Env: WARMUP (s, default 30), DURATION (s, default 120), INTERVAL (s, default 5),
 #      BIN, FAKE (binaries), PORT (daemon, 19465), FAKE_PORT (19100), FAKE_THREADS (1).
@@ -45,8 +46,8 @@ up_count() { awk '/^llm_slo_target_up\{/ && $2 == 1 { n++ } END { print n + 0 }'
 pct() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / (t1 - t0) * 100 }'; }
 
 echo "# nproc $(nproc), $(uname -sr), interval ${INTERVAL}s, warm-up ${WARMUP}s, measured ${DURATION}s, fake server threads $FAKE_THREADS"
-printf '%-5s %-5s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s\n' \
-  N ok cpu_pct fake_pct hwm_mib min_scr max_gap up errors ticks report_s metrics_s load_start load_end
+printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s\n' \
+  N ok cpu_pct fake_pct rss_mib hwm_mib min_scr max_gap up errors ticks report_s metrics_s load_start load_end
 for n in "${NS[@]}"; do
   "$FAKE" --listen "127.0.0.1:$FAKE_PORT" --targets "$n" --template "$template" --threads "$FAKE_THREADS" \
     >"$work/fake.log" 2>&1 &
@@ -80,6 +81,8 @@ for n in "${NS[@]}"; do
   t1=$(now_s); d1=$(cpu_ticks "$daemon_pid"); f1=$(cpu_ticks "$fake_pid")
   load_end=$(loadavg | tr ' ' /)
   stats=$(curl -fsS "http://127.0.0.1:$FAKE_PORT/stats")
+  # RSS before /metrics is rendered (rendering it builds the whole exposition in memory).
+  rss=$(status_kb "$daemon_pid" VmRSS)
   metrics_s=$(curl -fsS -o "$work/m1" -w '%{time_total}' --max-time 10 "http://127.0.0.1:$PORT/metrics")
   m1=$(cat "$work/m1")
   hwm=$(status_kb "$daemon_pid" VmHWM)
@@ -98,8 +101,9 @@ for n in "${NS[@]}"; do
     ok=no
   fi
   report_s=$(median <"$work/report_s")
-  printf '%-5s %-5s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s\n' "$n" "$ok" \
+  printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s\n' "$n" "$ok" \
     "$(pct "$d0" "$d1" "$t0" "$t1")" "$(pct "$f0" "$f1" "$t0" "$t1")" \
+    "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" \
     "$(awk -v k="$hwm" 'BEGIN { printf "%.1f", k / 1024 }')" "$min_scr/$want_scr" "$max_gap" "$up/$n" "$errors" \
     "$ticks/$want_ticks" "$report_s" "$metrics_s" "$load_start" "$load_end"
   stop_pids "$daemon_pid" "$fake_pid"; daemon_pid=""; fake_pid=""
