@@ -48,7 +48,7 @@ fn main() {
             other => fail(format!("unknown flag {other}; expected --template, --interval, --config, --evals")),
         }
     }
-    if !(interval_s > 0.0) || evals == 0 {
+    if interval_s.is_nan() || interval_s <= 0.0 || evals == 0 {
         fail("--interval and --evals must be positive".into());
     }
     let text = std::fs::read_to_string(&template_path)

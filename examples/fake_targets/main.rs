@@ -94,7 +94,8 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { listen: "127.0.0.1:19100".into(), targets: 100, template: String::new(), threads: 1, ramp_s: 600.0 };
+    let mut a =
+        Args { listen: "127.0.0.1:19100".into(), targets: 100, template: String::new(), threads: 1, ramp_s: 600.0 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
@@ -104,7 +105,11 @@ fn parse_args() -> Result<Args, String> {
             "--template" => a.template = value()?,
             "--threads" => a.threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?,
             "--ramp" => a.ramp_s = value()?.parse().map_err(|e| format!("--ramp: {e}"))?,
-            other => return Err(format!("unknown flag {other}; expected --listen, --targets, --template, --threads, --ramp")),
+            other => {
+                return Err(format!(
+                    "unknown flag {other}; expected --listen, --targets, --template, --threads, --ramp"
+                ));
+            }
         }
     }
     if a.template.is_empty() {
