@@ -67,5 +67,5 @@ for ((run = 1; run <= RUNS; run++)); do
 
   stop_pids "$daemon_pid" "$sim_pid"; daemon_pid=""; sim_pid=""
 done
-echo "median: cpu $(median <"$work/cpu") % of one core, peak RSS $(median <"$work/hwm" | awk '{ printf "%.1f", $1 / 1024 }') MB (VmHWM, MiB)"
+echo "median: cpu $(median <"$work/cpu") % of one core, peak RSS $(median <"$work/hwm" | awk '{ printf "%.1f", $1 / 1024 }') MiB (VmHWM)"
 rm -rf "$work"
