@@ -1,0 +1,171 @@
+//! Many fake engines on one port, for the aggregator footprint benchmark
+//! (`scripts/bench/aggregator.sh`, docs/footprint.md).
+//!
+//! Serves target `i` (0 ≤ i < N) at `/t/<i>/metrics`. Every target serves the same template
+//! exposition (a scrape saved from `goodput simulate`), with its counters and histograms
+//! advancing over time so the daemon's window math has real deltas to work on. Running the
+//! real simulator N times would cost far more CPU than the daemon under test; here a scrape
+//! is a template walk plus number formatting.
+//!
+//! Counter-like samples are scaled by `1 + (t + phase_i) / ramp` (see `template.rs`).
+//!
+//! `/stats` says, per target since start or the last `/stats/reset`, how often it was
+//! scraped and the longest gap between two scrapes: the ground truth for "every target
+//! was scraped every interval", measured outside the daemon.
+//!
+//! ```sh
+//! cargo run --release --example fake_targets -- --listen 127.0.0.1:19100 --targets 1000 \
+//!     --template scrape.prom [--threads 1] [--ramp 600]
+//! ```
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+mod template;
+use template::Template;
+
+/// Per-target scrape bookkeeping since the last reset.
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    count: u64,
+    last_ms: Option<u64>,
+    max_gap_ms: u64,
+}
+
+struct App {
+    template: Template,
+    started: Instant,
+    ramp_s: f64,
+    seen: Mutex<Vec<Seen>>,
+}
+
+async fn metrics(State(app): State<Arc<App>>, Path(i): Path<usize>) -> Response {
+    let now_ms = app.started.elapsed().as_millis() as u64;
+    {
+        let mut seen = app.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(s) = seen.get_mut(i) else {
+            return (StatusCode::NOT_FOUND, "no such target\n").into_response();
+        };
+        s.count += 1;
+        if let Some(last) = s.last_ms {
+            s.max_gap_ms = s.max_gap_ms.max(now_ms - last);
+        }
+        s.last_ms = Some(now_ms);
+    }
+    // A per-target phase makes every target's exposition distinct.
+    let t = now_ms as f64 / 1000.0 + (i % 97) as f64 * 0.731;
+    let body = app.template.render(1.0 + t / app.ramp_s);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
+}
+
+/// `targets N`, `scrapes`, `min_count`, `max_count`, `never_scraped`, `max_gap_ms`, one per line.
+async fn stats(State(app): State<Arc<App>>) -> String {
+    let seen = app.seen.lock().unwrap_or_else(|e| e.into_inner());
+    let total: u64 = seen.iter().map(|s| s.count).sum();
+    let min = seen.iter().map(|s| s.count).min().unwrap_or(0);
+    let max = seen.iter().map(|s| s.count).max().unwrap_or(0);
+    let never = seen.iter().filter(|s| s.count == 0).count();
+    let gap = seen.iter().map(|s| s.max_gap_ms).max().unwrap_or(0);
+    format!(
+        "targets {}\nscrapes {total}\nmin_count {min}\nmax_count {max}\nnever_scraped {never}\nmax_gap_ms {gap}\n",
+        seen.len()
+    )
+}
+
+/// Starts a new measurement: counts and gaps restart, the next scrape of each target is its first.
+async fn reset(State(app): State<Arc<App>>) -> &'static str {
+    let mut seen = app.seen.lock().unwrap_or_else(|e| e.into_inner());
+    seen.iter_mut().for_each(|s| *s = Seen::default());
+    "reset\n"
+}
+
+struct Args {
+    listen: String,
+    targets: usize,
+    template: String,
+    threads: usize,
+    ramp_s: f64,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a =
+        Args { listen: "127.0.0.1:19100".into(), targets: 100, template: String::new(), threads: 1, ramp_s: 600.0 };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--listen" => a.listen = value()?,
+            "--targets" => a.targets = value()?.parse().map_err(|e| format!("--targets: {e}"))?,
+            "--template" => a.template = value()?,
+            "--threads" => a.threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?,
+            "--ramp" => a.ramp_s = value()?.parse().map_err(|e| format!("--ramp: {e}"))?,
+            other => {
+                return Err(format!(
+                    "unknown flag {other}; expected --listen, --targets, --template, --threads, --ramp"
+                ));
+            }
+        }
+    }
+    if a.template.is_empty() {
+        return Err("--template FILE is required (a scrape saved from `goodput simulate`)".into());
+    }
+    if a.threads == 0 || a.ramp_s <= 0.0 {
+        return Err("--threads and --ramp must be positive".into());
+    }
+    Ok(a)
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("fake_targets: {e}");
+            std::process::exit(2);
+        }
+    };
+    let text = match std::fs::read_to_string(&args.template) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("fake_targets: cannot read {}: {e}", args.template);
+            std::process::exit(2);
+        }
+    };
+    let app = Arc::new(App {
+        template: Template::parse(&text),
+        started: Instant::now(),
+        ramp_s: args.ramp_s,
+        seen: Mutex::new(vec![Seen::default(); args.targets]),
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(args.threads).enable_all().build();
+    let rt = match rt {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fake_targets: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    rt.block_on(async move {
+        let router = Router::new()
+            .route("/t/{i}/metrics", get(metrics))
+            .route("/stats", get(stats))
+            .route("/stats/reset", get(reset))
+            .with_state(app);
+        let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("fake_targets: cannot listen on {}: {e}", args.listen);
+                std::process::exit(1);
+            }
+        };
+        eprintln!("fake_targets: {} targets on http://{}/t/<i>/metrics", args.targets, args.listen);
+        if let Err(e) = axum::serve(listener, router).await {
+            eprintln!("fake_targets: server failed: {e}");
+        }
+    });
+}

@@ -1,0 +1,108 @@
+//! The per-target cost of the daemon once its windows are full, measured in-process so it
+//! needs no hours of wall time (docs/footprint.md). A live benchmark of a few minutes only
+//! sees windows holding a few minutes of scrapes; evaluation reads every stored point of
+//! every window on every tick, so its cost grows until the longest window is full.
+//!
+//! Fills one target's window store with `longest window / interval` scrapes of the
+//! template (counters advancing as in `fake_targets`), then times the two per-target
+//! costs the daemon pays: ingesting one scrape (parse + adapt + push) per interval, and
+//! evaluating the full windows (`evaluate_target`) per evaluation tick.
+//!
+//! ```sh
+//! cargo run --release --example steady_state -- --template scrape.prom --interval 1 [--config FILE]
+//! ```
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goodput::adapt::EngineHint;
+use goodput::evaluate::evaluate_target;
+use goodput::parse::Limits;
+use goodput::scrape::ingest;
+use goodput::window::TargetWindows;
+
+#[path = "fake_targets/template.rs"]
+mod template;
+use template::Template;
+
+fn fail(msg: String) -> ! {
+    eprintln!("steady_state: {msg}");
+    std::process::exit(2);
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+fn main() {
+    let (mut template_path, mut interval_s, mut config_path, mut evals) = (String::new(), 1.0f64, None, 15usize);
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().unwrap_or_else(|| fail(format!("{flag} needs a value")));
+        match flag.as_str() {
+            "--template" => template_path = value,
+            "--interval" => interval_s = value.parse().unwrap_or_else(|e| fail(format!("--interval: {e}"))),
+            "--config" => config_path = Some(value),
+            "--evals" => evals = value.parse().unwrap_or_else(|e| fail(format!("--evals: {e}"))),
+            other => fail(format!("unknown flag {other}; expected --template, --interval, --config, --evals")),
+        }
+    }
+    if interval_s.is_nan() || interval_s <= 0.0 || evals == 0 {
+        fail("--interval and --evals must be positive".into());
+    }
+    let text = std::fs::read_to_string(&template_path)
+        .unwrap_or_else(|e| fail(format!("cannot read --template {template_path:?}: {e}")));
+    // The default config (default windows and alert rules) unless one is given.
+    let yaml = match &config_path {
+        Some(p) => std::fs::read_to_string(p).unwrap_or_else(|e| fail(format!("cannot read {p}: {e}"))),
+        None => "targets:\n  - {name: t, url: 'http://127.0.0.1:1/metrics'}\n".to_string(),
+    };
+    let config = goodput::config::from_str(&yaml, "config").unwrap_or_else(|e| fail(format!("{e}"))).config;
+    let eval = config.eval_config().for_target("t");
+    let max_window = config.max_window();
+    let interval_ms = (interval_s * 1000.0).round() as i64;
+    let points = max_window.as_millis() as i64 / interval_ms;
+
+    let template = Template::parse(&text);
+    let limits = Limits::default();
+    let mut store = TargetWindows::new(max_window);
+    let mut ingest_times = Vec::with_capacity(points as usize + 1);
+    let mut body_bytes = 0;
+    for k in 0..=points {
+        // The template's counters grew over 10 simulated minutes; keep that rate.
+        let body = template.render(1.0 + (k * interval_ms) as f64 / 600_000.0);
+        body_bytes = body.len();
+        let began = Instant::now();
+        let snapshot = ingest(body.as_bytes(), &limits, EngineHint::Auto, "t")
+            .unwrap_or_else(|e| fail(format!("the template does not ingest: {e}")));
+        store.push(k * interval_ms, Arc::new(snapshot));
+        ingest_times.push(began.elapsed());
+    }
+    let now_ms = points * interval_ms;
+    let mut eval_times = Vec::with_capacity(evals);
+    let mut models = 0;
+    for _ in 0..evals {
+        let began = Instant::now();
+        models = std::hint::black_box(evaluate_target(&store, now_ms, &eval)).len();
+        eval_times.push(began.elapsed());
+    }
+    let ingest = median(ingest_times);
+    let evaluate = median(eval_times);
+    let windows: Vec<String> = config.eval_windows().iter().map(|w| format!("{w}")).collect();
+    let per_tick = ingest + evaluate;
+    println!("windows evaluated      {}", windows.join(","));
+    println!("stored points          {} ({} per window at {interval_s}s)", store.len(), points);
+    println!("scrape body            {body_bytes} bytes, {models} model(s)");
+    println!("ingest, median         {:.1} us per scrape (parse + adapt + push)", ingest.as_secs_f64() * 1e6);
+    println!("evaluate, median       {:.2} ms per tick (full windows)", evaluate.as_secs_f64() * 1e3);
+    println!("window store heap      {:.2} MiB", store.heap_bytes() as f64 / (1 << 20) as f64);
+    println!(
+        "one target, full windows: {:.3} % of one core at a {interval_s}s interval (excluding HTTP and /metrics)",
+        per_tick.as_secs_f64() / interval_s * 100.0
+    );
+    println!(
+        "targets one evaluation thread can evaluate per {interval_s}s tick: {:.0}",
+        interval_s / evaluate.as_secs_f64()
+    );
+}

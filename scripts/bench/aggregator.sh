@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Footprint as an aggregator: the daemon scraping N fake vLLM targets every INTERVAL, for
+# each N given. The targets come from examples/fake_targets.rs, one process, one port,
+# sharing this machine's CPUs with the daemon (its CPU share is printed separately).
+#
+#   cargo build --release --bin goodput --example fake_targets
+#   scripts/bench/aggregator.sh [N ...]          # default: 250 500 1000 2000
+#
+# "Keeps up" at N means, over DURATION seconds after WARMUP:
+#   - every target was scraped, each at most 1.5 intervals after its previous scrape
+#     (counted by the fake server, outside the daemon),
+#   - llm_slo_target_up is 1 for all N and llm_slo_scrape_errors_total did not move,
+#   - /api/v1/report advanced on every evaluation tick (polled twice per interval).
+# rss_mib is the daemon's RSS before one final GET /metrics, hwm_mib its peak after it.
+#
+# Env: WARMUP (s, default 30), DURATION (s, default 120), INTERVAL (s, default 5),
+#      BIN, FAKE (binaries), PORT (daemon, 19465), FAKE_PORT (19100), FAKE_THREADS (1).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. scripts/bench/lib.sh
+
+NS=("$@"); [ ${#NS[@]} -gt 0 ] || NS=(250 500 1000 2000)
+WARMUP=${WARMUP:-30}
+DURATION=${DURATION:-120}
+INTERVAL=${INTERVAL:-5}
+BIN=${BIN:-target/release/goodput}
+FAKE=${FAKE:-target/release/examples/fake_targets}
+PORT=${PORT:-19465}
+FAKE_PORT=${FAKE_PORT:-19100}
+FAKE_THREADS=${FAKE_THREADS:-1}
+require_bin "$BIN" "cargo build --release --bin goodput"
+require_bin "$FAKE" "cargo build --release --example fake_targets"
+
+work=$(mktemp -d)
+fake_pid=""
+daemon_pid=""
+cleanup() { stop_pids "$daemon_pid" "$fake_pid"; }
+trap cleanup EXIT
+
+# A realistic exposition: the simulator's last scrape after 10 busy virtual minutes.
+"$BIN" simulate --out "$work/rec" --duration 10m --profile steady --seed 1 >/dev/null
+template=$(ls "$work"/rec/sim/*.prom | tail -n 1)
+
+errors_sum() { awk '/^llm_slo_scrape_errors_total\{/ { s += $2 } END { print s + 0 }' <<<"$1"; }
+up_count() { awk '/^llm_slo_target_up\{/ && $2 == 1 { n++ } END { print n + 0 }' <<<"$1"; }
+pct() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / (t1 - t0) * 100 }'; }
+
+echo "# nproc $(nproc), $(uname -sr), interval ${INTERVAL}s, warm-up ${WARMUP}s, measured ${DURATION}s, fake server threads $FAKE_THREADS"
+printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s\n' \
+  N ok cpu_pct fake_pct rss_mib hwm_mib min_scr max_gap up errors ticks report_s metrics_s load_start load_end
+for n in "${NS[@]}"; do
+  "$FAKE" --listen "127.0.0.1:$FAKE_PORT" --targets "$n" --template "$template" --threads "$FAKE_THREADS" \
+    >"$work/fake.log" 2>&1 &
+  fake_pid=$!
+  wait_http "http://127.0.0.1:$FAKE_PORT/stats"
+  {
+    echo "listen: 127.0.0.1:$PORT"
+    echo "scrape: {interval: ${INTERVAL}s}"
+    echo "targets:"
+    for ((i = 0; i < n; i++)); do echo "  - {name: t$i, url: 'http://127.0.0.1:$FAKE_PORT/t/$i/metrics'}"; done
+  } >"$work/config.yaml"
+  "$BIN" run --config "$work/config.yaml" >"$work/daemon.log" 2>&1 &
+  daemon_pid=$!
+  wait_http "http://127.0.0.1:$PORT/healthz"
+  sleep "$WARMUP"
+
+  m0=$(curl -fsS --max-time 10 "http://127.0.0.1:$PORT/metrics")
+  curl -fsS -o /dev/null "http://127.0.0.1:$FAKE_PORT/stats/reset"
+  load_start=$(loadavg | tr ' ' /)
+  t0=$(now_s); d0=$(cpu_ticks "$daemon_pid"); f0=$(cpu_ticks "$fake_pid")
+  # Poll the report twice per interval: every tick's t_ms is seen at least once.
+  : >"$work/ticks"; : >"$work/report_s"
+  end=$(awk -v t="$t0" -v d="$DURATION" 'BEGIN { printf "%d", t + d }')
+  while [ "$(date +%s)" -lt "$end" ]; do
+    if curl -fsS -o "$work/report.json" -w '%{time_total}\n' --max-time "$INTERVAL" \
+      "http://127.0.0.1:$PORT/api/v1/report" >>"$work/report_s"; then
+      grep -o '"t_ms":[0-9]*' "$work/report.json" | head -n 1 | cut -d: -f2 >>"$work/ticks" || true
+    fi
+    sleep "$(awk -v i="$INTERVAL" 'BEGIN { print i / 2 }')"
+  done
+  t1=$(now_s); d1=$(cpu_ticks "$daemon_pid"); f1=$(cpu_ticks "$fake_pid")
+  load_end=$(loadavg | tr ' ' /)
+  stats=$(curl -fsS "http://127.0.0.1:$FAKE_PORT/stats")
+  # RSS before /metrics is rendered (rendering it builds the whole exposition in memory).
+  rss=$(status_kb "$daemon_pid" VmRSS)
+  # Large fleets render a /metrics of ~70 KB per target; give it time, and count a failure.
+  metrics_s=$(curl -fsS -o "$work/m1" -w '%{time_total}' --max-time 60 "http://127.0.0.1:$PORT/metrics") \
+    || { metrics_s=failed; : >"$work/m1"; }
+  m1=$(cat "$work/m1")
+  hwm=$(status_kb "$daemon_pid" VmHWM)
+
+  min_scr=$(awk '$1 == "min_count" { print $2 }' <<<"$stats")
+  never=$(awk '$1 == "never_scraped" { print $2 }' <<<"$stats")
+  max_gap=$(awk '$1 == "max_gap_ms" { print $2 }' <<<"$stats")
+  up=$(up_count "$m1")
+  errors=$(($(errors_sum "$m1") - $(errors_sum "$m0")))
+  ticks=$(sort -u "$work/ticks" | grep -c . || true)
+  want_ticks=$(awk -v d="$DURATION" -v i="$INTERVAL" 'BEGIN { printf "%d", d / i - 1 }')
+  want_scr=$(awk -v d="$DURATION" -v i="$INTERVAL" 'BEGIN { printf "%d", d / i - 1 }')
+  ok=yes
+  if [ "$never" != 0 ] || [ "$min_scr" -lt "$want_scr" ] || [ "$max_gap" -gt $((INTERVAL * 1500)) ] \
+    || [ "$up" -ne "$n" ] || [ "$errors" -ne 0 ] || [ "$ticks" -lt "$want_ticks" ]; then
+    ok=no
+  fi
+  report_s=$(median <"$work/report_s")
+  printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s\n' "$n" "$ok" \
+    "$(pct "$d0" "$d1" "$t0" "$t1")" "$(pct "$f0" "$f1" "$t0" "$t1")" \
+    "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" \
+    "$(awk -v k="$hwm" 'BEGIN { printf "%.1f", k / 1024 }')" "$min_scr/$want_scr" "$max_gap" "$up/$n" "$errors" \
+    "$ticks/$want_ticks" "$report_s" "$metrics_s" "$load_start" "$load_end"
+  stop_pids "$daemon_pid" "$fake_pid"; daemon_pid=""; fake_pid=""
+done
+rm -rf "$work"
