@@ -3,11 +3,16 @@
 //! Modules follow the data flow of DESIGN.md §2, one direction, no back edges:
 //!
 //! ```text
-//! config ─► scrape ─► parse ─► adapt ─► window ─► evaluate ─► report ─► export / alert
+//! config ─► scrape ─► parse ─► adapt ─► window ─► evaluate ─► report ─► enrich ─► export ─► serve
+//!  (YAML)   (HTTP)   (text)   (engine   (rings of  (PromQL,    (one      (GPU join, (families)  (/metrics,
+//!                             → canonical) snapshots) SLOs, slo)  tick)     alerts)               JSON API)
+//! gpu (NVML thread, dcgm-exporter) ─────────────────────────────────────► enrich
+//! alert: rules and state (pure) ─► delivery to Alertmanager (I/O)
 //! ```
 //!
-//! Everything from [`parse`] to `evaluate` is pure: no I/O, no wall clock. The daemon,
-//! `replay` and the tests drive the same code with real or virtual time.
+//! Everything from [`parse`] to [`evaluate`] and [`slo`] is pure: no I/O, no wall clock.
+//! [`daemon`] drives it live; [`replay`] drives the same code in virtual time over a
+//! recording; [`sim`] is the engine simulator behind `goodput demo` and the ground-truth tests.
 
 pub mod adapt;
 pub mod alert;
@@ -30,3 +35,10 @@ pub mod serve;
 pub mod sim;
 pub mod slo;
 pub mod window;
+
+pub use adapt::{EngineHint, adapt};
+pub use canonical::{Engine, Snapshot};
+pub use config::Config;
+pub use evaluate::{EvalConfig, evaluate_target};
+pub use parse::{Limits, parse};
+pub use report::Report;
