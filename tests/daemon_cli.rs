@@ -22,7 +22,13 @@ fn check_accepts_the_example_config() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.starts_with("OK: "), "{stdout}");
-    assert!(stdout.contains("windows 1m, 5m, 15m, 1h at quantiles 0.5, 0.9, 0.95, 0.99"), "{stdout}");
+    // The configured windows, and those the default burn-rate alerts add.
+    assert!(
+        stdout.contains(
+            "windows 1m, 5m, 15m, 30m (read by alert rules), 1h, 6h (read by alert rules) at quantiles 0.5, 0.9, 0.95, 0.99"
+        ),
+        "{stdout}"
+    );
     assert!(stdout.contains("llama http://127.0.0.1:8000/metrics engine=auto every 5s timeout 3s"), "{stdout}");
 }
 

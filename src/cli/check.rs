@@ -92,7 +92,11 @@ pub fn probe(c: &Config) -> Result<Vec<String>, Box<dyn std::error::Error + Send
 
 /// A short human summary of what the daemon will do with this config.
 pub fn summary(file: &str, c: &Config) -> String {
-    let windows: Vec<String> = c.windows.iter().map(|w| w.label()).collect();
+    let windows: Vec<String> = c
+        .eval_windows()
+        .iter()
+        .map(|w| if c.windows.contains(w) { w.label() } else { format!("{} (read by alert rules)", w.label()) })
+        .collect();
     let quantiles: Vec<String> = c.quantiles.iter().map(|q| q.to_string()).collect();
     let mut s = format!(
         "OK: {file}\n  listen {}\n  scrape every {} (timeout {}, body limit {} bytes, gzip {})\n  evaluate every {} over windows {} at quantiles {}\n  {} target(s):\n",
