@@ -94,28 +94,10 @@ impl Prometheus {
     /// `query_range` → the one result series' points as (t_ms, value). Panics on API
     /// errors; an empty result gives an empty list.
     pub fn query_range(&self, query: &str, start_ms: i64, end_ms: i64, step_s: u64) -> Vec<(i64, f64)> {
-        let q: String = url::form_urlencoded::byte_serialize(query.as_bytes()).collect();
-        let path = format!(
-            "/api/v1/query_range?query={q}&start={}&end={}&step={step_s}",
-            start_ms as f64 / 1000.0,
-            end_ms as f64 / 1000.0
-        );
-        let (status, body) = self.get(&path).expect("query_range request");
-        assert_eq!(status, 200, "query_range {query}: {body}");
-        let v: serde_json::Value = serde_json::from_str(&body).expect("query_range JSON");
-        let result = v["data"]["result"].as_array().expect("result array");
+        let result = self.query_range_series(query, start_ms, end_ms, step_s);
         assert!(result.len() <= 1, "{query} returned {} series", result.len());
-        let Some(series) = result.first() else { return Vec::new() };
-        series["values"]
-            .as_array()
-            .expect("values")
-            .iter()
-            .map(|p| {
-                let t = (p[0].as_f64().expect("timestamp") * 1000.0).round() as i64;
-                let v: f64 = p[1].as_str().expect("value string").parse().expect("float");
-                (t, v)
-            })
-            .collect()
+        let Some((_, points)) = result.into_iter().next() else { return Vec::new() };
+        points.into_iter().map(|(t, v)| (t, v.parse().expect("float"))).collect()
     }
 
     /// `query_range` → every result series: its labels and its points as (t_ms, the value
