@@ -9,7 +9,7 @@ mod accuracy_support;
 
 use accuracy_support::stats::{Summary, contains};
 use accuracy_support::{Case, CaseResult, ClauseRow, WINDOWS_S, run, slos};
-use goodput::sim::Profile;
+use goodput_sim::Profile;
 use goodput::slo::Clause;
 
 const SEEDS: [u64; 4] = [11, 12, 13, 14];

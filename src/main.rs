@@ -1,6 +1,18 @@
+//! The `goodput` command line: the daemon (`run`), its checks (`check`, `inspect`, `rules`),
+//! recording and replay, and the simulator behind `demo` and `simulate`.
+
 use clap::Parser;
 
+mod cli;
+
+// The subcommands name the library's modules as `crate::…`, as the daemon crate does.
+use goodput::{
+    adapt, alert, canonical, config, daemon, duration, gpu, parse, probe, replay, report, rules,
+    scrape, slo,
+};
+use goodput_sim as sim;
+
 fn main() {
-    let cli = goodput::cli::Cli::parse();
-    std::process::exit(goodput::cli::main(cli));
+    let cli = cli::Cli::parse();
+    std::process::exit(cli::main(cli));
 }

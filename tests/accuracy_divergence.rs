@@ -8,7 +8,7 @@
 mod accuracy_support;
 
 use accuracy_support::{Case, GoodputRow, run};
-use goodput::sim::Profile;
+use goodput_sim::Profile;
 
 /// TTFT ≤ 250 ms and TPOT ≤ 50 ms, both bucket boundaries: the goodput.
 const SLO: &str = "on_tight";

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use accuracy_support::stats::{Summary, TOLERANCE, contains};
 use accuracy_support::{Case, CaseResult, ClauseRow, run};
-use goodput::sim::Profile;
+use goodput_sim::Profile;
 use goodput::slo::Clause;
 
 fn results() -> &'static [CaseResult] {

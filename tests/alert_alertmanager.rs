@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common_am::{Am, Http, alertmanager_binary};
-use goodput::alert::deliver::Delivery;
+use goodput::deliver::Delivery;
 use goodput::alert::{
     AlertEngine, AlertInput, AlertingConfig, Bounded, Clause, KvUsage, SloReport, SloSpec, WindowInput,
 };
@@ -92,7 +92,7 @@ where
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
     let Some(bin) = alertmanager_binary() else { return };
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    goodput::scrape::install_crypto_provider();
     let tmp = tempfile::tempdir().unwrap();
     let mut steady = Am::new(&bin, tmp.path(), "steady");
     let mut flaky = Am::new(&bin, tmp.path(), "flaky");
@@ -110,7 +110,7 @@ async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
         flaky.url()
     );
     let cfg: AlertingConfig = serde_saphyr::from_str(&yaml).expect("config parses");
-    let mut opts = goodput::alert::deliver::DeliveryOptions::from_config(&cfg);
+    let mut opts = goodput::deliver::DeliveryOptions::from_config(&cfg);
     opts.initial_backoff = Duration::from_millis(200);
     opts.max_backoff = Duration::from_secs(1);
     let delivery = Delivery::start_with(&cfg, opts).unwrap();

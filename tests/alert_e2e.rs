@@ -18,8 +18,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use common_am::{Am, Http, alertmanager_binary};
 use goodput::daemon::{self, clock::SystemClock};
-use goodput::sim::config::{Pattern, SimConfig};
-use goodput::sim::live;
+use goodput_sim::config::{Pattern, SimConfig};
+use goodput_sim::live;
 
 const KV: &str = "LLMKVCacheSaturated";
 const DIV: &str = "LLMGoodputDivergence";

@@ -13,7 +13,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
-use goodput::alert::deliver::{Delivery, DeliveryOptions};
+use goodput::deliver::{Delivery, DeliveryOptions};
 use goodput::alert::{Fingerprint, Notification};
 
 #[derive(Default)]

@@ -21,8 +21,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use goodput::sim::config::Profile;
-use goodput::sim::{SimConfig, offline};
+use goodput_sim::config::Profile;
+use goodput_sim::{SimConfig, offline};
 use support::prometheus::{Prometheus, backfill, require_tool};
 
 const STEP_MS: i64 = 5_000;

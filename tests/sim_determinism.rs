@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use goodput::sim::SimConfig;
-use goodput::sim::config::Profile;
-use goodput::sim::offline::{self, Options};
+use goodput_sim::SimConfig;
+use goodput_sim::config::Profile;
+use goodput_sim::offline::{self, Options};
 
 fn snapshot(cfg: &SimConfig) -> BTreeMap<String, Vec<u8>> {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use goodput::parse::{Limits, MetricType, parse};
-use goodput::sim::Sim;
-use goodput::sim::config::{Format, Profile, SimConfig};
+use goodput_sim::Sim;
+use goodput_sim::config::{Format, Profile, SimConfig};
 
 /// Family name → (type, help, sample name → label names, sample name → le list).
 type Shape = BTreeMap<String, (MetricType, String, BTreeMap<String, BTreeSet<String>>, BTreeMap<String, Vec<String>>)>;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use goodput::parse::{Limits, parse};
-use goodput::sim::config::Profile;
-use goodput::sim::{SimConfig, live};
+use goodput_sim::config::Profile;
+use goodput_sim::{SimConfig, live};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn get(addr: std::net::SocketAddr, path: &str) -> (String, String) {

@@ -5,7 +5,7 @@
 
 mod sim_common;
 
-use goodput::sim::config::{Profile, SimConfig};
+use goodput_sim::config::{Profile, SimConfig};
 use sim_common::{Parsed, record};
 
 /// One scrape reduced to what the checks need.

@@ -6,8 +6,8 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use goodput::sim::config::Profile;
-use goodput::sim::{SimConfig, live};
+use goodput_sim::config::Profile;
+use goodput_sim::{SimConfig, live};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 struct KillOnDrop(Child);

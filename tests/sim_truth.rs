@@ -7,7 +7,7 @@
 
 mod sim_common;
 
-use goodput::sim::config::{Format, Profile, SimConfig};
+use goodput_sim::config::{Format, Profile, SimConfig};
 use serde_json::Value;
 use sim_common::{Parsed, bounds, f, record, sum};
 

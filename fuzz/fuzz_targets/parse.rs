@@ -2,7 +2,7 @@
 //! and a successful parse must be internally consistent.
 #![no_main]
 
-use goodput::parse::{Limits, parse};
+use goodput_core::parse::{Limits, parse};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -67,7 +67,7 @@ pub fn run(args: Args) -> CliResult {
 
 fn read_source(source: &str) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
     if source.starts_with("http://") || source.starts_with("https://") {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::scrape::install_crypto_provider();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         rt.block_on(async {
             let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(10)).build()?;

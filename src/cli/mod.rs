@@ -1,6 +1,8 @@
 //! The `goodput` command line: one module per subcommand, each with its clap `Args`
 //! and a `run` that returns the process exit code.
 
+mod logging;
+
 pub mod check;
 pub mod demo;
 pub mod inspect;
@@ -11,6 +13,8 @@ pub mod run;
 pub mod simulate;
 
 use clap::{Parser, Subcommand};
+
+pub use crate::cli::logging::LogFormat;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -24,12 +28,6 @@ pub struct Cli {
     pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    Human,
-    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -54,7 +52,7 @@ pub enum Command {
 
 /// Runs the parsed command line and returns the process exit code.
 pub fn main(cli: Cli) -> i32 {
-    crate::logging::init(cli.log_format);
+    crate::cli::logging::init(cli.log_format);
     let result = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Check(a) => check::run(a),

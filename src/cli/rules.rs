@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::CliResult;
 use crate::alert::input::SloSpec;
-use crate::alert::promql::{RulesSpec, groups, render_prometheus, render_prometheusrule};
+use crate::rules::{RulesSpec, groups, render_prometheus, render_prometheusrule};
 use crate::config;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -19,8 +19,8 @@ use goodput::evaluate::{EvalConfig, KvThresholds, SloSpec};
 use goodput::parse::{Limits, parse};
 use goodput::replay::{Recording, ReplayTarget, replay};
 use goodput::report::{SloStatus, SloValues, WindowReport};
-use goodput::sim::offline::{self, Options};
-use goodput::sim::{Profile, SimConfig};
+use goodput_sim::offline::{self, Options};
+use goodput_sim::{Profile, SimConfig};
 use goodput::slo::{Bounded, Clause};
 use truth::{Populations, Span, Truth, share};
 

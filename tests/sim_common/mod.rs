@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use goodput::parse::{Limits, parse};
-use goodput::sim::SimConfig;
-use goodput::sim::offline::{self, Options};
+use goodput_sim::SimConfig;
+use goodput_sim::offline::{self, Options};
 use serde_json::Value;
 
 pub struct Run {

@@ -1,0 +1,269 @@
+//! Evaluation on hand-built snapshots: shard sums, resets, absent shards, quantiles.
+//! Expectations are worked out by hand from the extrapolatedRate rules.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::range::RangeView;
+use super::*;
+use crate::canonical::{
+    Bucket, CounterValue, Engine, FinishReason, GaugeKind, Histogram, HistogramKind, ModelSnapshot, Shard, Snapshot,
+};
+use crate::report::KvBand;
+
+/// One shard's numbers in one scrape.
+#[derive(Clone, Copy)]
+struct S {
+    engine: u8,
+    tokens: f64,
+    /// Cumulative bucket counts for le 0.1, 0.2, +Inf.
+    buckets: [f64; 3],
+    created: f64,
+    kv: f64,
+}
+
+fn snap(shards: &[S], process_start: f64) -> Arc<Snapshot> {
+    let mut m = ModelSnapshot::default();
+    for s in shards {
+        let key = format!("engine=\"{}\"", s.engine);
+        let buckets =
+            [0.1, 0.2, f64::INFINITY].iter().zip(s.buckets).map(|(&le, count)| Bucket { le, count }).collect();
+        let h = Histogram { buckets, sum: 0.0, count: s.buckets[2] };
+        m.histograms.entry(HistogramKind::Ttft).or_default().push(Shard {
+            key: key.clone(),
+            created: Some(s.created),
+            value: h,
+        });
+        m.counters.entry(CounterKind::PromptTokens).or_default().push(Shard {
+            key: key.clone(),
+            created: Some(s.created),
+            value: CounterValue { value: s.tokens, reason: None },
+        });
+        m.counters.entry(CounterKind::RequestsFinished).or_default().push(Shard {
+            key: format!("{key},finished_reason=\"stop\""),
+            created: Some(s.created),
+            value: CounterValue { value: s.buckets[2], reason: Some(FinishReason::Stop) },
+        });
+        m.gauges.entry(GaugeKind::KvCacheUsage).or_default().push(Shard { key, created: None, value: s.kv });
+    }
+    Arc::new(Snapshot {
+        engine: Engine::Vllm,
+        models: BTreeMap::from([("m".to_string(), m)]),
+        process_start: Some(process_start),
+        families: 0,
+        samples: 0,
+        warnings: Vec::new(),
+    })
+}
+
+fn cfg(secs: u64) -> EvalConfig {
+    EvalConfig {
+        windows: vec![Window::new(Duration::from_secs(secs)).unwrap()],
+        quantiles: vec![0.5, 0.75, 0.99],
+        kv: KvThresholds::default(),
+        ..EvalConfig::default()
+    }
+}
+
+fn shard(engine: u8, i: f64) -> S {
+    // Engine 0 observes 10 requests per scrape in (0, 0.1], engine 1 in (0.1, 0.2].
+    let b = if engine == 0 {
+        [1000.0 + 10.0 * i, 1000.0 + 10.0 * i, 1000.0 + 10.0 * i]
+    } else {
+        [0.0, 1000.0 + 10.0 * i, 1000.0 + 10.0 * i]
+    };
+    S { engine, tokens: 1000.0 + 100.0 * i, buckets: b, created: 1.0, kv: if engine == 0 { 0.8 } else { 0.6 } }
+}
+
+/// Scrapes at 5, 15, …, 55 s; window (0, 60 s]. Each shard: 6 samples over 50 s, 5 s to
+/// either edge (< 1.1 × 10 s), zero point far away: increase × 60/50, rate = increase/50.
+fn steady() -> TargetWindows {
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for i in 0..6 {
+        w.push(5_000 + i * 10_000, snap(&[shard(0, i as f64), shard(1, i as f64)], 1.0));
+    }
+    w
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+}
+
+#[test]
+fn rates_sum_over_shards() {
+    let r = evaluate_target(&steady(), 60_000, &cfg(60));
+    let w = &r[0].windows[0];
+    // Tokens: 500 per shard over 50 s, extrapolated to 60 s → 600 / 60 = 10 per shard.
+    assert!(close(w.input_tokens_per_second.unwrap(), 20.0), "{:?}", w.input_tokens_per_second);
+    // Requests: 50 per shard → 60 / 60 = 1 per shard.
+    assert!(close(w.requests_per_second.unwrap(), 2.0));
+    assert_eq!(w.output_tokens_per_second, None, "no generation counter at all");
+}
+
+#[test]
+fn quantiles_sum_buckets_before_interpolating() {
+    let r = evaluate_target(&steady(), 60_000, &cfg(60));
+    let lat = &r[0].windows[0].latency;
+    // Summed rates per le: 0.1 → 1, 0.2 → 2, +Inf → 2 (per s).
+    // p50: rank 1 → first bucket, 0 + 0.1·1/1 = 0.1. p75: rank 1.5 → 0.1 + 0.1·0.5/1.
+    // p99: rank 1.98 → (0.1, 0.2]: 0.1 + 0.1·0.98.
+    let get = |q: f64| lat.iter().find(|l| l.metric == HistogramKind::Ttft && l.quantile == q).unwrap();
+    assert!(close(get(0.5).value, 0.1));
+    assert_eq!(get(0.5).bracket, Some((0.0, 0.1)));
+    assert!(close(get(0.75).value, 0.15));
+    assert_eq!(get(0.75).bracket, Some((0.1, 0.2)));
+    assert!(close(get(0.99).value, 0.198));
+    assert!(lat.iter().all(|l| l.metric == HistogramKind::Ttft), "only TTFT exists");
+}
+
+#[test]
+fn kv_mean_is_over_ranks_then_scrapes() {
+    let r = evaluate_target(&steady(), 60_000, &cfg(60));
+    let kv = r[0].windows[0].kv_cache.as_ref().unwrap();
+    // Each scrape: (0.8 + 0.6) / 2 = 0.7 → band low, every time.
+    assert!(close(kv.last, 0.7) && close(kv.mean, 0.7) && close(kv.max, 0.7));
+    assert_eq!(kv.band_time[&KvBand::Low], 1.0);
+}
+
+#[test]
+fn a_decrease_is_a_reset() {
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    // Tokens 1000, 1100, 1200, then restart: 50, 150, 250. Raw increase 250 − 1000 + 1200 = 450.
+    let values = [1000.0, 1100.0, 1200.0, 50.0, 150.0, 250.0];
+    for (i, v) in values.iter().enumerate() {
+        let s = S { tokens: *v, ..shard(0, i as f64) };
+        w.push(5_000 + i as i64 * 10_000, snap(&[s], 1.0));
+    }
+    let view = RangeView::collect(&w, 60_000, 60_000);
+    let acc =
+        view.series.iter().find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None)).unwrap().1;
+    assert_eq!(acc.raw_increase(), 450.0);
+    // First value 1000 > 450: zero point far, so 450 × 60/50 / 60 s = 9.
+    let r = evaluate_target(&w, 60_000, &cfg(60));
+    assert!(close(r[0].windows[0].input_tokens_per_second.unwrap(), 9.0));
+}
+
+#[test]
+fn a_changed_created_or_process_start_is_a_reset_even_without_a_decrease() {
+    // Tokens 100, 110, 120 | restart | 125, 135, 145. Prometheus would see +45; the new
+    // process counted 145 of its own, so the increase is 20 + 145 = 165.
+    for by_created in [true, false] {
+        let mut w = TargetWindows::new(Duration::from_secs(60));
+        let values = [100.0, 110.0, 120.0, 125.0, 135.0, 145.0];
+        for (i, v) in values.iter().enumerate() {
+            let after = i >= 3;
+            let created = if by_created && after { 2.0 } else { 1.0 };
+            let start = if !by_created && after { 2.0 } else { 1.0 };
+            let s = S { tokens: *v, created, ..shard(0, 0.0) };
+            w.push(5_000 + i as i64 * 10_000, snap(&[s], start));
+        }
+        let view = RangeView::collect(&w, 60_000, 60_000);
+        let acc = view
+            .series
+            .iter()
+            .find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None))
+            .unwrap()
+            .1;
+        assert_eq!(acc.raw_increase(), 165.0, "by_created={by_created}");
+    }
+}
+
+#[test]
+fn an_absent_shard_is_a_series_with_fewer_samples() {
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for i in 0..6 {
+        // Engine 1 misses the scrapes at 25 and 35 s.
+        let shards =
+            if i == 2 || i == 3 { vec![shard(0, i as f64)] } else { vec![shard(0, i as f64), shard(1, i as f64)] };
+        w.push(5_000 + i * 10_000, snap(&shards, 1.0));
+    }
+    let r = evaluate_target(&w, 60_000, &cfg(60));
+    // Engine 1: samples at 5, 15, 45, 55 s, increase 500 over 50 s, 4 samples → average
+    // spacing 50/3 s, threshold 18.3 s; edges 5 s → extrapolate to 60 s: rate 10, as engine 0.
+    assert!(close(r[0].windows[0].input_tokens_per_second.unwrap(), 20.0));
+}
+
+#[test]
+fn nothing_in_the_window_gives_nothing() {
+    let w = steady();
+    assert!(evaluate_target(&w, 200_000, &cfg(60)).is_empty());
+    // One sample per series: no rate, no quantile; KV still has its one sample.
+    let r = evaluate_target(&w, 60_000, &cfg(6));
+    let win = &r[0].windows[0];
+    assert!(win.latency.is_empty() && win.input_tokens_per_second.is_none());
+    assert!(win.kv_cache.is_some());
+}
+
+#[test]
+fn a_window_with_no_observations_gives_nan_quantiles() {
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for i in 0..3 {
+        w.push(5_000 + i * 10_000, snap(&[shard(0, 0.0)], 1.0));
+    }
+    let r = evaluate_target(&w, 30_000, &cfg(60));
+    assert!(r[0].windows[0].latency.iter().all(|l| l.value.is_nan() && l.bracket.is_none()));
+}
+
+#[test]
+fn naive_mode_skips_extrapolation() {
+    let r = evaluate_target_with(&steady(), 60_000, &cfg(60), RateMode::NaiveForTests);
+    // 500 per shard / 60 s.
+    assert!(close(r[0].windows[0].input_tokens_per_second.unwrap(), 2.0 * 500.0 / 60.0));
+}
+
+fn slo(name: &str, ttft: Option<f64>, tpot: Option<f64>) -> SloSpec {
+    SloSpec { name: name.into(), ttft, tpot, objective: 0.9, ..SloSpec::default() }
+}
+
+#[test]
+fn slo_attainment_from_raw_increases() {
+    let mut c = cfg(60);
+    c.slos = vec![slo("edge", Some(0.1), None), slo("between", Some(0.15), None), slo("tpot", Some(0.1), Some(0.05))];
+    let r = evaluate_target(&steady(), 60_000, &c);
+    let w = &r[0].windows[0];
+    let values = |name: &str| match &w.slos.iter().find(|s| s.slo == name).unwrap().status {
+        crate::report::SloStatus::Evaluated(v) => v.clone(),
+        other => panic!("{name}: {other:?}"),
+    };
+    // Raw increases over the 6 scrapes: 50 requests per shard, engine 0's all ≤ 0.1 s,
+    // engine 1's all in (0.1, 0.2]. A threshold on a boundary is exact.
+    let edge = values("edge");
+    let ttft = edge.attainment[&crate::slo::Clause::Ttft];
+    assert_eq!((ttft.lower, ttft.estimate, ttft.upper), (0.5, 0.5, 0.5));
+    assert_eq!(edge.requests, 100.0);
+    assert_eq!(edge.attainment[&crate::slo::Clause::Joint], ttft, "no failures: joint = marginal");
+    // Goodput scales the PromQL rate of finished requests (2/s) by the attainment.
+    let g = edge.goodput_requests_per_second.unwrap();
+    assert!(close(g.estimate, 1.0));
+    // Burn: (1 − 0.5) / (1 − 0.9).
+    assert!(close(edge.burn_rate.estimate, 5.0));
+    // Between boundaries: the bracket spans the bucket, the estimate interpolates.
+    let between = values("between").attainment[&crate::slo::Clause::Ttft];
+    assert_eq!((between.lower, between.upper), (0.5, 1.0));
+    assert!(close(between.estimate, 0.75));
+    // No per-request TPOT histogram: not evaluable, with the reason.
+    match &w.slos.iter().find(|s| s.slo == "tpot").unwrap().status {
+        crate::report::SloStatus::NotEvaluable { reason } => assert!(reason.starts_with("tpot:"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn evaluating_a_full_hour_reads_every_point_once_per_window() {
+    let w = crate::window::tests::fill(2, 3600, 1000);
+    let windows = [60, 300, 900, 3600].map(|s| crate::duration::Window::new(Duration::from_secs(s)).unwrap()).to_vec();
+    let cfg = EvalConfig {
+        windows,
+        quantiles: vec![0.5, 0.9, 0.95, 0.99],
+        kv: KvThresholds::default(),
+        ..EvalConfig::default()
+    };
+    let started = std::time::Instant::now();
+    let r = evaluate_target(&w, 3_599_007, &cfg);
+    println!("evaluated 4 windows over 3600 points × 2 ranks in {:?} (debug build)", started.elapsed());
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].windows.len(), 4);
+    // 4 latency histograms × 4 quantiles in every window.
+    assert!(r[0].windows.iter().all(|w| w.latency.len() == 16));
+}

@@ -1,0 +1,333 @@
+//! From a [`Report`](crate::report::Report) to the flat list of samples that /metrics
+//! and `goodput replay` both show (DESIGN.md §4).
+//!
+//! One function builds the list so the two outputs cannot drift. Non-finite values are
+//! left out rather than exported: a NaN quantile (no observations in the window) is
+//! *absent*, and so is the +Inf upper side of a bracket whose quantile fell in the +Inf
+//! bucket (JSON, which replay prints, has no Inf).
+
+use crate::canonical::HistogramKind;
+use crate::report::{KvBand, Report, SloStatus, WindowReport};
+
+pub mod alerts;
+pub mod gpu;
+
+/// One exported sample: family name, labels in order, value.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ExportSample {
+    pub name: &'static str,
+    pub labels: Vec<(&'static str, String)>,
+    pub value: f64,
+}
+
+pub const TTFT: &str = "llm_slo_ttft_seconds";
+pub const TPOT: &str = "llm_slo_tpot_seconds";
+pub const ITL: &str = "llm_slo_itl_seconds";
+pub const E2E: &str = "llm_slo_e2e_seconds";
+pub const BRACKET: &str = "llm_slo_quantile_bracket_seconds";
+pub const TOKENS: &str = "llm_slo_tokens_per_second";
+pub const REQUESTS: &str = "llm_slo_requests_per_second";
+pub const KV_UTILIZATION: &str = "llm_slo_kv_cache_utilization_ratio";
+pub const KV_BAND_TIME: &str = "llm_slo_kv_cache_band_time_ratio";
+pub const ATTAINMENT: &str = "llm_slo_attainment_ratio";
+pub const GOODPUT_TOKENS: &str = "llm_slo_goodput_tokens_per_second";
+pub const GOODPUT_REQUESTS: &str = "llm_slo_goodput_requests_per_second";
+pub const BURN_RATE: &str = "llm_slo_error_budget_burn_rate";
+pub const SLO_EVALUABLE: &str = "llm_slo_evaluable";
+pub const WINDOW_REQUESTS: &str = "llm_slo_window_requests";
+pub const KV_CURRENT_BAND: &str = "llm_slo_kv_cache_band";
+pub const KV_CAPACITY: &str = "llm_slo_kv_cache_capacity_tokens";
+pub const RUNNING: &str = "llm_slo_requests_running";
+pub const WAITING: &str = "llm_slo_requests_waiting";
+pub const PREEMPTIONS: &str = "llm_slo_preemptions_per_second";
+pub const TTFT_COMPONENT: &str = "llm_slo_ttft_component_mean_seconds";
+pub const REQUEST_TOKENS_MEAN: &str = "llm_slo_request_tokens_mean";
+pub const PROMPT_LENGTH_SHARE: &str = "llm_slo_prompt_length_cumulative_ratio";
+pub const SPEC_ACCEPTANCE: &str = "llm_slo_spec_decode_acceptance_ratio";
+pub const SPEC_ACCEPTED_LENGTH: &str = "llm_slo_spec_decode_mean_accepted_length";
+pub const SPEC_POSITION: &str = "llm_slo_spec_decode_position_acceptance_ratio";
+pub const SPEC_SPEEDUP: &str = "llm_slo_spec_decode_speedup_estimate";
+pub const PREFIX_HIT: &str = "llm_slo_prefix_cache_hit_ratio";
+pub const TARGET_UP: &str = "llm_slo_target_up";
+pub const SCRAPE_DURATION: &str = "llm_slo_scrape_duration_seconds";
+pub const SCRAPE_ERRORS: &str = "llm_slo_scrape_errors_total";
+
+/// Every family this module emits, in output order, with HELP and TYPE.
+pub const FAMILIES: &[(&str, &str, &str)] = &[
+    (
+        TTFT,
+        "Time to first token quantile over the window, PromQL-exact histogram_quantile of the engine's buckets.",
+        "gauge",
+    ),
+    (TPOT, "Per-request time per output token quantile over the window (PromQL-exact).", "gauge"),
+    (ITL, "Inter-token latency quantile over the window (PromQL-exact).", "gauge"),
+    (E2E, "End-to-end request latency quantile over the window (PromQL-exact).", "gauge"),
+    (
+        BRACKET,
+        "Bounds of the histogram bucket that holds each exported quantile; the quantile is interpolated inside.",
+        "gauge",
+    ),
+    (
+        TOKENS,
+        "Token throughput, sum over shards of rate(tokens[window]); direction=input is prompt, output is generated.",
+        "gauge",
+    ),
+    (REQUESTS, "Finished requests per second over the window, every finish reason.", "gauge"),
+    (KV_UTILIZATION, "KV-cache usage (0-1) over the window's scrapes: last, mean, max.", "gauge"),
+    (KV_BAND_TIME, "Share of the window's scrapes with KV-cache usage in each band.", "gauge"),
+    (
+        ATTAINMENT,
+        "Share of the window's requests meeting an SLO clause (joint: all clauses, failures count as bad). bound=lower|upper bracket the truth; estimate interpolates (joint: independence product).",
+        "gauge",
+    ),
+    (
+        GOODPUT_TOKENS,
+        "Output tokens/s of requests meeting the SLO: joint attainment x output tokens/s, with bounds.",
+        "gauge",
+    ),
+    (GOODPUT_REQUESTS, "Requests/s meeting the SLO: joint attainment x finished requests/s, with bounds.", "gauge"),
+    (BURN_RATE, "Error-budget burn rate (1 - joint attainment) / (1 - objective), with bounds.", "gauge"),
+    (
+        SLO_EVALUABLE,
+        "1 when the SLO could be evaluated on this engine; 0 when it lacks a clause's histogram (see /api/v1/report for the reason).",
+        "gauge",
+    ),
+    (
+        WINDOW_REQUESTS,
+        "Requests finished in the window (raw increase), and how many failed or were aborted (outcome label).",
+        "gauge",
+    ),
+    (KV_CURRENT_BAND, "1 for the KV-cache band of the last scrape, 0 for the others.", "gauge"),
+    (KV_CAPACITY, "KV-cache capacity in tokens at the last scrape.", "gauge"),
+    (RUNNING, "Requests in the running batch over the window's scrapes: last, mean, max.", "gauge"),
+    (WAITING, "Requests waiting in the queue over the window's scrapes: last, mean, max.", "gauge"),
+    (PREEMPTIONS, "Preemption events per second, sum over shards of rate(preemptions[window]).", "gauge"),
+    (
+        TTFT_COMPONENT,
+        "Mean TTFT and its parts over the window: queue, prefill, and other (API server, tokenization). Means only.",
+        "gauge",
+    ),
+    (REQUEST_TOKENS_MEAN, "Mean prompt (input) and output tokens per request finished in the window.", "gauge"),
+    (PROMPT_LENGTH_SHARE, "Share of requests finished in the window with a prompt of at most le tokens.", "gauge"),
+    (SPEC_ACCEPTANCE, "Speculative decoding: accepted / proposed draft tokens over the window.", "gauge"),
+    (SPEC_ACCEPTED_LENGTH, "Speculative decoding: tokens per verification step, 1 + accepted / drafts.", "gauge"),
+    (SPEC_POSITION, "Speculative decoding: accepted tokens at a draft position / drafts.", "gauge"),
+    (
+        SPEC_SPEEDUP,
+        "Speculative decoding: expected speedup for the configured draft cost ratio (a model, not a measurement).",
+        "gauge",
+    ),
+    (PREFIX_HIT, "Prefix-cache hits / queries over the window.", "gauge"),
+    (TARGET_UP, "1 when the last scrape of the target succeeded.", "gauge"),
+    (SCRAPE_DURATION, "Duration of the last scrape of the target.", "gauge"),
+    (SCRAPE_ERRORS, "Failed scrapes of the target since start, by reason.", "counter"),
+];
+
+/// HELP text and TYPE of an exported family (this module's, the alert and GPU ones).
+pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
+    if name == alerts::ALERT_FAMILY {
+        return Some((alerts::ALERT_HELP, "gauge"));
+    }
+    FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)).or_else(|| gpu::family_meta(name))
+}
+
+/// The quantile family of a latency histogram, if it is exported.
+pub fn latency_family(kind: HistogramKind) -> Option<&'static str> {
+    match kind {
+        HistogramKind::Ttft => Some(TTFT),
+        HistogramKind::Tpot => Some(TPOT),
+        HistogramKind::Itl => Some(ITL),
+        HistogramKind::E2e => Some(E2E),
+        _ => None,
+    }
+}
+
+/// The `quantile` label: shortest decimal that round-trips (`0.5`, `0.99`).
+pub fn quantile_label(q: f64) -> String {
+    format!("{q}")
+}
+
+/// Every sample for a report, grouped by family, in a stable order.
+pub fn samples(report: &Report) -> Vec<ExportSample> {
+    let mut by_family: Vec<Vec<ExportSample>> = vec![Vec::new(); FAMILIES.len()];
+    let mut emit = |name: &'static str, labels: Vec<(&'static str, String)>, value: f64| {
+        if !value.is_finite() {
+            return;
+        }
+        if let Some(i) = FAMILIES.iter().position(|f| f.0 == name) {
+            by_family[i].push(ExportSample { name, labels, value });
+        }
+    };
+    for t in &report.targets {
+        for m in &t.models {
+            for w in &m.windows {
+                let base = vec![("target", t.target.clone()), ("model", m.model.clone()), ("window", w.window.label())];
+                window_samples(&base, w, &mut emit);
+            }
+        }
+        let target = || vec![("target", t.target.clone())];
+        emit(TARGET_UP, target(), if t.health.up { 1.0 } else { 0.0 });
+        if let Some(d) = t.health.last_scrape_duration_seconds {
+            emit(SCRAPE_DURATION, target(), d);
+        }
+        for (reason, n) in &t.health.errors_total {
+            let mut l = target();
+            l.push(("reason", reason.clone()));
+            emit(SCRAPE_ERRORS, l, *n as f64);
+        }
+    }
+    let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();
+    out.extend(alerts::samples_of(&report.alerts));
+    out.extend(gpu::gpu_samples(&report.gpus, None));
+    for t in &report.targets {
+        for m in &t.models {
+            for w in &m.windows {
+                if let Some(d) = &w.gpu {
+                    out.extend(gpu::derived_samples(&t.target, &m.model, &w.window.label(), d));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn window_samples(
+    base: &[(&'static str, String)],
+    w: &WindowReport,
+    emit: &mut impl FnMut(&'static str, Vec<(&'static str, String)>, f64),
+) {
+    let with = |extra: &[(&'static str, String)]| {
+        let mut l = base.to_vec();
+        l.extend_from_slice(extra);
+        l
+    };
+    for lq in &w.latency {
+        let Some(family) = latency_family(lq.metric) else { continue };
+        if lq.value.is_nan() {
+            continue;
+        }
+        let q = quantile_label(lq.quantile);
+        emit(family, with(&[("quantile", q.clone())]), lq.value);
+        if let Some((lower, upper)) = lq.bracket {
+            for (side, v) in [("lower", lower), ("upper", upper)] {
+                let l =
+                    with(&[("metric", lq.metric.as_str().to_string()), ("quantile", q.clone()), ("side", side.into())]);
+                emit(BRACKET, l, v);
+            }
+        }
+    }
+    if let Some(v) = w.input_tokens_per_second {
+        emit(TOKENS, with(&[("direction", "input".into())]), v);
+    }
+    if let Some(v) = w.output_tokens_per_second {
+        emit(TOKENS, with(&[("direction", "output".into())]), v);
+    }
+    if let Some(v) = w.requests_per_second {
+        emit(REQUESTS, with(&[]), v);
+    }
+    if let Some(kv) = &w.kv_cache {
+        for (stat, v) in [("last", kv.last), ("mean", kv.mean), ("max", kv.max)] {
+            emit(KV_UTILIZATION, with(&[("stat", stat.into())]), v);
+        }
+        for band in KvBand::ALL {
+            let share = kv.band_time.get(&band).copied().unwrap_or(0.0);
+            emit(KV_BAND_TIME, with(&[("band", band.as_str().into())]), share);
+            emit(KV_CURRENT_BAND, with(&[("band", band.as_str().into())]), if kv.band == band { 1.0 } else { 0.0 });
+        }
+    }
+    slo_samples(&with, w, emit);
+    other_samples(&with, w, emit);
+}
+
+fn slo_samples(
+    with: &impl Fn(&[(&'static str, String)]) -> Vec<(&'static str, String)>,
+    w: &WindowReport,
+    emit: &mut impl FnMut(&'static str, Vec<(&'static str, String)>, f64),
+) {
+    for s in &w.slos {
+        let slo = || ("slo", s.slo.clone());
+        let values = match &s.status {
+            SloStatus::Evaluated(v) => v,
+            SloStatus::NotEvaluable { .. } => {
+                emit(SLO_EVALUABLE, with(&[slo()]), 0.0);
+                continue;
+            }
+            SloStatus::NoTraffic => {
+                emit(SLO_EVALUABLE, with(&[slo()]), 1.0);
+                continue;
+            }
+        };
+        emit(SLO_EVALUABLE, with(&[slo()]), 1.0);
+        for (clause, b) in &values.attainment {
+            for (bound, v) in b.labelled() {
+                emit(ATTAINMENT, with(&[slo(), ("clause", clause.as_str().into()), ("bound", bound.into())]), v);
+            }
+        }
+        for (family, b) in
+            [(GOODPUT_TOKENS, values.goodput_tokens_per_second), (GOODPUT_REQUESTS, values.goodput_requests_per_second)]
+        {
+            for (bound, v) in b.iter().flat_map(|b| b.labelled()) {
+                emit(family, with(&[slo(), ("bound", bound.into())]), v);
+            }
+        }
+        for (bound, v) in values.burn_rate.labelled() {
+            emit(BURN_RATE, with(&[slo(), ("bound", bound.into())]), v);
+        }
+        emit(WINDOW_REQUESTS, with(&[slo(), ("outcome", "finished".into())]), values.requests);
+        emit(WINDOW_REQUESTS, with(&[slo(), ("outcome", "failed".into())]), values.failed);
+    }
+}
+
+fn other_samples(
+    with: &impl Fn(&[(&'static str, String)]) -> Vec<(&'static str, String)>,
+    w: &WindowReport,
+    emit: &mut impl FnMut(&'static str, Vec<(&'static str, String)>, f64),
+) {
+    if let Some(v) = w.kv_capacity_tokens {
+        emit(KV_CAPACITY, with(&[]), v);
+    }
+    for (family, stats) in [(RUNNING, w.running), (WAITING, w.waiting)] {
+        for (stat, v) in stats.iter().flat_map(|s| [("last", s.last), ("mean", s.mean), ("max", s.max)]) {
+            emit(family, with(&[("stat", stat.into())]), v);
+        }
+    }
+    if let Some(v) = w.preemptions_per_second {
+        emit(PREEMPTIONS, with(&[]), v);
+    }
+    if let Some(b) = &w.ttft_breakdown {
+        let parts = [("total", Some(b.ttft)), ("queue", b.queue), ("prefill", b.prefill), ("other", b.other)];
+        for (component, v) in parts {
+            if let Some(v) = v {
+                emit(TTFT_COMPONENT, with(&[("component", component.into())]), v);
+            }
+        }
+    }
+    for (direction, v) in [("input", w.mean_prompt_tokens), ("output", w.mean_output_tokens)] {
+        if let Some(v) = v {
+            emit(REQUEST_TOKENS_MEAN, with(&[("direction", direction.into())]), v);
+        }
+    }
+    for &(le, share) in &w.prompt_length_mix {
+        emit(PROMPT_LENGTH_SHARE, with(&[("le", format!("{le}"))]), share);
+    }
+    if let Some(sd) = &w.spec_decode {
+        if let Some(v) = sd.acceptance_ratio {
+            emit(SPEC_ACCEPTANCE, with(&[]), v);
+        }
+        if let Some(v) = sd.mean_accepted_length {
+            emit(SPEC_ACCEPTED_LENGTH, with(&[]), v);
+        }
+        for &(pos, v) in &sd.per_position {
+            emit(SPEC_POSITION, with(&[("position", pos.to_string())]), v);
+        }
+        if let Some(v) = sd.speedup_estimate {
+            emit(SPEC_SPEEDUP, with(&[]), v);
+        }
+    }
+    if let Some(v) = w.prefix_cache_hit_ratio {
+        emit(PREFIX_HIT, with(&[]), v);
+    }
+}
+
+#[cfg(test)]
+mod tests;

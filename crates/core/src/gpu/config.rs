@@ -1,0 +1,161 @@
+//! The `gpu:` and `cost:` configuration sections (embedded by the main config).
+//!
+//! ```yaml
+//! gpu:
+//!   nvml: {enabled: true, library: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1, devices: [GPU-…], interval: 5s}
+//!   dcgm: {url: http://10.0.0.5:9400/metrics, pod: vllm-0, namespace: serving, uuids: []}
+//!   peaks: [{match: "a10g", bf16_tflops: 70, hbm_gbps: 600}]
+//!   models: [{match: "my-finetune-8b", active_params: 8.03e9}]
+//! cost: {gpu_hour_dollars: 2.5}
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::duration::parse_duration;
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    let v = parse_duration(&s).map_err(serde::de::Error::custom)?;
+    if v.is_zero() {
+        return Err(serde::de::Error::custom("interval must be positive, e.g. 5s"));
+    }
+    Ok(v)
+}
+
+fn default_interval() -> Duration {
+    Duration::from_secs(5)
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `gpu:`.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuConfig {
+    #[serde(default)]
+    pub nvml: NvmlConfig,
+    #[serde(default)]
+    pub dcgm: Option<DcgmConfig>,
+    /// Peak overrides, checked before the built-in table.
+    #[serde(default)]
+    pub peaks: Vec<PeakOverride>,
+    /// Model overrides, checked before the built-in table.
+    #[serde(default)]
+    pub models: Vec<ModelOverride>,
+}
+
+/// `gpu.nvml:`. NVML is optional at runtime: without a driver the sampler logs once and idles.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvmlConfig {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Path of `libnvidia-ml.so.1`; default: the dynamic loader's search path.
+    #[serde(default)]
+    pub library: Option<PathBuf>,
+    /// UUIDs or indices to report; empty means `NVIDIA_VISIBLE_DEVICES` decides.
+    #[serde(default)]
+    pub devices: Vec<String>,
+    #[serde(default = "default_interval", deserialize_with = "duration")]
+    pub interval: Duration,
+}
+
+impl Default for NvmlConfig {
+    fn default() -> Self {
+        NvmlConfig { enabled: true, library: None, devices: Vec::new(), interval: default_interval() }
+    }
+}
+
+/// `gpu.dcgm:`: scrape a node-local dcgm-exporter and keep this pod's GPUs.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DcgmConfig {
+    pub url: String,
+    /// Own pod name; default `$POD_NAME` (Downward API).
+    #[serde(default)]
+    pub pod: Option<String>,
+    /// Own namespace; default `$POD_NAMESPACE`.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Explicit GPU UUIDs; when set they win over the pod join.
+    #[serde(default)]
+    pub uuids: Vec<String>,
+}
+
+/// A peak-spec override for GPUs whose name contains all the words of `match`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeakOverride {
+    #[serde(rename = "match")]
+    pub matches: String,
+    /// Dense BF16/FP16 tensor TFLOP/s.
+    pub bf16_tflops: f64,
+    #[serde(default)]
+    pub fp8_tflops: Option<f64>,
+    /// Peak memory bandwidth in GB/s (10^9 bytes).
+    pub hbm_gbps: f64,
+}
+
+/// A model override for served model names containing all the words of `match`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelOverride {
+    #[serde(rename = "match")]
+    pub matches: String,
+    pub active_params: f64,
+    /// Total parameters (weights resident in HBM); default `active_params`.
+    #[serde(default)]
+    pub total_params: Option<f64>,
+    #[serde(default)]
+    pub bytes_per_param: Option<f64>,
+    #[serde(default)]
+    pub layers: Option<u32>,
+    /// Attention width n_heads × head_dim.
+    #[serde(default)]
+    pub attention_dim: Option<u32>,
+    #[serde(default)]
+    pub kv_bytes_per_token: Option<f64>,
+    /// `bf16` (default) or `fp8`: which peak MFU divides by.
+    #[serde(default)]
+    pub precision: Option<crate::gpu::precision::Precision>,
+}
+
+/// `cost:`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostConfig {
+    /// Price of one GPU for one hour, in dollars.
+    pub gpu_hour_dollars: f64,
+    /// GPUs per target, when GPU telemetry does not say (no NVML, no dcgm-exporter).
+    #[serde(default)]
+    pub gpus: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_rejects_unknown_keys() {
+        let c: GpuConfig = serde_saphyr::from_str(
+            "nvml: {library: /opt/libnvidia-ml.so.1, devices: [GPU-a, '1'], interval: 2s}\n\
+             dcgm: {url: 'http://127.0.0.1:9400/metrics', uuids: [GPU-a]}\n\
+             peaks: [{match: a10g, bf16_tflops: 70, hbm_gbps: 600}]\n",
+        )
+        .unwrap();
+        assert!(c.nvml.enabled);
+        assert_eq!(c.nvml.interval, Duration::from_secs(2));
+        assert_eq!(c.nvml.devices, vec!["GPU-a".to_string(), "1".to_string()]);
+        assert_eq!(c.dcgm.unwrap().uuids, vec!["GPU-a".to_string()]);
+        assert_eq!(c.peaks[0].hbm_gbps, 600.0);
+        assert!(serde_saphyr::from_str::<GpuConfig>("nvml: {intervall: 2s}").is_err());
+        assert!(serde_saphyr::from_str::<GpuConfig>("nvml: {interval: 2}").is_err());
+        let d: GpuConfig = serde_saphyr::from_str("{}").unwrap();
+        assert_eq!(d.nvml.interval, Duration::from_secs(5));
+    }
+}

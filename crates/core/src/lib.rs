@@ -1,0 +1,44 @@
+//! goodput-core: the pure core of goodput. Everything a sample goes through between the
+//! bytes of a scrape and the samples on /metrics, with no I/O, no async runtime and no
+//! wall clock: the caller passes in bodies, times and configuration, and gets values back.
+//! The daemon drives it live, `goodput replay` in virtual time, and the tests directly.
+//!
+//! Modules in data-flow order (docs/architecture.md):
+//!
+//! ```text
+//! parse ─► adapt ─► window ─► evaluate ─► report ─► enrich ─► export
+//! (text)   (engine  (rings of (PromQL,    (one      (GPU join, (samples for
+//!          → canonical) scrapes) SLOs)    tick)     alerts)    /metrics, replay)
+//! ```
+//!
+//! Beside the flow: [`canonical`] (the engine-neutral vocabulary), [`duration`] (windows and
+//! the one duration syntax), [`slo`] (SLO math: thresholds, brackets, joint bounds),
+//! [`alert`] (rules and their state machine), [`gpu`] (GPU readings and MFU/HBM/cost math),
+//! [`probe`] (what `goodput check --probe` says about one scrape).
+
+pub mod parse;
+
+pub mod adapt;
+pub mod canonical;
+
+pub mod window;
+
+pub mod evaluate;
+pub mod slo;
+
+pub mod report;
+
+pub mod alert;
+pub mod enrich;
+pub mod gpu;
+
+pub mod export;
+
+pub mod duration;
+pub mod probe;
+
+pub use adapt::{EngineHint, adapt};
+pub use canonical::{Engine, Snapshot};
+pub use evaluate::{EvalConfig, evaluate_target};
+pub use parse::{Limits, parse};
+pub use report::Report;

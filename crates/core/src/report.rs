@@ -1,0 +1,261 @@
+//! The result of one evaluation tick: what every output (/metrics, the JSON API,
+//! `replay`, alerts, the demo's terminal summary) reads.
+//!
+//! The daemon publishes one `Report` per tick through an `ArcSwap`; readers never block
+//! the evaluator.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::canonical::{Engine, HistogramKind};
+use crate::duration::Window;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    /// Evaluation instant, Unix milliseconds.
+    pub t_ms: i64,
+    pub targets: Vec<TargetReport>,
+    /// Pending and firing alerts after this evaluation.
+    pub alerts: Vec<AlertJson>,
+    /// The GPUs of this engine (NVML and/or dcgm-exporter), latest readings.
+    pub gpus: Vec<crate::gpu::reading::GpuReading>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetReport {
+    pub target: String,
+    /// `None` until the first successful scrape.
+    pub engine: Option<Engine>,
+    pub health: Health,
+    pub models: Vec<ModelReport>,
+}
+
+/// Scrape health of one target.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Health {
+    pub up: bool,
+    /// Why the last scrape failed, for humans.
+    pub last_error: Option<String>,
+    pub last_scrape_duration_seconds: Option<f64>,
+    /// Failed scrapes by machine-readable reason (`timeout`, `connect`, `http_status`,
+    /// `body_too_large`, `parse_error`, …), since the daemon started.
+    pub errors_total: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelReport {
+    pub model: String,
+    pub windows: Vec<WindowReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowReport {
+    #[serde(serialize_with = "serialize_window")]
+    pub window: Window,
+    /// PromQL-exact quantiles of every latency histogram the engine has.
+    pub latency: Vec<LatencyQuantile>,
+    /// `rate(prompt_tokens[w])`, summed over shards.
+    pub input_tokens_per_second: Option<f64>,
+    /// `rate(generation_tokens[w])`.
+    pub output_tokens_per_second: Option<f64>,
+    /// `rate(requests_finished[w])` over every finish reason.
+    pub requests_per_second: Option<f64>,
+    pub kv_cache: Option<KvReport>,
+    /// Every configured SLO that applies to this target and model.
+    pub slos: Vec<SloReport>,
+    /// Requests in the running batch and in the queue, over the window's scrapes.
+    pub running: Option<GaugeStats>,
+    pub waiting: Option<GaugeStats>,
+    /// KV-cache capacity in tokens at the last scrape (vLLM `cache_config_info`, SGLang).
+    pub kv_capacity_tokens: Option<f64>,
+    /// `rate(preemptions[w])`: events, not distinct requests.
+    pub preemptions_per_second: Option<f64>,
+    pub ttft_breakdown: Option<TtftBreakdown>,
+    /// Mean prompt and output length of requests finished in the window.
+    pub mean_prompt_tokens: Option<f64>,
+    pub mean_output_tokens: Option<f64>,
+    /// Share of requests finished in the window with a prompt of at most `le` tokens.
+    pub prompt_length_mix: Vec<(f64, f64)>,
+    pub spec_decode: Option<SpecDecodeReport>,
+    /// Prefix-cache hits / queries over the window (tokens; blocks on vLLM 0.8).
+    pub prefix_cache_hit_ratio: Option<f64>,
+    /// vLLM `--enable-mfu-metrics` counters as rates: FLOP/s and bytes/s (read + write) per GPU.
+    pub engine_flops_per_gpu_per_second: Option<f64>,
+    pub engine_bytes_per_gpu_per_second: Option<f64>,
+    /// MFU, HBM bandwidth use, decode TPOT floor and cost, when GPU facts are known.
+    pub gpu: Option<crate::gpu::derive::Derived>,
+}
+
+/// First, last, mean and max of a gauge over the window's scrapes.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct GaugeStats {
+    /// The oldest scrape in the window (for trends such as a growing queue).
+    pub first: f64,
+    pub last: f64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+impl GaugeStats {
+    pub fn of(samples: &[f64]) -> Option<GaugeStats> {
+        let first = *samples.first()?;
+        let last = *samples.last()?;
+        let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+        let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some(GaugeStats { first, last, mean, max })
+    }
+}
+
+/// TTFT split into means: queue, prefill, and the rest (API server, tokenization, IPC).
+/// Means only: quantiles do not add, and TTFT is observed at the first token while queue
+/// and prefill are observed when requests finish, so the populations differ slightly.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TtftBreakdown {
+    pub ttft: f64,
+    pub queue: Option<f64>,
+    pub prefill: Option<f64>,
+    /// `ttft − queue − prefill`, when both parts are known.
+    pub other: Option<f64>,
+}
+
+/// Speculative decoding over the window (vLLM spec-decode counters).
+#[derive(Debug, Clone, Serialize)]
+pub struct SpecDecodeReport {
+    /// Accepted / proposed draft tokens.
+    pub acceptance_ratio: Option<f64>,
+    /// Tokens per verification step: 1 + accepted / drafts (the bonus token included).
+    pub mean_accepted_length: Option<f64>,
+    /// Accepted at position i / drafts.
+    pub per_position: Vec<(u32, f64)>,
+    /// Expected speedup for the configured draft-cost ratio (an estimate, not a measurement).
+    pub speedup_estimate: Option<f64>,
+}
+
+impl WindowReport {
+    /// A window with nothing measured yet.
+    pub fn empty(window: Window) -> WindowReport {
+        WindowReport {
+            window,
+            latency: Vec::new(),
+            input_tokens_per_second: None,
+            output_tokens_per_second: None,
+            requests_per_second: None,
+            kv_cache: None,
+            slos: Vec::new(),
+            running: None,
+            waiting: None,
+            kv_capacity_tokens: None,
+            preemptions_per_second: None,
+            ttft_breakdown: None,
+            mean_prompt_tokens: None,
+            mean_output_tokens: None,
+            prompt_length_mix: Vec::new(),
+            spec_decode: None,
+            prefix_cache_hit_ratio: None,
+            engine_flops_per_gpu_per_second: None,
+            engine_bytes_per_gpu_per_second: None,
+            gpu: None,
+        }
+    }
+}
+
+fn serialize_window<S: serde::Serializer>(w: &Window, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&w.label())
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyQuantile {
+    #[serde(serialize_with = "serialize_kind")]
+    pub metric: HistogramKind,
+    pub quantile: f64,
+    /// `histogram_quantile(q, sum by (le) (rate(x_bucket[w])))`; NaN when PromQL gives NaN.
+    pub value: f64,
+    /// Bounds of the bucket that holds the quantile, when there is one.
+    pub bracket: Option<(f64, f64)>,
+}
+
+fn serialize_kind<S: serde::Serializer>(k: &HistogramKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(k.as_str())
+}
+
+/// KV-cache bands (DESIGN.md §1): underloaded < 0.70 ≤ low < 0.75 ≤ target ≤ 0.85 < high ≤ 0.90 < critical.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvBand {
+    Underloaded,
+    Low,
+    Target,
+    High,
+    Critical,
+}
+
+impl KvBand {
+    pub const ALL: [KvBand; 5] = [KvBand::Underloaded, KvBand::Low, KvBand::Target, KvBand::High, KvBand::Critical];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KvBand::Underloaded => "underloaded",
+            KvBand::Low => "low",
+            KvBand::Target => "target",
+            KvBand::High => "high",
+            KvBand::Critical => "critical",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KvReport {
+    pub last: f64,
+    pub mean: f64,
+    pub max: f64,
+    /// The band of the last scrape.
+    pub band: KvBand,
+    /// Share of the window spent in each band (sums to 1).
+    pub band_time: BTreeMap<KvBand, f64>,
+}
+
+/// One SLO over one window of one target and model.
+#[derive(Debug, Clone, Serialize)]
+pub struct SloReport {
+    pub slo: String,
+    pub objective: f64,
+    pub status: SloStatus,
+}
+
+/// Whether an SLO could be evaluated, and what came out.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum SloStatus {
+    Evaluated(SloValues),
+    /// The engine lacks a quantity a clause needs (TGI has no TTFT); never silently passed.
+    NotEvaluable {
+        reason: String,
+    },
+    /// No request finished in the window, so there is no share to report.
+    NoTraffic,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SloValues {
+    /// Per clause, and `joint` for all clauses together with failures counted as bad.
+    pub attainment: BTreeMap<crate::slo::Clause, crate::slo::Bounded>,
+    pub burn_rate: crate::slo::Bounded,
+    pub goodput_requests_per_second: Option<crate::slo::Bounded>,
+    pub goodput_tokens_per_second: Option<crate::slo::Bounded>,
+    /// Requests finished in the window (raw increase), and how many of them failed.
+    pub requests: f64,
+    pub failed: f64,
+}
+
+/// One pending or firing alert, shaped like an entry of Prometheus's `/api/v1/alerts`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AlertJson {
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub state: &'static str,
+    #[serde(rename = "activeAt")]
+    pub active_at: String,
+    /// The measured value, as a string like Prometheus does (JSON has no NaN).
+    pub value: String,
+}

@@ -1,0 +1,180 @@
+//! Ring bounds, range selection and the measured memory of a 1 h / 1 s store.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::canonical::{
+    Bucket, CounterKind, CounterValue, Engine, FinishReason, GaugeKind, Histogram, HistogramKind, ModelSnapshot, Shard,
+};
+
+/// A vLLM V1 rank as the 0.13 fixture exposes it: 23 TTFT, 20 TPOT, 20 ITL and 22 E2E
+/// buckets (stored), the other histograms (not stored), tokens, three finish reasons, KV.
+pub(crate) fn vllm_like(shards: usize, tick: f64) -> Snapshot {
+    let hist = |n: usize| Histogram {
+        buckets: (0..n)
+            .map(|i| Bucket {
+                le: if i + 1 == n { f64::INFINITY } else { 0.001 * 2f64.powi(i as i32) },
+                count: tick * i as f64,
+            })
+            .collect(),
+        sum: tick,
+        count: tick * n as f64,
+    };
+    let mut m = ModelSnapshot::default();
+    for s in 0..shards {
+        let key = format!("engine=\"{s}\"");
+        for (kind, n) in [
+            (HistogramKind::Ttft, 23),
+            (HistogramKind::Tpot, 20),
+            (HistogramKind::Itl, 20),
+            (HistogramKind::E2e, 22),
+            (HistogramKind::QueueTime, 22),
+            (HistogramKind::PrefillTime, 22),
+            (HistogramKind::DecodeTime, 22),
+            (HistogramKind::RequestPromptTokens, 15),
+        ] {
+            m.histograms.entry(kind).or_default().push(Shard {
+                key: key.clone(),
+                created: Some(1.7e9),
+                value: hist(n),
+            });
+        }
+        for (kind, reason) in [
+            (CounterKind::PromptTokens, None),
+            (CounterKind::GenerationTokens, None),
+            (CounterKind::RequestsFinished, Some(FinishReason::Stop)),
+            (CounterKind::RequestsFinished, Some(FinishReason::Length)),
+            (CounterKind::RequestsFinished, Some(FinishReason::Abort)),
+            (CounterKind::Preemptions, None),
+        ] {
+            let key = match reason {
+                Some(r) => format!("{key},finished_reason=\"{}\"", r.as_str()),
+                None => key.clone(),
+            };
+            m.counters.entry(kind).or_default().push(Shard {
+                key,
+                created: Some(1.7e9),
+                value: CounterValue { value: tick, reason },
+            });
+        }
+        m.gauges.entry(GaugeKind::KvCacheUsage).or_default().push(Shard {
+            key: key.clone(),
+            created: None,
+            value: 0.8,
+        });
+        m.gauges.entry(GaugeKind::Running).or_default().push(Shard { key, created: None, value: 3.0 });
+    }
+    Snapshot {
+        engine: Engine::Vllm,
+        models: BTreeMap::from([("meta-llama/Llama-3.1-8B-Instruct".to_string(), m)]),
+        process_start: Some(1.7e9),
+        families: 0,
+        samples: 0,
+        warnings: Vec::new(),
+    }
+}
+
+pub(crate) fn fill(shards: usize, points: i64, interval_ms: i64) -> TargetWindows {
+    let mut w = TargetWindows::new(Duration::from_secs(3600));
+    for i in 0..points {
+        w.push(i * interval_ms + 7, Arc::new(vllm_like(shards, i as f64)));
+    }
+    w
+}
+
+#[test]
+fn one_hour_at_one_second_stays_small() {
+    for (shards, limit_mb) in [(1usize, 1.0f64), (2, 2.0)] {
+        let w = fill(shards, 3700, 1000);
+        assert_eq!(w.len(), 3600, "points older than the hour are dropped");
+        let mb = w.heap_bytes() as f64 / 1e6;
+        let per_point = w.heap_bytes() / w.len();
+        println!("{shards} rank(s): {mb:.2} MB for 1 h at 1 s, {per_point} B per scrape");
+        assert!(mb < limit_mb, "{shards} rank(s): {mb:.2} MB");
+        // 124 stored series per rank: 85 latency buckets + 22 prompt-length buckets,
+        // _sum and _count of 5 histograms, 5 counters, 2 gauges.
+        let mut cols = 0;
+        w.for_each_in_range(i64::MAX, i64::MAX, |_, _, v| cols = v.len());
+        assert_eq!(cols, 124 * shards);
+    }
+}
+
+#[test]
+fn steady_scrapes_share_one_layout() {
+    let w = fill(1, 10, 1000);
+    let mut layouts: Vec<&Arc<Layout>> = Vec::new();
+    w.for_each_in_range(1_000_000, 1_000_000, |_, l, _| layouts.push(l));
+    assert_eq!(layouts.len(), 10);
+    assert!(layouts.windows(2).all(|p| Arc::ptr_eq(p[0], p[1])));
+}
+
+#[test]
+fn ranges_are_left_open_and_end_at_now() {
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for t in [0, 10_000, 20_000, 60_000, 70_000] {
+        w.push(t, Arc::new(vllm_like(1, 1.0)));
+    }
+    // (10 s, 60 s]: 20 s and 60 s, not 10 s (the open edge) nor 70 s (after now).
+    let ts = w.times_in_range(60_000, 50_000);
+    assert_eq!(ts, vec![20_000, 60_000]);
+}
+
+#[test]
+fn pruning_and_ordering() {
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for t in [0, 30_000, 60_000, 90_000] {
+        w.push(t, Arc::new(vllm_like(1, 1.0)));
+    }
+    w.push(90_000, Arc::new(vllm_like(1, 1.0))); // not newer: ignored
+    w.push(50_000, Arc::new(vllm_like(1, 1.0)));
+    let ts = w.times_in_range(i64::MAX, i64::MAX);
+    // 0 and 30 s are at or before 90 s − 60 s.
+    assert_eq!(ts, vec![60_000, 90_000]);
+    assert_eq!(w.engine(), Some(Engine::Vllm));
+}
+
+#[test]
+fn the_ring_has_a_hard_cap() {
+    let mut w = TargetWindows::new(Duration::from_secs(3600));
+    let snap = Arc::new(vllm_like(1, 0.0));
+    for i in 0..(MAX_POINTS as i64 + 10) {
+        w.push(i, snap.clone());
+    }
+    assert_eq!(w.len(), MAX_POINTS);
+}
+
+#[test]
+fn every_range_decodes_the_values_that_were_pushed() {
+    // Values that exercise deltas, raw fallbacks, resets and a layout change, with a
+    // window short enough that pruning turns deltas into keyframes along the way.
+    let mut w = TargetWindows::new(Duration::from_secs(100));
+    let mut pushed: Vec<(i64, Vec<u64>)> = Vec::new();
+    for i in 0..400i64 {
+        let tick = if i % 97 == 50 { 0.0 } else { (i * i) as f64 }; // a reset now and then
+        let mut snap = vllm_like(if (150..160).contains(&i) { 2 } else { 1 }, tick);
+        if i % 13 == 0 {
+            snap.models.values_mut().for_each(|m| {
+                m.gauges.get_mut(&GaugeKind::KvCacheUsage).unwrap()[0].value = i as f64 / 400.0;
+                m.counters.get_mut(&CounterKind::PromptTokens).unwrap()[0].value.value = tick + 0.5;
+            });
+        }
+        let t = i * 1000 + 3;
+        // What the column must give back: the snapshot's numbers before any encoding.
+        let (_, raw) = Layout::extract(&snap, None);
+        pushed.push((t, raw.iter().map(|x| x.to_bits()).collect()));
+        w.push(t, Arc::new(snap));
+        for range in [1_000, 7_000, 64_000, 99_000] {
+            let mut seen = Vec::new();
+            w.for_each_in_range(t, range, |ts, _, v| {
+                seen.push((ts, v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()))
+            });
+            let want: Vec<_> = pushed.iter().filter(|(ts, _)| *ts > t - range).cloned().collect();
+            assert_eq!(seen, want, "t={t} range={range}");
+        }
+    }
+    let deltas = w.points.iter().filter(|p| !p.column.is_raw()).count();
+    assert!(deltas > 50 && deltas < w.len(), "{deltas} of {} points are deltas", w.len());
+    assert!(w.points.front().unwrap().column.is_raw());
+}

@@ -1,0 +1,179 @@
+//! The running daemon: one scrape task per target, an evaluator that publishes a
+//! [`Report`] every tick, and the HTTP server, all stopped together on shutdown.
+
+pub mod clock;
+pub mod gpu;
+pub mod target;
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::MissedTickBehavior;
+
+use crate::deliver::Delivery;
+use crate::config::Config;
+use crate::enrich::Enricher;
+use crate::evaluate::{EvalConfig, evaluate_target};
+use crate::report::{Report, TargetReport};
+use crate::serve::{self, Shared};
+use clock::Clock;
+use target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
+
+/// A started daemon. Drop does not stop it; call [`Daemon::shutdown`].
+pub struct Daemon {
+    addr: SocketAddr,
+    shared: Shared,
+    stop: watch::Sender<bool>,
+    tasks: JoinSet<()>,
+}
+
+impl Daemon {
+    /// The address the HTTP server is bound to (resolves port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The latest published report.
+    pub fn report(&self) -> Arc<Report> {
+        self.shared.report.load_full()
+    }
+
+    /// Stops scraping, evaluation and serving; in-flight HTTP requests finish first.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        while let Some(r) = self.tasks.join_next().await {
+            if let Err(e) = r
+                && e.is_panic()
+            {
+                tracing::error!("a daemon task panicked: {e}");
+            }
+        }
+    }
+}
+
+/// Binds the listener, starts every task and returns. Errors only on setup (the listen
+/// address is taken, a client cannot be built); target trouble is never an error.
+pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Daemon> {
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.listen)))?;
+    let addr = listener.local_addr()?;
+    let (stop, stop_rx) = watch::channel(false);
+    let shared = Shared::new();
+    let mut tasks = JoinSet::new();
+
+    let limits = limits_for(&config);
+    let mut targets = Vec::with_capacity(config.targets.len());
+    for t in &config.targets {
+        let fetcher = fetcher_for(&config, t).map_err(std::io::Error::other)?;
+        let rt = Arc::new(TargetRuntime::new(t.clone(), config.max_window()));
+        tasks.spawn(scrape_loop(rt.clone(), fetcher, limits, clock.clone(), stop_rx.clone()));
+        targets.push(rt);
+    }
+
+    let gpus = gpu::GpuSources::start(&config, stop_rx.clone(), &mut tasks);
+    let eval = config.eval_config();
+    let enricher = Enricher::new(&eval, &config.alerting, config.gpu.as_ref(), config.cost.as_ref());
+    let delivery = Delivery::start(&config.alerting).map_err(std::io::Error::other)?;
+    tasks.spawn(evaluate_loop(
+        Arc::new(targets),
+        eval,
+        Post { enricher, gpus, delivery },
+        config.evaluation_interval,
+        clock,
+        shared.clone(),
+        stop_rx.clone(),
+    ));
+
+    let app = serve::router(shared.clone());
+    let mut server_stop = stop_rx;
+    tasks.spawn(async move {
+        let graceful = async move {
+            let _ = server_stop.wait_for(|s| *s).await;
+        };
+        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(graceful).await {
+            tracing::error!("HTTP server failed: {e}");
+        }
+    });
+    tracing::info!(%addr, targets = config.targets.len(), "goodput is listening");
+    Ok(Daemon { addr, shared, stop, tasks })
+}
+
+/// What happens to each report after evaluation: GPU join, alert rules, delivery.
+struct Post {
+    enricher: Enricher,
+    gpus: gpu::GpuSources,
+    delivery: Delivery,
+}
+
+/// Evaluates every target each interval and publishes the report. The first report
+/// comes one interval after start, when each target has had its first scrape.
+async fn evaluate_loop(
+    targets: Arc<Vec<Arc<TargetRuntime>>>,
+    eval: EvalConfig,
+    mut post: Post,
+    every: std::time::Duration,
+    clock: Arc<dyn Clock>,
+    shared: Shared,
+    mut stop: watch::Receiver<bool>,
+) {
+    let eval = Arc::new(eval);
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = stop.changed() => {
+                // Resolutions and firing alerts still queued get a last chance to go out.
+                post.delivery.flush(std::time::Duration::from_secs(5)).await;
+                return;
+            }
+        }
+        let now_ms = clock.now_ms();
+        let (t, e) = (targets.clone(), eval.clone());
+        // Window math over long windows is CPU work; run it beside the reactor.
+        match tokio::task::spawn_blocking(move || build_report(&t, now_ms, &e)).await {
+            Ok(mut report) => {
+                let notifications = post.enricher.apply(&mut report, post.gpus.latest());
+                post.delivery.submit(&notifications);
+                shared.publish(report);
+            }
+            Err(err) => tracing::error!("evaluation failed; keeping the previous report: {err}"),
+        }
+    }
+}
+
+/// One report at `now_ms` from the targets' current state, in config order.
+///
+/// Evaluation reads every stored scrape of every window, so an aggregator's tick is CPU
+/// work proportional to targets × window length: it is split over the machine's cores.
+pub fn build_report(targets: &[Arc<TargetRuntime>], now_ms: i64, eval: &EvalConfig) -> Report {
+    let evaluate = |rt: &Arc<TargetRuntime>| {
+        let st = rt.lock();
+        TargetReport {
+            target: rt.config.name.clone(),
+            engine: st.engine,
+            health: st.health.clone(),
+            models: evaluate_target(&st.windows, now_ms, &eval.for_target(&rt.config.name)),
+        }
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(targets.len().max(1));
+    let targets = if threads <= 1 {
+        targets.iter().map(evaluate).collect()
+    } else {
+        let chunk = targets.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let parts: Vec<_> = targets
+                .chunks(chunk)
+                .map(|part| s.spawn(move || part.iter().map(evaluate).collect::<Vec<_>>()))
+                .collect();
+            // A panic in one target's evaluation is a bug; re-raise it rather than drop targets.
+            parts.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+        })
+    };
+    Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new() }
+}

@@ -1,0 +1,37 @@
+//! goodput: the truth about an LLM-serving fleet, from its engines' /metrics.
+//!
+//! This crate is the daemon around the pure core of [`goodput_core`]: everything here that
+//! is not a re-export does I/O or keeps time. A sample's path, in file names
+//! (docs/architecture.md):
+//!
+//! ```text
+//! config ─► scrape ─► [core] parse ─► adapt ─► window ─► evaluate ─► report ─► enrich ─► export ─► serve
+//!  (YAML)   (HTTP,                                                            (GPU join,           (/metrics,
+//!           limits)                                                            alerts)              JSON API)
+//! gpu::nvml (driver thread) ───────────────────────────────────────────────► enrich
+//! enrich's notifications ─► deliver (Alertmanager, webhook)
+//! ```
+//!
+//! [`daemon`] drives the flow live on a clock; [`replay`] drives the same core in virtual
+//! time over a recording; [`rules`] writes the same SLOs and alerts as PromQL for
+//! Prometheus. The core's modules are re-exported under their own names, so
+//! `goodput::parse` is `goodput_core::parse`.
+
+pub use goodput_core::{
+    adapt, alert, canonical, duration, enrich, evaluate, export, parse, probe, report, slo, window,
+};
+
+pub mod config;
+pub mod scrape;
+
+pub mod daemon;
+pub mod gpu;
+pub mod serve;
+
+pub mod deliver;
+pub mod rules;
+
+pub mod replay;
+
+pub use goodput_core::{Engine, EngineHint, EvalConfig, Limits, Report, Snapshot, evaluate_target};
+pub use config::Config;

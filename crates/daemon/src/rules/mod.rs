@@ -1,0 +1,107 @@
+//! The PromQL twin of the daemon's SLO math and alert rules, for `goodput rules`: recording
+//! rules that compute quantiles, attainment, burn rates and throughput fleet-wide (buckets
+//! summed across pods before the quantile), and the same alerts on top of them.
+//!
+//! Output is either a plain Prometheus rule file or a `monitoring.coreos.com/v1`
+//! PrometheusRule. Everything here is pure: config in, YAML text out.
+
+mod alerts;
+mod expr;
+mod recording;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::alert::config::AlertingConfig;
+use crate::alert::input::SloSpec;
+use crate::duration::Window;
+
+pub use expr::{Metrics, le_regex};
+
+/// What the rules are generated from.
+#[derive(Debug, Clone)]
+pub struct RulesSpec {
+    pub slos: Vec<SloSpec>,
+    /// The daemon's windows; quantiles and attainment are recorded for each, plus every
+    /// window an alert reads.
+    pub windows: Vec<Window>,
+    pub alerting: AlertingConfig,
+    /// Extra label matchers put on every engine series, e.g. `job="vllm"`.
+    pub selector: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleGroup {
+    pub name: String,
+    pub rules: Vec<PromRule>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum PromRule {
+    Record {
+        record: String,
+        expr: String,
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        labels: BTreeMap<String, String>,
+    },
+    Alert {
+        alert: String,
+        expr: String,
+        #[serde(rename = "for")]
+        for_: String,
+        labels: BTreeMap<String, String>,
+        annotations: BTreeMap<String, String>,
+    },
+}
+
+/// Recording rules first (alerts read them), then alerts.
+pub fn groups(spec: &RulesSpec) -> Vec<RuleGroup> {
+    let m = Metrics::vllm(spec.selector.as_deref());
+    vec![
+        RuleGroup { name: "goodput-slo-recording".into(), rules: recording::rules(spec, &m) },
+        RuleGroup { name: "goodput-slo-alerts".into(), rules: alerts::rules(spec, &m) },
+    ]
+}
+
+#[derive(Serialize)]
+struct RuleFile<'a> {
+    groups: &'a [RuleGroup],
+}
+
+#[derive(Serialize)]
+struct PrometheusRule<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: Metadata<'a>,
+    spec: RuleFile<'a>,
+}
+
+#[derive(Serialize)]
+struct Metadata<'a> {
+    name: &'a str,
+    labels: BTreeMap<&'static str, &'static str>,
+}
+
+fn yaml<T: Serialize>(v: &T) -> Result<String, String> {
+    serde_saphyr::to_string(v).map_err(|e| format!("cannot render rules as YAML: {e}"))
+}
+
+/// A plain Prometheus rule file (`rule_files:`).
+pub fn render_prometheus(groups: &[RuleGroup]) -> Result<String, String> {
+    yaml(&RuleFile { groups })
+}
+
+/// A Prometheus Operator `PrometheusRule` named `name`.
+pub fn render_prometheusrule(groups: &[RuleGroup], name: &str) -> Result<String, String> {
+    let mut labels = BTreeMap::new();
+    labels.insert("app.kubernetes.io/name", "goodput");
+    yaml(&PrometheusRule {
+        api_version: "monitoring.coreos.com/v1",
+        kind: "PrometheusRule",
+        metadata: Metadata { name, labels },
+        spec: RuleFile { groups },
+    })
+}
