@@ -9,8 +9,8 @@ mod accuracy_support;
 
 use accuracy_support::stats::{Summary, contains};
 use accuracy_support::{Case, CaseResult, ClauseRow, WINDOWS_S, run, slos};
-use goodput_sim::Profile;
 use goodput::slo::Clause;
+use goodput_sim::Profile;
 
 const SEEDS: [u64; 4] = [11, 12, 13, 14];
 const SECS: u64 = 600;

@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 
 use accuracy_support::stats::{Summary, TOLERANCE, contains};
 use accuracy_support::{Case, CaseResult, ClauseRow, run};
-use goodput_sim::Profile;
 use goodput::slo::Clause;
+use goodput_sim::Profile;
 
 fn results() -> &'static [CaseResult] {
     static RESULTS: OnceLock<Vec<CaseResult>> = OnceLock::new();

@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common_am::{Am, Http, alertmanager_binary};
-use goodput::deliver::Delivery;
 use goodput::alert::{
     AlertEngine, AlertInput, AlertingConfig, Bounded, Clause, KvUsage, SloReport, SloSpec, WindowInput,
 };
+use goodput::deliver::Delivery;
 use goodput::duration::Window;
 
 fn now_ms() -> i64 {

@@ -13,8 +13,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
-use goodput::deliver::{Delivery, DeliveryOptions};
 use goodput::alert::{Fingerprint, Notification};
+use goodput::deliver::{Delivery, DeliveryOptions};
 
 #[derive(Default)]
 struct Receiver {

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use goodput::export::gpu::gpu_samples;
 use goodput::gpu::config::DcgmConfig;
 use goodput::gpu::dcgm::{self, PodSelector, own_gpus};
-use goodput::export::gpu::gpu_samples;
 use goodput::parse::{Limits, parse};
 
 const UUID: &str = "GPU-a8394b51-c086-568a-9f1a-c1e1c934c44c";

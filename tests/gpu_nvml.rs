@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use goodput::export::ExportSample;
-use goodput::gpu::config::NvmlConfig;
 use goodput::export::gpu::gpu_samples;
+use goodput::gpu::config::NvmlConfig;
 use goodput::gpu::nvml::{GpmState, NvmlSampler, NvmlStatus, open, sample};
 use goodput::gpu::reading::GpuReading;
 use goodput::gpu::visible::DeviceFilter;

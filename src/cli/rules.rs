@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use super::CliResult;
 use crate::alert::input::SloSpec;
-use crate::rules::{RulesSpec, groups, render_prometheus, render_prometheusrule};
 use crate::config;
+use crate::rules::{RulesSpec, groups, render_prometheus, render_prometheusrule};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

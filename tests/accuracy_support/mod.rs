@@ -19,9 +19,9 @@ use goodput::evaluate::{EvalConfig, KvThresholds, SloSpec};
 use goodput::parse::{Limits, parse};
 use goodput::replay::{Recording, ReplayTarget, replay};
 use goodput::report::{SloStatus, SloValues, WindowReport};
+use goodput::slo::{Bounded, Clause};
 use goodput_sim::offline::{self, Options};
 use goodput_sim::{Profile, SimConfig};
-use goodput::slo::{Bounded, Clause};
 use truth::{Populations, Span, Truth, share};
 
 pub const SCRAPE_INTERVAL_S: u64 = 5;

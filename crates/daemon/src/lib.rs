@@ -33,5 +33,5 @@ pub mod rules;
 
 pub mod replay;
 
-pub use goodput_core::{Engine, EngineHint, EvalConfig, Limits, Report, Snapshot, evaluate_target};
 pub use config::Config;
+pub use goodput_core::{Engine, EngineHint, EvalConfig, Limits, Report, Snapshot, evaluate_target};

@@ -28,7 +28,6 @@ pub struct AlertsData {
     pub alerts: Vec<AlertJson>,
 }
 
-
 pub fn api_response(engine: &AlertEngine) -> AlertsResponse {
     AlertsResponse { status: "success", data: AlertsData { alerts: engine.active().map(alert_json).collect() } }
 }

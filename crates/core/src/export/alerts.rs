@@ -27,4 +27,3 @@ pub fn samples_of(alerts: &[AlertJson]) -> Vec<ExportSample> {
         })
         .collect()
 }
-

@@ -5,7 +5,6 @@
 //! `-`/`_` as spaces), so `l4` never matches `L40S` and `h100` never matches `GH200`. An unknown
 //! GPU gets `None`: no MFU rather than a guess. Sources: docs/gpu.md and gpu-telemetry.md §3.
 
-
 use crate::gpu::config::PeakOverride;
 use crate::gpu::reading::GpuReading;
 

@@ -14,8 +14,8 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 
-use crate::deliver::Delivery;
 use crate::config::Config;
+use crate::deliver::Delivery;
 use crate::enrich::Enricher;
 use crate::evaluate::{EvalConfig, evaluate_target};
 use crate::report::{Report, TargetReport};

@@ -15,8 +15,8 @@ use serde::Serialize;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use crate::alert::config::AlertingConfig;
 use self::queue::{Batch, Queue};
+use crate::alert::config::AlertingConfig;
 use crate::alert::state::Notification;
 use crate::alert::view::rfc3339_ms;
 
