@@ -1,6 +1,6 @@
 //! goodput: the truth about an LLM-serving fleet, from its engines' /metrics.
 //!
-//! Modules follow the data flow of DESIGN.md §2, one direction, no back edges:
+//! Modules follow the data flow of docs/architecture.md#data-flow, one direction, no back edges:
 //!
 //! ```text
 //! config ─► scrape ─► parse ─► adapt ─► window ─► evaluate ─► report ─► enrich ─► export ─► serve
