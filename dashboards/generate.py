@@ -3,10 +3,10 @@
 
 The JSON files are committed; edit this file and rerun it instead of editing them, and
 scripts/ci/dashboards.sh fails if they differ from a fresh generation.
-Metric names follow DESIGN.md section 4 (families llm_slo_*); GPU, MFU and HBM families
-follow docs/metrics.md. Queries that can legitimately be empty (no GPU in CI, no alert
-pending) carry "goodputOptional": "<reason>" in their target; the PromQL check reports
-them but does not fail on empty data.
+Metric names follow docs/metrics.md (families llm_slo_*, GPU, MFU and HBM included).
+Queries that can legitimately be empty (no GPU in CI, no alert pending) carry
+"goodputOptional": "<reason>" in their target; the PromQL check reports them but does not
+fail on empty data.
 usage: python3 dashboards/generate.py [--check]
 """
 import json

@@ -1,6 +1,6 @@
-//! The PromQL oracle (DESIGN.md §3): a real Prometheus, backfilled with a recording of
-//! two vLLM targets (two data-parallel ranks each, jitter, a missed scrape, a rank
-//! restart), answers `query_range` for TTFT/TPOT/ITL/E2E quantiles at several φ and
+//! The PromQL oracle (docs/architecture.md#the-oracle): a real Prometheus, backfilled with
+//! a recording of two vLLM targets (two data-parallel ranks each, jitter, a missed
+//! scrape, a rank restart), answers `query_range` for TTFT/TPOT/ITL/E2E quantiles at several φ and
 //! windows and for token and request rates. goodput's evaluation of the same scrapes
 //! must agree within 1e-9 relative at every instant; a naive rate must not.
 //!

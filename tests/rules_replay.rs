@@ -26,7 +26,7 @@ use goodput_sim::{SimConfig, offline};
 use support::prometheus::{Prometheus, backfill, require_tool};
 
 const STEP_MS: i64 = 5_000;
-/// Relative agreement required (DESIGN.md §3's bar for PromQL-exact quantities).
+/// Relative agreement required (the bar of docs/architecture.md#semantics-that-must-be-exact).
 const REL_TOL: f64 = 1e-9;
 const TARGETS: [(&str, &str); 2] = [("pod-a", "llama-8b"), ("pod-b", "qwen-7b")];
 /// Thresholds on vLLM bucket boundaries (TTFT 0.1, TPOT 0.025): the rules count only whole
@@ -210,9 +210,9 @@ fn replay_frames(config: &Path, rec: &Path) -> Frames {
 
 /// How close the two must be. `Exact` is [`REL_TOL`] relative. The joint estimate and
 /// what derives from it read `llm_slo:success_ratio`, a ratio of *extrapolated* rates,
-/// where the daemon divides *raw* increases (DESIGN.md §3): the zero floor of `rate()`
-/// limits each finish-reason counter's extrapolation on its own, so the two differ a
-/// little whenever a small counter (`length`, `abort`) starts a window at 0. Observed
+/// where the daemon divides *raw* increases (docs/architecture.md#ratios-from-raw-increases):
+/// the zero floor of `rate()` limits each finish-reason counter's extrapolation on its
+/// own, so the two differ a little whenever a small counter (`length`, `abort`) starts a window at 0. Observed
 /// here: at most 2.1e-5 absolute on the estimate; 1e-3 leaves room for other seeds. The
 /// joint bounds are defined differently (the daemon's contain the rules'); see
 /// docs/fleet.md.

@@ -1,5 +1,5 @@
 //! `goodput record`: save raw scrape bodies as `DIR/<name>/<unix-millis>.prom`
-//! (DESIGN.md §4), the input of `goodput replay` and of the Prometheus oracle tests.
+//! (docs/replay.md), the input of `goodput replay` and of the Prometheus oracle tests.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -121,7 +121,7 @@ pub struct GoodputRow {
     pub slo: String,
     pub got: Bounded,
     pub output_tokens_per_second: f64,
-    /// Exact joint attainment × exported throughput (DESIGN.md §3's definition).
+    /// Exact joint attainment × exported throughput (docs/architecture.md#joint-attainment).
     pub truth: f64,
     /// Output tokens of good requests / output tokens of all requests finished in the
     /// window, × throughput: weights by work instead of by request.

@@ -1,7 +1,7 @@
 //! A real Prometheus on 127.0.0.1 over backfilled data, and its query_range API.
 //!
 //! Tools missing: the test is skipped with a note, unless GOODPUT_REQUIRE_TOOLS=1 makes
-//! it fail (COMMON.md). The server is killed when the guard drops.
+//! it fail (README.md#two-commands). The server is killed when the guard drops.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -1,4 +1,4 @@
-//! The engine-neutral vocabulary every adapter maps onto (DESIGN.md §2).
+//! The engine-neutral vocabulary every adapter maps onto (docs/engines.md#canonical-quantities).
 //!
 //! A [`Snapshot`] is one scrape of one target after its engine adapter ran. It keeps
 //! every *series* apart (a data-parallel `engine` rank, a `finished_reason`, …) under a
@@ -70,7 +70,7 @@ macro_rules! kinds {
 }
 
 kinds! {
-    /// Histograms, each with the observation semantics of engine-metrics.md §0.
+    /// Histograms, each with the observation semantics of docs/engines.md#cross-engine-differences.
     HistogramKind {
         Ttft => "ttft",
         /// Per-request TPOT: `(last − first token) / (output tokens − 1)`, one observation per request.

@@ -179,7 +179,8 @@ fn serialize_kind<S: serde::Serializer>(k: &HistogramKind, s: S) -> Result<S::Ok
     s.serialize_str(k.as_str())
 }
 
-/// KV-cache bands (DESIGN.md §1): underloaded < 0.70 ≤ low < 0.75 ≤ target ≤ 0.85 < high ≤ 0.90 < critical.
+/// KV-cache bands (docs/metrics.md#kv-cache), by default:
+/// underloaded < 0.70 ≤ low < 0.75 ≤ target ≤ 0.85 < high ≤ 0.90 < critical.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KvBand {

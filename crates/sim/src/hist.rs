@@ -1,6 +1,7 @@
 //! A cumulative histogram as prometheus_client keeps one, and the bucket lists the real
-//! engines use (engine-metrics.md §1.3, §2, §3). These are the *simulated engine's*
-//! buckets; goodput itself never hard-codes them (DESIGN.md §2, "buckets are data").
+//! engines use (docs/engines.md#vllm-buckets, #tgi, #sglang). These are the *simulated
+//! engine's* buckets; goodput itself never hard-codes them ("buckets are data",
+//! docs/engines.md#rules-every-adapter-follows).
 
 /// vLLM V1 `REQ` request-phase buckets.
 pub const VLLM_REQ: &[f64] = &[

@@ -1,4 +1,4 @@
-//! Offline mode: run in virtual time and write a recording (DESIGN.md §4) plus ground truth.
+//! Offline mode: run in virtual time and write a recording (docs/replay.md) plus ground truth.
 //!
 //! Scrapes happen every `scrape_interval` from a seeded offset, each with a small seeded
 //! jitter, like a real Prometheus scraping a real engine. The run stops at the last

@@ -1,5 +1,5 @@
 //! SGLang (≈ 0.5.x) metrics as its multiprocess prometheus_client prints them
-//! (engine-metrics.md §3): tokenizer-side request histograms and counters labelled by
+//! (docs/engines.md#sglang): tokenizer-side request histograms and counters labelled by
 //! `model_name` only and updated when a request finishes (TTFT at first token); scheduler
 //! gauges per engine with `tp_rank`/`pp_rank`/…; ITL observed per token.
 

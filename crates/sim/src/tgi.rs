@@ -1,5 +1,5 @@
 //! Hugging Face TGI (3.x) metrics as metrics-exporter-prometheus prints them
-//! (engine-metrics.md §2): no labels identifying model or engine, counters without
+//! (docs/engines.md#tgi): no labels identifying model or engine, counters without
 //! `_total`, per-request histograms for successful requests only, and no TTFT at all.
 //! Several simulated engines appear as one TGI router.
 

@@ -1,5 +1,6 @@
-//! Per-request ground truth as JSON lines (DESIGN.md §4): `requests.jsonl` for finished
-//! requests and `inflight.jsonl` for those still running when the recording stopped.
+//! Per-request ground truth as JSON lines (docs/simulator.md#ground-truth):
+//! `requests.jsonl` for finished requests and `inflight.jsonl` for those still running
+//! when the recording stopped.
 //!
 //! Latencies are the very `f64`s the histograms observed, so bucket counts recomputed
 //! from this file match the scrape exactly; instants are unix seconds.

@@ -1,5 +1,5 @@
 //! vLLM V1 (≥ 0.11) metrics: the families, HELP texts, labels, buckets and observation
-//! points of `vllm/v1/metrics/loggers.py` and `stats.py` (engine-metrics.md §1.3), and
+//! points of `vllm/v1/metrics/loggers.py` and `stats.py` (docs/engines.md#vllm-v1), and
 //! their text exposition as prometheus_client prints it.
 
 use super::config::SimConfig;

@@ -1,7 +1,7 @@
 //! Engine adapters: one parsed exposition → one canonical [`Snapshot`].
 //!
 //! Each engine is a mapping table ([`table`]) written from what its metrics *mean*
-//! (engine-metrics.md §0), not from what they are called; [`build`] applies a table to a
+//! (docs/engines.md), not from what they are called; [`build`] applies a table to a
 //! scrape generically. Series are grouped per model (`model_name`, Dynamo's `model`, none
 //! for TGI) and kept per source series (data-parallel `engine` ranks and the like) so that
 //! rates can be taken per series first, as PromQL does.

@@ -1,4 +1,5 @@
-//! NVIDIA NIM for LLMs (2024 builds): vLLM V0 families without the `vllm:` prefix.
+//! NVIDIA NIM for LLMs (2024 builds): vLLM V0 families without the `vllm:` prefix
+//! (docs/engines.md#nim).
 //!
 //! `request_finish_total{finished_reason}` counts finished requests; failures are a
 //! separate `request_failure_total`. `request_success_total` repeats the successful

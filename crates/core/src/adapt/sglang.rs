@@ -1,4 +1,4 @@
-//! SGLang (0.4 → 0.5). engine-metrics.md §3.
+//! SGLang (0.4 → 0.5). docs/engines.md#sglang.
 //!
 //! SGLang has no per-request TPOT histogram: its `inter_token_latency_seconds` is per
 //! token, and the old `time_per_output_token_seconds` is a running average re-observed at

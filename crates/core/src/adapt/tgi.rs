@@ -1,4 +1,4 @@
-//! Hugging Face TGI 3.x. engine-metrics.md §2.
+//! Hugging Face TGI 3.x. docs/engines.md#tgi.
 //!
 //! TGI exposes **no TTFT**, no per-request TPOT and no ITL: its
 //! `request_mean_time_per_token_duration` divides prefill plus decode by all tokens, a

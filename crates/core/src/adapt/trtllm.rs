@@ -1,5 +1,5 @@
 //! TensorRT-LLM (`trtllm-serve`, unprefixed, or `trtllm_` under Dynamo) and the Dynamo
-//! frontend. engine-metrics.md §4.
+//! frontend. docs/engines.md#tensorrt-llm and #dynamo-frontend.
 //!
 //! TensorRT-LLM's `time_per_output_token_seconds` is observed once per finished request as
 //! `(last − first token) / (n_out − 1)`, which *is* per-request TPOT (unlike vLLM's family

@@ -1,4 +1,4 @@
-//! vLLM V1 (0.8 → newest) and V0. engine-metrics.md §1 has the semantics.
+//! vLLM V1 (0.8 → newest) and V0. docs/engines.md#vllm-v1 and #vllm-v0 have the semantics.
 //!
 //! Notable meanings: `time_per_output_token_seconds` is the per-*step* inter-token
 //! latency in every vLLM version (renamed `inter_token_latency_seconds` in 0.11), never

@@ -26,7 +26,7 @@ pub use promql::RateMode;
 use range::RangeView;
 pub use slo::SloSpec;
 
-/// KV-cache band thresholds (DESIGN.md §4 `kv_cache`).
+/// KV-cache band thresholds (the `kv_cache` key, docs/config.md#kv_cache).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KvThresholds {
     pub underloaded: f64,

@@ -1,4 +1,5 @@
-//! PromQL's float math, ported to match Prometheus 3.x exactly (DESIGN.md §3).
+//! PromQL's float math, ported to match Prometheus 3.x exactly
+//! (docs/architecture.md#semantics-that-must-be-exact).
 //!
 //! - [`extrapolated_rate`] is `promql/functions.go` `extrapolatedRate` for counters:
 //!   counter-reset correction, extrapolation to the range edges only when the first/last
@@ -48,7 +49,7 @@ impl RangeAcc {
     }
 
     /// `last − first` plus the reset correction: the raw increase between the first and
-    /// last sample (no extrapolation), as the ratio rules of DESIGN.md §3 want.
+    /// last sample (no extrapolation), as docs/architecture.md#ratios-from-raw-increases wants.
     pub fn raw_increase(&self) -> f64 {
         self.last_v - self.first_v + self.correction
     }

@@ -1,6 +1,7 @@
 //! Raw increases over a range, summed over a model's shards: the inputs of every ratio
-//! (attainment, failure share, means, hit and acceptance rates). DESIGN.md §3: ratios of
-//! raw increases need no extrapolation, and extrapolation's zero floor would bias them.
+//! (attainment, failure share, means, hit and acceptance rates). Ratios of raw increases
+//! need no extrapolation, and extrapolation's zero floor would bias them
+//! (docs/architecture.md#ratios-from-raw-increases).
 
 use super::range::RangeView;
 use crate::canonical::{Bucket, CounterKind, FinishReason, Histogram, HistogramKind};

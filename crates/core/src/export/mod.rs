@@ -1,5 +1,5 @@
 //! From a [`Report`](crate::report::Report) to the flat list of samples that /metrics
-//! and `goodput replay` both show (DESIGN.md §4).
+//! and `goodput replay` both show (docs/metrics.md).
 //!
 //! One function builds the list so the two outputs cannot drift. Non-finite values are
 //! left out rather than exported: a NaN quantile (no observations in the window) is

@@ -1,6 +1,6 @@
 //! dcgm-exporter scrapes → per-GPU readings in SI units, and the join to the sidecar's pod.
 //!
-//! dcgm-exporter labels vary by version and flags (gpu-telemetry.md §2.3): `UUID` or
+//! dcgm-exporter labels vary by version and flags (docs/gpu.md#dcgm-exporter-gpudcgm): `UUID` or
 //! `uuid`, `pod`/`namespace`/`container` or `pod_name`/`pod_namespace`/`container_name`,
 //! `Hostname` (≤ 4.8.2) or `hostname`. Units are converted here so that callers never see
 //! MiB, MHz or percent: utilizations become 0–1 ratios, memory bytes, clocks Hz.

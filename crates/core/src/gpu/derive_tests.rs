@@ -1,4 +1,4 @@
-//! Hand calculations for derive.rs (worked example of gpu-telemetry.md §4.8 and variations).
+//! Hand calculations for derive.rs (the formulas of docs/gpu.md#formulas, worked through).
 
 use super::*;
 use crate::gpu::{models, peaks};

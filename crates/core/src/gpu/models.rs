@@ -3,7 +3,7 @@
 //!
 //! Names are split into lowercase words on anything but letters, digits and `.`, so
 //! `meta-llama/Llama-3.1-8B-Instruct` becomes `meta llama 3.1 8b instruct`. Values are from
-//! the models' config.json (gpu-telemetry.md §4.7). Quantization words in the name change the
+//! the models' config.json (docs/gpu.md#model-table). Quantization words in the name change the
 //! bytes per parameter (`fp8` → 1 and FP8 compute; `awq`/`gptq`/`int4`/`w4a16` → 0.5).
 
 use crate::gpu::config::ModelOverride;

@@ -3,7 +3,7 @@
 //! Dense numbers only: datasheets headline 2:4-sparsity figures that are exactly 2×. Rules are
 //! tried in order, most specific first, and match whole words of the normalized name (lowercase,
 //! `-`/`_` as spaces), so `l4` never matches `L40S` and `h100` never matches `GH200`. An unknown
-//! GPU gets `None`: no MFU rather than a guess. Sources: docs/gpu.md and gpu-telemetry.md §3.
+//! GPU gets `None`: no MFU rather than a guess. Sources: docs/gpu.md#peak-table-dense-no-sparsity.
 
 use crate::gpu::config::PeakOverride;
 use crate::gpu::reading::GpuReading;

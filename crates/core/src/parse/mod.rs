@@ -1,7 +1,7 @@
 //! The Prometheus text exposition parser (format 0.0.4 and OpenMetrics 1.0 text).
 //!
-//! Our own, not a crate: DESIGN.md §6 measured that `prometheus-parse` drops every name
-//! containing `:` (all of vLLM and SGLang) and that `openmetrics-parser` runs at ~10 MB/s.
+//! Our own, not a crate: `prometheus-parse` drops every name containing `:` (all of vLLM
+//! and SGLang) and `openmetrics-parser` runs at ~10 MB/s (docs/benchmarks.md#why-not-a-crate).
 //! This one borrows from the body (zero-copy, label values are only copied when they
 //! contain an escape), finds lines with `memchr`, and never panics on any input: a
 //! malformed line rejects the scrape with its line number, as Prometheus does.

@@ -4,7 +4,7 @@
 //! Pure functions of their inputs. The window layer supplies raw increases (first to
 //! last scrape inside the window, resets handled): a ratio of raw increases needs no
 //! extrapolation, and a bracket built from them provably contains the true share of the
-//! requests observed in the window (DESIGN.md §3).
+//! requests observed in the window (docs/architecture.md#ratios-from-raw-increases).
 
 mod attainment;
 mod joint;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::canonical::{CounterKind, FinishReason, GaugeKind, HistogramKind, ShardKey, Snapshot};
 
-/// Histograms with exported quantiles (DESIGN.md §4).
+/// Histograms with exported quantiles (docs/metrics.md#latency-promql-exact).
 pub const LATENCY_HISTOGRAMS: &[HistogramKind] =
     &[HistogramKind::Ttft, HistogramKind::Tpot, HistogramKind::Itl, HistogramKind::E2e];
 /// Histograms whose buckets are stored: the latency quantiles, and the prompt-length mix.
@@ -26,7 +26,7 @@ pub const STORED_GAUGES: &[GaugeKind] = GaugeKind::ALL;
 pub enum Quantity {
     /// A cumulative bucket; the bound is kept as `f64::to_bits` so the key hashes.
     Bucket(HistogramKind, u64),
-    /// A histogram's `_sum` and `_count` (every kind: the means of DESIGN.md §1 need them).
+    /// A histogram's `_sum` and `_count` (every kind: the means of docs/metrics.md need them).
     Sum(HistogramKind),
     Count(HistogramKind),
     Counter(CounterKind, Option<FinishReason>),

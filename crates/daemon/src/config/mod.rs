@@ -1,4 +1,4 @@
-//! The daemon's YAML config (DESIGN.md §4): types, loading and validation.
+//! The daemon's YAML config (docs/config.md): types, loading and validation.
 //!
 //! Loading is two steps. serde-saphyr reads the file into [`raw`] structs that keep
 //! each value's line and column and reject unknown keys; [`validate`] then checks

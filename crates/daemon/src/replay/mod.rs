@@ -2,7 +2,7 @@
 //!
 //! [`VirtualDaemon`] is the daemon's state without I/O: it takes scrape outcomes with
 //! their timestamps and answers a [`Report`] for any instant. [`replay`] feeds it a
-//! recording (DESIGN.md §4 layout, see [`recording`]) and yields one [`Frame`] per
+//! recording (docs/replay.md layout, see [`recording`]) and yields one [`Frame`] per
 //! evaluation instant: the multiples of `step` on the Unix epoch from the first to the
 //! last scrape. The lead's CLI glue prints [`Frame::json_line`].
 
@@ -141,7 +141,7 @@ impl Frame {
         Frame { t_ms: report.t_ms, report, samples }
     }
 
-    /// `{"t": <unix s>, "samples": [{"name", "labels": {...}, "value"}]}` (DESIGN.md §4).
+    /// `{"t": <unix s>, "samples": [{"name", "labels": {...}, "value"}]}` (docs/replay.md#output).
     pub fn json_line(&self) -> String {
         let samples: Vec<serde_json::Value> = self
             .samples
