@@ -11,7 +11,7 @@
 //!          → canonical) scrapes) SLOs)    tick)     alerts)    /metrics, replay)
 //! ```
 //!
-//! Beside the flow: [`canonical`] (the engine-neutral vocabulary), [`duration`] (windows and
+//! Beside the flow: [`target`] (one target's windows and scrape health), [`canonical`] (the engine-neutral vocabulary), [`duration`] (windows and
 //! the one duration syntax), [`slo`] (SLO math: thresholds, brackets, joint bounds),
 //! [`alert`] (rules and their state machine), [`gpu`] (GPU readings and MFU/HBM/cost math),
 //! [`probe`] (what `goodput check --probe` says about one scrape).
@@ -21,6 +21,7 @@ pub mod parse;
 pub mod adapt;
 pub mod canonical;
 
+pub mod target;
 pub mod window;
 
 pub mod evaluate;

@@ -156,7 +156,7 @@ pub fn build_report(targets: &[Arc<TargetRuntime>], now_ms: i64, eval: &EvalConf
         let st = rt.lock();
         TargetReport {
             target: rt.config.name.clone(),
-            engine: st.engine,
+            engine: st.engine(),
             health: st.health.clone(),
             models: evaluate_target(&st.windows, now_ms, &eval.for_target(&rt.config.name)),
         }

@@ -6,22 +6,14 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::canonical::{Engine, Snapshot};
+use crate::canonical::Snapshot;
 use crate::config::{Config, Target};
 use crate::parse::Limits;
-use crate::report::Health;
 use crate::scrape::{FetchSpec, Fetcher, ScrapeError, ingest};
-use crate::window::TargetWindows;
+pub use crate::target::TargetState;
+use crate::target::{ScrapeFailure, Transition};
 
 use super::clock::Clock;
-
-/// What the scrape task writes and the evaluator reads.
-#[derive(Debug)]
-pub struct TargetState {
-    pub windows: TargetWindows,
-    pub health: Health,
-    pub engine: Option<Engine>,
-}
 
 /// A target's config and shared state.
 #[derive(Debug)]
@@ -32,14 +24,7 @@ pub struct TargetRuntime {
 
 impl TargetRuntime {
     pub fn new(config: Target, max_window: Duration) -> Self {
-        TargetRuntime {
-            config,
-            state: Mutex::new(TargetState {
-                windows: TargetWindows::new(max_window),
-                health: Health::default(),
-                engine: None,
-            }),
-        }
+        TargetRuntime { config, state: Mutex::new(TargetState::new(max_window)) }
     }
 
     /// The state, even if a panic elsewhere poisoned the lock: a half-updated health
@@ -48,32 +33,24 @@ impl TargetRuntime {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records one scrape outcome taken at `start_ms`.
+    /// Records one scrape outcome taken at `start_ms`, and logs a change of state once.
     pub fn record(&self, start_ms: i64, took: Duration, outcome: Result<Snapshot, ScrapeError>) {
         let name = &self.config.name;
+        let outcome = outcome
+            .map(Arc::new)
+            .map_err(|e| ScrapeFailure { reason: e.reason().to_string(), message: e.message().to_string() });
         let mut st = self.lock();
-        st.health.last_scrape_duration_seconds = Some(took.as_secs_f64());
-        match outcome {
-            Ok(snapshot) => {
-                if !st.health.up {
-                    tracing::info!(target_name = %name, engine = snapshot.engine.as_str(), "target is up");
-                }
-                st.health.up = true;
-                st.health.last_error = None;
-                st.engine = Some(snapshot.engine);
-                st.windows.push(start_ms, Arc::new(snapshot));
+        let engine = outcome.as_ref().ok().map(|s| s.engine);
+        match st.observe(start_ms, Some(took), outcome) {
+            Transition::CameUp => {
+                tracing::info!(target_name = %name, engine = engine.map(|e| e.as_str()), "target is up")
             }
-            Err(e) => {
-                let changed = st.health.up || st.health.last_error.as_deref() != Some(e.message());
-                if changed {
-                    tracing::warn!(target_name = %name, reason = e.reason(), error = e.message(), "scrape failed; target is down");
-                } else {
-                    tracing::debug!(target_name = %name, reason = e.reason(), "scrape failed again");
-                }
-                st.health.up = false;
-                st.health.last_error = Some(e.to_string());
-                *st.health.errors_total.entry(e.reason().to_string()).or_insert(0) += 1;
+            Transition::WentDown | Transition::ErrorChanged => {
+                let error = st.health.last_error.as_deref().unwrap_or_default();
+                tracing::warn!(target_name = %name, error, "scrape failed; target is down")
             }
+            Transition::StillDown => tracing::debug!(target_name = %name, "scrape failed again"),
+            Transition::StillUp => {}
         }
     }
 }

@@ -27,28 +27,17 @@ fn snapshot() -> Snapshot {
 }
 
 #[test]
-fn health_follows_outcomes_and_counts_reasons() {
+fn a_recorded_scrape_reaches_the_shared_state() {
+    // The bookkeeping itself is goodput_core::target's; this checks the daemon's wiring.
     let rt = runtime("a");
-    assert!(!rt.lock().health.up, "down until the first successful scrape");
     rt.record(1_000, Duration::from_millis(20), Err(ScrapeError::new("timeout", "slow")));
-    rt.record(2_000, Duration::from_millis(30), Err(ScrapeError::new("timeout", "slow")));
-    rt.record(3_000, Duration::from_millis(5), Err(ScrapeError::new("connect", "refused")));
-    {
-        let st = rt.lock();
-        assert!(!st.health.up);
-        assert_eq!(st.health.errors_total.get("timeout"), Some(&2));
-        assert_eq!(st.health.errors_total.get("connect"), Some(&1));
-        assert_eq!(st.health.last_error.as_deref(), Some("refused (connect)"));
-        assert_eq!(st.health.last_scrape_duration_seconds, Some(0.005));
-        assert_eq!(st.engine, None);
-    }
+    assert_eq!(rt.lock().health.last_error.as_deref(), Some("slow (timeout)"));
+    assert_eq!(rt.lock().health.last_scrape_duration_seconds, Some(0.02));
     rt.record(4_000, Duration::from_millis(7), Ok(snapshot()));
     let st = rt.lock();
     assert!(st.health.up);
-    assert_eq!(st.health.last_error, None);
-    assert_eq!(st.engine, Some(Engine::Vllm));
-    // Counters are totals since start: a recovery does not reset them.
-    assert_eq!(st.health.errors_total.values().sum::<u64>(), 3);
+    assert_eq!(st.engine(), Some(Engine::Vllm));
+    assert_eq!(st.windows.len(), 1);
 }
 
 #[test]

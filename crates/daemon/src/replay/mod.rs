@@ -18,8 +18,9 @@ use crate::canonical::Snapshot;
 use crate::enrich::Enricher;
 use crate::evaluate::{EvalConfig, RateMode, evaluate_target_with};
 use crate::export::{ExportSample, samples};
-use crate::report::{Health, Report, TargetReport};
-use crate::window::TargetWindows;
+use crate::report::{Report, TargetReport};
+pub use crate::target::ScrapeFailure;
+use crate::target::TargetState;
 
 pub use recording::{Recording, ReplayError, replay, replay_with};
 
@@ -32,22 +33,15 @@ pub struct ReplayTarget {
     pub default_model: String,
 }
 
-/// Why a scrape gave no snapshot, as `llm_slo_scrape_errors_total{reason}` names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScrapeFailure {
-    pub reason: String,
-    pub message: String,
-}
-
-struct TargetState {
+/// One named target of the replay; its state is the daemon's own type.
+struct Named {
     name: String,
-    store: TargetWindows,
-    health: Health,
+    state: TargetState,
 }
 
 /// Every target's window store and health, driven by injected scrape outcomes.
 pub struct VirtualDaemon {
-    targets: Vec<TargetState>,
+    targets: Vec<Named>,
     cfg: EvalConfig,
     mode: RateMode,
     enricher: Enricher,
@@ -56,10 +50,7 @@ pub struct VirtualDaemon {
 impl VirtualDaemon {
     pub fn new(names: impl IntoIterator<Item = String>, cfg: EvalConfig) -> Self {
         let longest = cfg.windows.iter().map(|w| w.duration()).max().unwrap_or_default();
-        let targets = names
-            .into_iter()
-            .map(|name| TargetState { name, store: TargetWindows::new(longest), health: Health::default() })
-            .collect();
+        let targets = names.into_iter().map(|name| Named { name, state: TargetState::new(longest) }).collect();
         let enricher = Enricher::new(&cfg, &AlertingConfig::default(), None, None);
         VirtualDaemon { targets, cfg, mode: RateMode::Prometheus, enricher }
     }
@@ -85,25 +76,15 @@ impl VirtualDaemon {
 
     /// Records one scrape of target `idx` taken at `t_ms`. Unknown indices are ignored.
     pub fn observe(&mut self, idx: usize, t_ms: i64, outcome: Result<Arc<Snapshot>, ScrapeFailure>) {
-        let Some(t) = self.targets.get_mut(idx) else { return };
-        match outcome {
-            Ok(snap) => {
-                t.store.push(t_ms, snap);
-                t.health.up = true;
-                t.health.last_error = None;
-            }
-            Err(f) => {
-                t.health.up = false;
-                t.health.last_error = Some(f.message);
-                *t.health.errors_total.entry(f.reason).or_default() += 1;
-            }
+        if let Some(t) = self.targets.get_mut(idx) {
+            t.state.observe(t_ms, None, outcome);
         }
     }
 
     /// Sets the duration of the last scrape (live scraping knows it; replay does not).
     pub fn set_scrape_duration(&mut self, idx: usize, seconds: f64) {
         if let Some(t) = self.targets.get_mut(idx) {
-            t.health.last_scrape_duration_seconds = Some(seconds);
+            t.state.health.last_scrape_duration_seconds = Some(seconds);
         }
     }
 
@@ -115,9 +96,9 @@ impl VirtualDaemon {
             .iter()
             .map(|t| TargetReport {
                 target: t.name.clone(),
-                engine: t.store.engine(),
-                health: t.health.clone(),
-                models: evaluate_target_with(&t.store, now_ms, &self.cfg.for_target(&t.name), self.mode),
+                engine: t.state.engine(),
+                health: t.state.health.clone(),
+                models: evaluate_target_with(&t.state.windows, now_ms, &self.cfg.for_target(&t.name), self.mode),
             })
             .collect();
         let mut report = Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new() };

@@ -37,7 +37,7 @@ fn failures_mark_down_and_count_by_reason() {
     assert!(!a.up);
     assert_eq!(a.errors_total.get("timeout"), Some(&2));
     assert_eq!(a.errors_total.get("parse_error"), Some(&1));
-    assert_eq!(a.last_error.as_deref(), Some("parse_error happened"));
+    assert_eq!(a.last_error.as_deref(), Some("parse_error happened (parse_error)"));
     assert_eq!(r.targets[1].health.last_scrape_duration_seconds, Some(0.5));
     assert_eq!(d.target_index("b"), Some(1));
 }

@@ -1,0 +1,155 @@
+//! One target between scrapes: its window store, its scrape health and the engine it was
+//! last seen to be. The live daemon and `goodput replay` both keep one [`TargetState`] per
+//! target and feed it scrape outcomes, so the health they report cannot drift apart.
+//!
+//! Pure: the caller passes the scrape's time and outcome in, and gets back the
+//! [`Transition`] to log (the core logs nothing itself).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::canonical::{Engine, Snapshot};
+use crate::report::Health;
+use crate::window::TargetWindows;
+
+/// Why a scrape gave no snapshot: `reason` is the `llm_slo_scrape_errors_total{reason}`
+/// label, `message` is for humans.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScrapeFailure {
+    pub reason: String,
+    pub message: String,
+}
+
+impl fmt::Display for ScrapeFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.reason)
+    }
+}
+
+/// What one scrape outcome changed, for the caller's log: a target that stays down with the
+/// same error is worth a debug line at most, a change of state or of error a warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    /// The first successful scrape, or the first after failures.
+    CameUp,
+    /// Up before, and still up.
+    StillUp,
+    /// Up before (or never scraped), and now failing.
+    WentDown,
+    /// Down before, and failing now for a different reason or message.
+    ErrorChanged,
+    /// Down before, with the same error.
+    StillDown,
+}
+
+/// A target's windows, health and engine.
+#[derive(Debug)]
+pub struct TargetState {
+    pub windows: TargetWindows,
+    pub health: Health,
+    /// Whether any scrape has been recorded: a target that has never been scraped is down,
+    /// but its first failure is still a change worth logging.
+    seen: bool,
+}
+
+impl TargetState {
+    /// An empty state that keeps scrapes for `max_window`, the longest window evaluated.
+    pub fn new(max_window: Duration) -> Self {
+        TargetState { windows: TargetWindows::new(max_window), health: Health::default(), seen: false }
+    }
+
+    /// The engine of the last successful scrape; `None` until there is one.
+    pub fn engine(&self) -> Option<Engine> {
+        self.windows.engine()
+    }
+
+    /// Records one scrape taken at `t_ms`. `took` is the scrape's duration where it is known
+    /// (replay does not know it).
+    pub fn observe(
+        &mut self,
+        t_ms: i64,
+        took: Option<Duration>,
+        outcome: Result<Arc<Snapshot>, ScrapeFailure>,
+    ) -> Transition {
+        if let Some(d) = took {
+            self.health.last_scrape_duration_seconds = Some(d.as_secs_f64());
+        }
+        let was_up = self.health.up;
+        let first = !self.seen;
+        self.seen = true;
+        match outcome {
+            Ok(snapshot) => {
+                self.windows.push(t_ms, snapshot);
+                self.health.up = true;
+                self.health.last_error = None;
+                if was_up { Transition::StillUp } else { Transition::CameUp }
+            }
+            Err(failure) => {
+                let text = failure.to_string();
+                let same = self.health.last_error.as_deref() == Some(text.as_str());
+                self.health.up = false;
+                self.health.last_error = Some(text);
+                *self.health.errors_total.entry(failure.reason).or_insert(0) += 1;
+                if was_up || first {
+                    Transition::WentDown
+                } else if same {
+                    Transition::StillDown
+                } else {
+                    Transition::ErrorChanged
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canonical::Engine;
+
+    fn snapshot() -> Arc<Snapshot> {
+        Arc::new(Snapshot {
+            engine: Engine::Vllm,
+            models: Default::default(),
+            process_start: None,
+            families: 0,
+            samples: 0,
+            warnings: Vec::new(),
+        })
+    }
+
+    fn fail(reason: &str, message: &str) -> Result<Arc<Snapshot>, ScrapeFailure> {
+        Err(ScrapeFailure { reason: reason.into(), message: message.into() })
+    }
+
+    #[test]
+    fn health_follows_outcomes_and_counts_reasons() {
+        let mut t = TargetState::new(Duration::from_secs(60));
+        assert!(!t.health.up, "down until the first successful scrape");
+        assert_eq!(t.observe(1_000, Some(Duration::from_millis(20)), fail("timeout", "slow")), Transition::WentDown);
+        assert_eq!(t.observe(2_000, Some(Duration::from_millis(30)), fail("timeout", "slow")), Transition::StillDown);
+        assert_eq!(
+            t.observe(3_000, Some(Duration::from_millis(5)), fail("connect", "refused")),
+            Transition::ErrorChanged
+        );
+        assert!(!t.health.up);
+        assert_eq!(t.health.errors_total.get("timeout"), Some(&2));
+        assert_eq!(t.health.errors_total.get("connect"), Some(&1));
+        assert_eq!(t.health.last_error.as_deref(), Some("refused (connect)"));
+        assert_eq!(t.health.last_scrape_duration_seconds, Some(0.005));
+        assert_eq!(t.engine(), None);
+
+        assert_eq!(t.observe(4_000, None, Ok(snapshot())), Transition::CameUp);
+        assert_eq!(t.observe(5_000, None, Ok(snapshot())), Transition::StillUp);
+        assert!(t.health.up);
+        assert_eq!(t.health.last_error, None);
+        assert_eq!(t.engine(), Some(Engine::Vllm));
+        assert_eq!(t.windows.len(), 2);
+        // Totals since start: a recovery does not reset them; an unknown duration keeps the last.
+        assert_eq!(t.health.errors_total.values().sum::<u64>(), 3);
+        assert_eq!(t.health.last_scrape_duration_seconds, Some(0.005));
+
+        assert_eq!(t.observe(6_000, None, fail("timeout", "slow")), Transition::WentDown);
+    }
+}
