@@ -200,10 +200,10 @@ fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
     }
     let mut state = BTreeMap::new();
     for n in graph.keys() {
-        if state.get(n.as_str()).copied().unwrap_or(0) == 0 {
-            if let Some(c) = visit(n, graph, &mut state, &mut Vec::new()) {
-                return Some(c);
-            }
+        if state.get(n.as_str()).copied().unwrap_or(0) == 0
+            && let Some(c) = visit(n, graph, &mut state, &mut Vec::new())
+        {
+            return Some(c);
         }
     }
     None
