@@ -13,13 +13,9 @@ pub struct FakeNvml {
     pub library: PathBuf,
 }
 
-fn required() -> bool {
-    std::env::var("GOODPUT_REQUIRE_TOOLS").is_ok_and(|v| v == "1")
-}
-
+/// Skip (or fail under GOODPUT_REQUIRE_TOOLS=1, crate::tools) for want of `what`.
 fn missing(what: &str) -> Option<FakeNvml> {
-    assert!(!required(), "GOODPUT_REQUIRE_TOOLS=1 but {what}");
-    eprintln!("SKIP: {what}; install a C compiler and `pip install nvidia-nvml-dev` to run this test");
+    crate::tools::missing(what, "install a C compiler and `pip install nvidia-nvml-dev` to run this test");
     None
 }
 
