@@ -28,6 +28,7 @@ pub mod gpu;
 pub mod logging;
 pub mod parse;
 pub mod probe;
+pub mod redact;
 pub mod replay;
 pub mod report;
 pub mod scrape;

@@ -1,5 +1,7 @@
 //! Shared helpers for the daemon tests: real HTTP fixture servers on 127.0.0.1, a vLLM-like
 //! exposition whose values are known by construction, and a /metrics reader.
+//!
+//! A test binary that declares `mod common;` also declares `mod tools;` (tests/tools).
 #![allow(dead_code)]
 
 use std::collections::HashMap;

@@ -1,6 +1,8 @@
 //! Real Alertmanagers for the alerting tests: find the Debian `prometheus-alertmanager`
 //! binary (or skip), run it on 127.0.0.1 with clustering off and its own storage, stop and
 //! restart it on the same port and storage, and read its API v2 and /metrics.
+//!
+//! A test binary that declares `mod common_am;` also declares `mod tools;` (tests/tools).
 #![allow(dead_code)]
 
 use std::net::TcpListener;

@@ -4,6 +4,8 @@
 //! (`pip install nvidia-nvml-dev`), found through `$NVML_INCLUDE`, python3's site-packages,
 //! or the usual CUDA include dirs. When either is missing the tests skip with a note, unless
 //! GOODPUT_REQUIRE_TOOLS=1, where that is a failure.
+//!
+//! A test binary that declares `mod fake_nvml;` also declares `mod tools;` (tests/tools).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
