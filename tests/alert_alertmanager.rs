@@ -6,6 +6,7 @@
 //! Skips when the binary is missing, unless GOODPUT_REQUIRE_TOOLS=1.
 
 mod common_am;
+mod tools;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -12,6 +12,7 @@
 //! Skips when the binary is missing, unless GOODPUT_REQUIRE_TOOLS=1.
 
 mod common_am;
+mod tools;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};

@@ -258,3 +258,14 @@ fn a_broken_target_is_reported_once_not_again_by_slos() {
     let yaml = "targets:\n  - name: a\n    url: nope\nslos:\n  - {name: s, ttft: 1s, objective: 0.9, targets: [a]}\n";
     one_error(yaml, 3, 10, &["url: invalid URL \"nope\""]);
 }
+
+#[test]
+fn a_rejected_url_is_quoted_without_its_credentials() {
+    let yaml = "targets:\n  - name: a\n    url: ftp://bob:pw-SECRET@h/m?token=tok-SECRET\n";
+    one_error(yaml, 3, 10, &["unsupported URL \"ftp://bob:xxxxx@h/m?token=xxxxx\""]);
+    let yaml = format!("{OK_TARGETS}alerting:\n  alertmanager: {{url: 'ftp://am:pw-SECRET@x'}}\n");
+    one_error(&yaml, 5, 3, &["url \"ftp://am:xxxxx@x\" must start with http:// or https://"]);
+    for e in errors(&yaml).iter().chain(&errors("targets:\n  - name: a\n    url: ftp://bob:pw-SECRET@h/\n")) {
+        assert!(!e.to_string().contains("SECRET"), "{e}");
+    }
+}

@@ -2,6 +2,7 @@
 //! cleanly on SIGTERM, and `record` writing DIR/<name>/<unix-millis>.prom.
 
 mod common;
+mod tools;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -5,6 +5,7 @@
 
 mod common;
 mod fake_nvml;
+mod tools;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

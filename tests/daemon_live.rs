@@ -4,6 +4,7 @@
 //! must be down with the right reason while the healthy ones stay up and keep updating.
 
 mod common;
+mod tools;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,6 +3,7 @@
 //! the decoded size), Content-Length over the limit refused before reading.
 
 mod common;
+mod tools;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,6 +3,7 @@
 //! units by hand (mW → W, MHz → Hz, %, KB/s → bytes/s with KB = 1024).
 
 mod fake_nvml;
+mod tools;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

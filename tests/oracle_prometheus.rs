@@ -18,6 +18,7 @@
 //! step). The 5 min lookback and staleness never apply: every query is a range selector.
 
 mod support;
+mod tools;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -29,8 +30,9 @@ use goodput::evaluate::{EvalConfig, KvThresholds, RateMode};
 use goodput::parse::{Limits, parse};
 use goodput::replay::{Recording, ReplayTarget, VirtualDaemon, replay};
 use goodput::report::{Report, WindowReport};
-use support::prometheus::{Prometheus, backfill, require_tool};
+use support::prometheus::{Prometheus, backfill};
 use support::recording::{self, HISTS, TargetRec};
+use tools::require_tool;
 
 const STEP_S: u64 = 5;
 const WINDOWS_S: [u64; 2] = [60, 300];
@@ -165,7 +167,8 @@ fn compare(
 
 #[test]
 fn evaluation_matches_prometheus_at_every_instant() {
-    let (Some(prom_bin), Some(promtool)) = (require_tool("prometheus"), require_tool("promtool")) else { return };
+    let prom_bin = require_tool!("prometheus");
+    let promtool = require_tool!("promtool");
     let targets = recording::generate(240, 42);
     let work = tempfile::tempdir().expect("tempdir");
     let rec_dir = work.path().join("recording");

@@ -2,6 +2,8 @@
 //! parser's view of it agrees with counts and values read off the file by simple line
 //! filters that share no code with the parser.
 
+mod tools;
+
 use std::path::PathBuf;
 
 use goodput::parse::{Exposition, Limits, MetricType, parse, parse_f64};
@@ -19,8 +21,7 @@ fn fixtures_dir() -> Option<PathBuf> {
 
 fn fixtures() -> Vec<(String, String)> {
     let Some(dir) = fixtures_dir() else {
-        assert!(std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() != Ok("1"), "fixtures directory not found");
-        eprintln!("SKIP: no fixtures directory (set GOODPUT_FIXTURES)");
+        tools::missing("no real-scrape fixtures directory was found", "set GOODPUT_FIXTURES to one");
         return Vec::new();
     };
     let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)

@@ -5,21 +5,11 @@
 //!
 //! Skips when promtool is missing, unless GOODPUT_REQUIRE_TOOLS=1.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod tools;
 
-fn promtool() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    let found = std::env::split_paths(&path).map(|d| d.join("promtool")).find(|p| p.is_file());
-    if found.is_none() {
-        let msg = "promtool not found (apt-get install prometheus)";
-        if std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() == Ok("1") {
-            panic!("{msg}, and GOODPUT_REQUIRE_TOOLS=1");
-        }
-        eprintln!("SKIP: {msg}");
-    }
-    found
-}
+use std::path::Path;
+use std::process::Command;
+use tools::require_tool;
 
 const CONFIG: &str = r#"
 listen: 127.0.0.1:9464
@@ -264,7 +254,7 @@ fn tests_file(rules: &str, fleet_bad: bool) -> String {
 
 #[test]
 fn generated_rules_pass_promtool_check_and_unit_tests() {
-    let Some(promtool) = promtool() else { return };
+    let promtool = require_tool!("promtool");
     let dir = tempfile::tempdir().unwrap();
     let rules = goodput_rules(dir.path(), "prometheus");
     let rules_path = dir.path().join("rules.yml");

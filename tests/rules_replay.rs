@@ -14,6 +14,7 @@
 //! Skips when prometheus/promtool are missing, unless GOODPUT_REQUIRE_TOOLS=1.
 
 mod support;
+mod tools;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -23,7 +24,8 @@ use std::time::Duration;
 
 use goodput_sim::config::Profile;
 use goodput_sim::{SimConfig, offline};
-use support::prometheus::{Prometheus, backfill, require_tool};
+use support::prometheus::{Prometheus, backfill};
+use tools::require_tool;
 
 const STEP_MS: i64 = 5_000;
 /// Relative agreement required (the bar of docs/architecture.md#semantics-that-must-be-exact).
@@ -343,7 +345,8 @@ fn agree(a: f64, b: f64, tol: Tol) -> bool {
 
 #[test]
 fn recording_rules_in_prometheus_agree_with_replay() {
-    let (Some(prom_bin), Some(promtool)) = (require_tool("prometheus"), require_tool("promtool")) else { return };
+    let prom_bin = require_tool!("prometheus");
+    let promtool = require_tool!("promtool");
     let work = tempfile::tempdir().expect("tempdir");
     let rec = work.path().join("rec");
     let cfgs: Vec<SimConfig> = TARGETS

@@ -3,6 +3,7 @@
 //! linted by the real `promtool check metrics`.
 
 mod sim_common;
+mod tools;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use std::process::{Command, Stdio};
 use goodput::parse::{Limits, MetricType, parse};
 use goodput_sim::Sim;
 use goodput_sim::config::{Format, Profile, SimConfig};
+use tools::require_tool;
 
 /// Family name → (type, help, sample name → label names, sample name → le list).
 type Shape = BTreeMap<String, (MetricType, String, BTreeMap<String, BTreeSet<String>>, BTreeMap<String, Vec<String>>)>;
@@ -36,6 +38,9 @@ fn shape(body: &str) -> Shape {
     out
 }
 
+/// Where [`fixture`] looks, for the SKIP note.
+const FIXTURE_HINT: &str = "put the real scrapes in tests/fixtures/real";
+
 fn fixture(name: &str) -> Option<String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let candidates = [
@@ -46,15 +51,10 @@ fn fixture(name: &str) -> Option<String> {
     candidates.iter().find_map(|p| std::fs::read_to_string(p).ok())
 }
 
-fn require_tools() -> bool {
-    std::env::var("GOODPUT_REQUIRE_TOOLS").is_ok_and(|v| v == "1")
-}
-
 #[test]
 fn vllm_exposition_matches_a_real_vllm_scrape() {
     let Some(real) = fixture("vllm-v1-0.13ish-dynamo-vllm-only.prom") else {
-        assert!(!require_tools(), "real vLLM fixture missing");
-        eprintln!("SKIP: real vLLM fixture not found");
+        tools::missing("the real vLLM fixture was not found", FIXTURE_HINT);
         return;
     };
     // Same model and max_model_len as the real engine, so even the 1-2-5 token buckets agree.
@@ -105,11 +105,7 @@ fn vllm_exposition_matches_a_real_vllm_scrape() {
 
 #[test]
 fn promtool_accepts_every_format() {
-    if Command::new("promtool").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
-        assert!(!require_tools(), "promtool missing (apt-get install prometheus)");
-        eprintln!("SKIP: promtool not installed");
-        return;
-    }
+    let promtool = require_tool!("promtool");
     for format in [Format::Vllm, Format::Sglang, Format::Tgi] {
         let mut cfg = SimConfig::profile(Profile::Spec);
         cfg.format = format;
@@ -117,7 +113,7 @@ fn promtool_accepts_every_format() {
         let mut sim = Sim::new(&cfg, false).expect("sim");
         sim.advance_to(20.0);
         let body = sim.render();
-        let mut child = Command::new("promtool")
+        let mut child = Command::new(&promtool)
             .args(["check", "metrics"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -148,8 +144,7 @@ fn promtool_accepts_every_format() {
 #[test]
 fn sglang_exposition_matches_a_real_sglang_scrape() {
     let Some(real) = fixture("sglang-0.5.x-dynamo-sglang-only.prom") else {
-        assert!(!require_tools(), "real SGLang fixture missing");
-        eprintln!("SKIP: real SGLang fixture not found");
+        tools::missing("the real SGLang fixture was not found", FIXTURE_HINT);
         return;
     };
     let mut cfg = SimConfig::profile(Profile::Steady);
@@ -179,8 +174,7 @@ fn sglang_exposition_matches_a_real_sglang_scrape() {
 #[test]
 fn tgi_exposition_matches_a_real_tgi_scrape() {
     let Some(real) = fixture("tgi-3.3.5-datadog-hugging_face_tgi.prom") else {
-        assert!(!require_tools(), "real TGI fixture missing");
-        eprintln!("SKIP: real TGI fixture not found");
+        tools::missing("the real TGI fixture was not found", FIXTURE_HINT);
         return;
     };
     let mut cfg = SimConfig::profile(Profile::Steady);

@@ -3,12 +3,15 @@
 //! `up`, and counters and histograms move. Skips when `prometheus` is not installed,
 //! unless GOODPUT_REQUIRE_TOOLS=1.
 
+mod tools;
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use goodput_sim::config::Profile;
 use goodput_sim::{SimConfig, live};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tools::require_tool;
 
 struct KillOnDrop(Child);
 
@@ -60,14 +63,7 @@ fn free_port() -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_prometheus_scrapes_the_live_simulator() {
-    if Command::new("prometheus").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
-        assert!(
-            std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() != Ok("1"),
-            "prometheus missing (apt-get install prometheus)"
-        );
-        eprintln!("SKIP: prometheus not installed");
-        return;
-    }
+    let prometheus = require_tool!("prometheus");
     let mut cfg = SimConfig::profile(Profile::Spec);
     cfg.engines = 2;
     let sim = live::serve(cfg, "127.0.0.1:0".parse().expect("addr"), 10.0).await.expect("serve");
@@ -83,7 +79,7 @@ async fn real_prometheus_scrapes_the_live_simulator() {
     .expect("config");
     let port = free_port();
     let _prom = KillOnDrop(
-        Command::new("prometheus")
+        Command::new(prometheus)
             .arg(format!("--config.file={}", conf.display()))
             .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))

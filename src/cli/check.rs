@@ -56,7 +56,8 @@ pub fn probe(c: &Config) -> Result<Vec<String>, Box<dyn std::error::Error + Send
         let mut tasks = tokio::task::JoinSet::new();
         for (i, t) in c.targets.iter().enumerate() {
             let fetcher = fetcher_for(c, t);
-            let (name, url, hint, model, limits) = (t.name.clone(), t.url.clone(), t.engine, t.model.clone(), limits);
+            let url = crate::redact::url(&t.url);
+            let (name, hint, model, limits) = (t.name.clone(), t.engine, t.model.clone(), limits);
             tasks.spawn(async move {
                 let fetcher = fetcher.map_err(|e| format!("target {name} ({url}): cannot build the client: {e}"))?;
                 let body = fetcher
@@ -118,7 +119,7 @@ pub fn summary(file: &str, c: &Config) -> String {
         s.push_str(&format!(
             "    {} {} engine={} every {} timeout {}\n",
             t.name,
-            t.url,
+            crate::redact::url(&t.url),
             engine,
             format_duration(t.interval),
             format_duration(t.timeout)

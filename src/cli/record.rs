@@ -39,9 +39,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CliResult {
-    let url = Url::parse(&args.target).map_err(|e| format!("--target {:?} is not a URL: {e}", args.target))?;
+    let url = Url::parse(&args.target)
+        .map_err(|e| format!("--target {:?} is not a URL: {e}", crate::redact::url_str(&args.target)))?;
     if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(format!("--target must be an http:// or https:// URL, not {:?}", args.target).into());
+        return Err(format!("--target must be an http:// or https:// URL, not {:?}", crate::redact::url(&url)).into());
     }
     if args.interval.is_zero() {
         return Err("--interval must be longer than zero".into());

@@ -1,5 +1,7 @@
 //! Shared helpers for the daemon tests: real HTTP fixture servers on 127.0.0.1, a vLLM-like
 //! exposition whose values are known by construction, and a /metrics reader.
+//!
+//! A test binary that declares `mod common;` also declares `mod tools;` (tests/tools).
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -183,27 +185,12 @@ pub fn metrics_samples(body: &str) -> Vec<(String, HashMap<String, String>, f64)
         .collect()
 }
 
-/// Whether an external tool is present; when it is not, tests skip with a note, unless
-/// GOODPUT_REQUIRE_TOOLS=1 makes that a failure.
-pub fn have_tool(name: &str) -> bool {
-    let found =
-        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file())).unwrap_or(false);
-    if !found {
-        if std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() == Ok("1") {
-            panic!("{name} is required (GOODPUT_REQUIRE_TOOLS=1) but not on PATH");
-        }
-        eprintln!("NOTE: {name} not found; skipping the check that needs it");
-    }
-    found
-}
-
 /// `promtool check metrics`: exit 0 (clean) or 3 (lint findings only) means it parsed.
+/// Without promtool only this check is skipped (crate::tools), not the caller's test.
 pub fn promtool_check_metrics(body: &str) {
-    if !have_tool("promtool") {
-        return;
-    }
+    let Some(promtool) = crate::tools::require("promtool") else { return };
     use std::io::Write;
-    let mut child = std::process::Command::new("promtool")
+    let mut child = std::process::Command::new(promtool)
         .args(["check", "metrics"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

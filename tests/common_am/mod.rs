@@ -1,6 +1,8 @@
 //! Real Alertmanagers for the alerting tests: find the Debian `prometheus-alertmanager`
 //! binary (or skip), run it on 127.0.0.1 with clustering off and its own storage, stop and
 //! restart it on the same port and storage, and read its API v2 and /metrics.
+//!
+//! A test binary that declares `mod common_am;` also declares `mod tools;` (tests/tools).
 #![allow(dead_code)]
 
 use std::net::TcpListener;
@@ -8,23 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn find_tool(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).flat_map(|d| names.iter().map(move |n| d.join(n))).find(|p| p.is_file())
-}
-
-/// The Alertmanager binary; `None` (with a SKIP note) when missing, a panic when missing and
-/// GOODPUT_REQUIRE_TOOLS=1.
+/// The Alertmanager binary under Debian's name or upstream's; `None` (with a SKIP note) when
+/// missing, a panic when missing and GOODPUT_REQUIRE_TOOLS=1 (crate::tools).
 pub fn alertmanager_binary() -> Option<PathBuf> {
-    let found = find_tool(&["prometheus-alertmanager", "alertmanager"]);
-    if found.is_none() {
-        let msg = "prometheus-alertmanager not found (apt-get install prometheus-alertmanager)";
-        if std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() == Ok("1") {
-            panic!("{msg}, and GOODPUT_REQUIRE_TOOLS=1");
-        }
-        eprintln!("SKIP: {msg}");
-    }
-    found
+    crate::tools::require_any(&["prometheus-alertmanager", "alertmanager"])
 }
 
 pub fn free_port() -> u16 {

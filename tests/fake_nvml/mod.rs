@@ -4,6 +4,8 @@
 //! (`pip install nvidia-nvml-dev`), found through `$NVML_INCLUDE`, python3's site-packages,
 //! or the usual CUDA include dirs. When either is missing the tests skip with a note, unless
 //! GOODPUT_REQUIRE_TOOLS=1, where that is a failure.
+//!
+//! A test binary that declares `mod fake_nvml;` also declares `mod tools;` (tests/tools).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,13 +15,9 @@ pub struct FakeNvml {
     pub library: PathBuf,
 }
 
-fn required() -> bool {
-    std::env::var("GOODPUT_REQUIRE_TOOLS").is_ok_and(|v| v == "1")
-}
-
+/// Skip (or fail under GOODPUT_REQUIRE_TOOLS=1, crate::tools) for want of `what`.
 fn missing(what: &str) -> Option<FakeNvml> {
-    assert!(!required(), "GOODPUT_REQUIRE_TOOLS=1 but {what}");
-    eprintln!("SKIP: {what}; install a C compiler and `pip install nvidia-nvml-dev` to run this test");
+    crate::tools::missing(what, "install a C compiler and `pip install nvidia-nvml-dev` to run this test");
     None
 }
 

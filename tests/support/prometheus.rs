@@ -1,28 +1,13 @@
 //! A real Prometheus on 127.0.0.1 over backfilled data, and its query_range API.
 //!
-//! Tools missing: the test is skipped with a note, unless GOODPUT_REQUIRE_TOOLS=1 makes
-//! it fail (README.md#two-commands). The server is killed when the guard drops.
+//! The binaries are found with `crate::tools` (skip, or fail under GOODPUT_REQUIRE_TOOLS=1).
+//! The server is killed when the guard drops.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Finds `tool` on PATH; `None` means skip, and panics when GOODPUT_REQUIRE_TOOLS=1.
-pub fn require_tool(tool: &str) -> Option<PathBuf> {
-    let found =
-        std::env::var_os("PATH").iter().flat_map(std::env::split_paths).map(|d| d.join(tool)).find(|p| p.is_file());
-    if found.is_none() {
-        let note = format!("{tool} not found on PATH (Debian: apt-get install -y prometheus)");
-        if std::env::var("GOODPUT_REQUIRE_TOOLS").as_deref() == Ok("1") {
-            panic!("GOODPUT_REQUIRE_TOOLS=1 and {note}");
-        }
-        // Straight to stderr: libtest hides eprintln! of passing tests.
-        let _ = writeln!(std::io::stderr(), "SKIPPED: {note}");
-    }
-    found
-}
 
 /// `promtool tsdb create-blocks-from openmetrics FILE DATA`.
 pub fn backfill(promtool: &Path, om_file: &Path, data: &Path) {

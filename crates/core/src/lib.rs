@@ -14,7 +14,8 @@
 //! Beside the flow: [`target`] (one target's windows and scrape health), [`canonical`] (the engine-neutral vocabulary), [`duration`] (windows and
 //! the one duration syntax), [`slo`] (SLO math: thresholds, brackets, joint bounds),
 //! [`alert`] (rules and their state machine), [`gpu`] (GPU readings and MFU/HBM/cost math),
-//! [`probe`] (what `goodput check --probe` says about one scrape).
+//! [`probe`] (what `goodput check --probe` says about one scrape), [`redact`] (credentials
+//! never printed).
 
 pub mod parse;
 
@@ -37,6 +38,7 @@ pub mod export;
 
 pub mod duration;
 pub mod probe;
+pub mod redact;
 
 pub use adapt::{EngineHint, adapt};
 pub use canonical::{Engine, Snapshot};

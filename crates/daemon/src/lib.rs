@@ -18,7 +18,7 @@
 //! `goodput::parse` is `goodput_core::parse`.
 
 pub use goodput_core::{
-    adapt, alert, canonical, duration, enrich, evaluate, export, parse, probe, report, slo, target, window,
+    adapt, alert, canonical, duration, enrich, evaluate, export, parse, probe, redact, report, slo, target, window,
 };
 
 pub mod config;

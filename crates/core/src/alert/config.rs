@@ -56,10 +56,17 @@ impl Default for AlertingConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// An Alertmanager or webhook. `Debug` masks the URL's credentials (crate::redact).
+#[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Endpoint {
     pub url: String,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint").field("url", &crate::redact::url_str(&self.url)).finish()
+    }
 }
 
 fn default_resend() -> Duration {

@@ -34,8 +34,9 @@ pub fn required_windows(rules: &RuleSet) -> Vec<Window> {
 pub fn validate(cfg: &AlertingConfig, slos: &[SloSpec], windows: &[Window]) -> Findings {
     let mut f = Findings::default();
     let urls = cfg.alertmanager_urls().into_iter().map(|u| ("alertmanager", u));
-    for (what, u) in urls.chain(cfg.webhook.iter().map(|w| ("webhook", w.url.clone()))) {
-        match url::Url::parse(&u) {
+    for (what, raw) in urls.chain(cfg.webhook.iter().map(|w| ("webhook", w.url.clone()))) {
+        let u = crate::redact::url_str(&raw);
+        match url::Url::parse(&raw) {
             Ok(p) if matches!(p.scheme(), "http" | "https") => {}
             Ok(_) => f.errors.push(format!("alerting: {what} url {u:?} must start with http:// or https://")),
             Err(e) => f.errors.push(format!("alerting: {what} url {u:?} is not a URL ({e})")),

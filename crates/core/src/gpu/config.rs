@@ -71,8 +71,9 @@ impl Default for NvmlConfig {
     }
 }
 
-/// `gpu.dcgm:`: scrape a node-local dcgm-exporter and keep this pod's GPUs.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// `gpu.dcgm:`: scrape a node-local dcgm-exporter and keep this pod's GPUs. `Debug` masks
+/// the URL's credentials (crate::redact).
+#[derive(Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DcgmConfig {
     pub url: String,
@@ -85,6 +86,17 @@ pub struct DcgmConfig {
     /// Explicit GPU UUIDs; when set they win over the pod join.
     #[serde(default)]
     pub uuids: Vec<String>,
+}
+
+impl std::fmt::Debug for DcgmConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DcgmConfig")
+            .field("url", &crate::redact::url_str(&self.url))
+            .field("pod", &self.pod)
+            .field("namespace", &self.namespace)
+            .field("uuids", &self.uuids)
+            .finish()
+    }
 }
 
 /// A peak-spec override for GPUs whose name contains all the words of `match`.

@@ -27,6 +27,7 @@ use crate::duration::Window;
 use crate::evaluate::slo::SloSpec;
 use crate::evaluate::{EvalConfig, KvThresholds};
 use crate::gpu::config::{CostConfig, GpuConfig};
+use crate::redact::Secret;
 
 /// A validated config. Every field holds a usable value; defaults are filled in.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,8 +64,8 @@ pub struct ScrapeConfig {
     pub gzip: bool,
 }
 
-/// One scraped endpoint.
-#[derive(Debug, Clone, PartialEq)]
+/// One scraped endpoint. `Debug` masks the URL's credentials (crate::redact).
+#[derive(Clone, PartialEq)]
 pub struct Target {
     pub name: String,
     pub url: Url,
@@ -74,9 +75,25 @@ pub struct Target {
     /// Read again before every scrape, so that rotated tokens are picked up.
     pub bearer_token_file: Option<PathBuf>,
     /// Extra request headers, already checked to be valid HTTP header names and values.
-    pub headers: Vec<(String, String)>,
+    /// Every value is a secret: `X-Api-Key`, `Authorization` and cookies are why they exist.
+    pub headers: Vec<(String, Secret)>,
     pub interval: Duration,
     pub timeout: Duration,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("name", &self.name)
+            .field("url", &crate::redact::url(&self.url))
+            .field("engine", &self.engine)
+            .field("model", &self.model)
+            .field("bearer_token_file", &self.bearer_token_file)
+            .field("headers", &self.headers)
+            .field("interval", &self.interval)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 /// A latency SLO. At least one of the clauses is set.

@@ -104,11 +104,12 @@ fn http_url(d: &mut Diagnostics, s: &S<String>, key: &str) -> Option<Url> {
     match Url::parse(s.value.trim()) {
         Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Some(u),
         Ok(u) => {
-            d.error(pos(s), format!("{key}: unsupported URL {:?} (scheme {:?}); {expected}", s.value, u.scheme()));
+            let shown = crate::redact::url_str(&s.value);
+            d.error(pos(s), format!("{key}: unsupported URL {shown:?} (scheme {:?}); {expected}", u.scheme()));
             None
         }
         Err(e) => {
-            d.error(pos(s), format!("{key}: invalid URL {:?} ({e}); {expected}", s.value));
+            d.error(pos(s), format!("{key}: invalid URL {:?} ({e}); {expected}", crate::redact::url_str(&s.value)));
             None
         }
     }
@@ -226,7 +227,7 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
             d.error(pos(v), "headers.Authorization and bearer_token_file both set the Authorization header; keep one");
             continue;
         }
-        headers.push((k.clone(), v.value.clone()));
+        headers.push((k.clone(), v.value.clone().into()));
     }
     let interval = match &t.interval {
         Some(s) => positive_duration(d, s, "interval")?,

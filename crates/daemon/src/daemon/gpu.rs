@@ -43,7 +43,7 @@ impl GpuSources {
                 Ok(fetcher) => {
                     tasks.spawn(dcgm_loop(fetcher, selector, cfg.scrape.interval, dcgm.clone(), stop));
                 }
-                Err(e) => tracing::error!("dcgm-exporter at {} cannot be scraped: {e}", d.url),
+                Err(e) => tracing::error!("dcgm-exporter at {} cannot be scraped: {e}", crate::redact::url_str(&d.url)),
             }
         }
         GpuSources { nvml, dcgm }

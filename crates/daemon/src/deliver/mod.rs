@@ -73,6 +73,7 @@ pub fn postable(batch: &[Notification], now_ms: i64, validity: Duration) -> Vec<
 /// Counters of one destination, for logs and health.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DestinationStats {
+    /// The POST URL with its credentials masked (crate::redact).
     pub url: String,
     pub queued: usize,
     pub sent_batches: u64,
@@ -84,6 +85,8 @@ pub struct DestinationStats {
 
 struct Destination {
     url: String,
+    /// `url` as logs and errors show it: credentials masked.
+    shown: String,
     queue: Mutex<Queue>,
     wake: Notify,
     stats: Mutex<DestinationStats>,
@@ -130,7 +133,8 @@ impl Delivery {
             let d = Arc::new(Destination {
                 queue: Mutex::new(Queue::new(opts.queue_capacity)),
                 wake: Notify::new(),
-                stats: Mutex::new(DestinationStats { url: url.clone(), ..Default::default() }),
+                stats: Mutex::new(DestinationStats { url: crate::redact::url_str(&url), ..Default::default() }),
+                shown: crate::redact::url_str(&url),
                 url,
             });
             tasks.push(rt.spawn(worker(d.clone(), client.clone(), opts.clone())));
@@ -208,7 +212,7 @@ async fn worker(d: Arc<Destination>, client: reqwest::Client, opts: DeliveryOpti
             continue;
         }
         let body = postable(&batch.notifications, now_ms(), validity);
-        match post(&client, &d.url, &body).await {
+        match post(&client, &d.url, &d.shown, &body).await {
             Ok(()) => {
                 lock(&d.queue).ack(&batch);
                 let mut s = lock(&d.stats);
@@ -217,14 +221,14 @@ async fn worker(d: Arc<Destination>, client: reqwest::Client, opts: DeliveryOpti
                 backoff = opts.initial_backoff;
             }
             Err(PostError::Rejected(e)) => {
-                tracing::error!(url = %d.url, error = %e, "alert delivery rejected; dropping this batch");
+                tracing::error!(url = %d.shown, error = %e, "alert delivery rejected; dropping this batch");
                 lock(&d.queue).ack(&batch);
                 let mut s = lock(&d.stats);
                 s.failed_attempts += 1;
                 s.last_error = Some(e);
             }
             Err(PostError::Transient(e)) => {
-                tracing::warn!(url = %d.url, error = %e, retry_in = ?backoff, "alert delivery failed; will retry");
+                tracing::warn!(url = %d.shown, error = %e, retry_in = ?backoff, "alert delivery failed; will retry");
                 {
                     let mut s = lock(&d.stats);
                     s.failed_attempts += 1;
@@ -244,21 +248,20 @@ enum PostError {
     Rejected(String),
 }
 
-async fn post(client: &reqwest::Client, url: &str, body: &[PostableAlert<'_>]) -> Result<(), PostError> {
+/// POSTs `body` to `url`; errors name the destination as `shown` (credentials masked), since
+/// they reach the logs and [`DestinationStats::last_error`].
+async fn post(client: &reqwest::Client, url: &str, shown: &str, body: &[PostableAlert<'_>]) -> Result<(), PostError> {
     let json = serde_json::to_vec(body).map_err(|e| PostError::Rejected(format!("cannot encode alerts: {e}")))?;
-    let resp = client
-        .post(url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(json)
-        .send()
-        .await
-        .map_err(|e| PostError::Transient(format!("POST {url}: {e}")))?;
+    let sent = client.post(url).header(reqwest::header::CONTENT_TYPE, "application/json").body(json).send().await;
+    // The error's own URL is dropped: `shown` names the destination, masked.
+    let resp = sent
+        .map_err(|e| PostError::Transient(format!("POST {shown}: {}", crate::redact::error_chain(&e.without_url()))))?;
     let status = resp.status();
     if status.is_success() {
         return Ok(());
     }
     let text = resp.text().await.unwrap_or_default();
-    let msg = format!("POST {url}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
+    let msg = format!("POST {shown}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
     if status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS {
         Err(PostError::Rejected(msg))
     } else {

@@ -48,14 +48,8 @@ impl ScrapeError {
             "read_error"
         };
         // reqwest's Display omits the cause ("error sending request"); the chain says why.
-        let mut msg = e.to_string();
-        let mut src = std::error::Error::source(e);
-        while let Some(s) = src {
-            msg.push_str(": ");
-            msg.push_str(&s.to_string());
-            src = s.source();
-        }
-        ScrapeError::new(reason, msg)
+        // The message reaches logs and /api/v1/report, so any URL in it is redacted.
+        ScrapeError::new(reason, crate::redact::error_chain(e))
     }
 }
 

@@ -10,22 +10,36 @@ use reqwest::header::{ACCEPT as ACCEPT_HEADER, AUTHORIZATION, HeaderMap, HeaderN
 use url::Url;
 
 use super::ScrapeError;
+use crate::redact::Secret;
 
 /// Like Prometheus: the classic text format first, OpenMetrics accepted (our parser reads both).
 pub const ACCEPT: &str =
     "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,text/plain;q=0.2,*/*;q=0.1";
 
-/// What to fetch and how.
-#[derive(Debug, Clone)]
+/// What to fetch and how. `Debug` masks the URL's credentials (crate::redact).
+#[derive(Clone)]
 pub struct FetchSpec {
     pub url: Url,
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(String, Secret)>,
     /// Re-read before each request, so rotated tokens work without a restart.
     pub bearer_token_file: Option<PathBuf>,
     pub timeout: Duration,
     /// Largest body accepted, counted after gzip decoding.
     pub body_limit: usize,
     pub gzip: bool,
+}
+
+impl std::fmt::Debug for FetchSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FetchSpec")
+            .field("url", &crate::redact::url(&self.url))
+            .field("headers", &self.headers)
+            .field("bearer_token_file", &self.bearer_token_file)
+            .field("timeout", &self.timeout)
+            .field("body_limit", &self.body_limit)
+            .field("gzip", &self.gzip)
+            .finish()
+    }
 }
 
 /// Installs the ring crypto provider for rustls once per process. reqwest is built
@@ -57,7 +71,9 @@ impl Fetcher {
         }
         for (k, v) in &spec.headers {
             let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?;
-            let value = HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
+            let mut value = HeaderValue::from_str(v.expose()).map_err(|e| format!("header {k:?}: {e}"))?;
+            // Sensitive values print as "Sensitive" in any Debug of the request or headers.
+            value.set_sensitive(true);
             headers.insert(name, value);
         }
         let client = reqwest::Client::builder()
@@ -93,12 +109,13 @@ impl Fetcher {
             let token = tokio::fs::read_to_string(path).await.map_err(|e| {
                 ScrapeError::new("token_file", format!("cannot read bearer_token_file {}: {e}", path.display()))
             })?;
-            let value = HeaderValue::from_str(&format!("Bearer {}", token.trim())).map_err(|_| {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", token.trim())).map_err(|_| {
                 ScrapeError::new(
                     "token_file",
                     format!("bearer_token_file {} holds characters not allowed in a header", path.display()),
                 )
             })?;
+            value.set_sensitive(true);
             req = req.header(AUTHORIZATION, value);
         }
         let mut resp = req.send().await.map_err(|e| ScrapeError::from_reqwest(&e))?;
