@@ -51,7 +51,10 @@ pub mod de {
 
     use super::Window;
 
-    fn text<'de, D: Deserializer<'de>>(d: D, parse: fn(&str) -> Result<Duration, String>) -> Result<Duration, D::Error> {
+    fn text<'de, D: Deserializer<'de>>(
+        d: D,
+        parse: fn(&str) -> Result<Duration, String>,
+    ) -> Result<Duration, D::Error> {
         let s = String::deserialize(d)?;
         parse(&s).map_err(serde::de::Error::custom)
     }

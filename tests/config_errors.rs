@@ -227,11 +227,7 @@ fn every_section_is_named_in_unknown_key_errors() {
         (format!("{OK_TARGETS}slos:\n  - {{name: s, ttft: 1s, objective: 0.9, bogus: 1}}\n"), "slos[0]", 5),
         (format!("{OK_TARGETS}kv_cache: {{bogus: 1}}\n"), "kv_cache", 4),
         (format!("{OK_TARGETS}alerting: {{bogus: 1}}\n"), "alerting", 4),
-        (
-            format!("{OK_TARGETS}alerting: {{webhook: {{url: 'http://h', bogus: 1}}}}\n"),
-            "alerting.webhook",
-            4,
-        ),
+        (format!("{OK_TARGETS}alerting: {{webhook: {{url: 'http://h', bogus: 1}}}}\n"), "alerting.webhook", 4),
     ];
     for (yaml, section, line) in cases {
         let errs = errors(&yaml);

@@ -72,7 +72,10 @@ impl Error {
         self
     }
     fn wrong_type(node: &Node, expected: &str) -> Error {
-        Error { problem: Problem::Message(format!("wrong type: expected {expected}, found {}", node.describe())), node: Some(node.id) }
+        Error {
+            problem: Problem::Message(format!("wrong type: expected {expected}, found {}", node.describe())),
+            node: Some(node.id),
+        }
     }
 }
 
@@ -273,13 +276,20 @@ impl<'de> Deserializer<'de> for NodeDe<'_> {
     fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, visitor: V) -> Result<V::Value, Error> {
         self.deserialize_seq(visitor)
     }
-    fn deserialize_tuple_struct<V: Visitor<'de>>(self, _: &'static str, _: usize, visitor: V) -> Result<V::Value, Error> {
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
         self.deserialize_seq(visitor)
     }
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         match self.node.kind {
-            Kind::Map(_) | Kind::Null => visitor.visit_map(Entries { de: self, entries: Box::new(self.entries()), value: None }),
+            Kind::Map(_) | Kind::Null => {
+                visitor.visit_map(Entries { de: self, entries: Box::new(self.entries()), value: None })
+            }
             _ => Err(Error::wrong_type(self.node, "a mapping of keys to values")),
         }
     }
@@ -293,7 +303,8 @@ impl<'de> Deserializer<'de> for NodeDe<'_> {
         if !matches!(self.node.kind, Kind::Map(_) | Kind::Null) {
             return Err(Error::wrong_type(self.node, &format!("a mapping with the keys {}", fields.join(", "))));
         }
-        let (known, unknown): (Vec<&Entry>, Vec<&Entry>) = self.entries().partition(|e| fields.contains(&e.key.as_str()));
+        let (known, unknown): (Vec<&Entry>, Vec<&Entry>) =
+            self.entries().partition(|e| fields.contains(&e.key.as_str()));
         self.run.unknown.borrow_mut().extend(unknown.into_iter().map(|e| UnknownKey {
             key_pos: e.key_pos,
             key: e.key.clone(),

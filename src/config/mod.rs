@@ -20,7 +20,6 @@ mod validate;
 mod yaml;
 
 pub use bytes::parse_bytes;
-pub use de::Spanned;
 pub use error::{ConfigError, ConfigErrors, MAX_ERRORS, Pos};
 pub use tree::{MAX_ALIAS_EVENTS, MAX_DEPTH, MAX_NODES};
 

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
 use super::de::Spanned;
+use serde::Deserialize;
 
 pub type S<T> = Spanned<T>;
 

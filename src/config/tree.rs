@@ -16,7 +16,8 @@ use super::error::Pos;
 pub const MAX_NODES: usize = 250_000;
 /// Most parser events that aliases (`*name`) may repeat in total: an alias expands to the
 /// whole anchored node, so a few nested aliases could otherwise make billions of nodes.
-pub const MAX_ALIAS_EVENTS: usize = 100_000;
+/// Sharing a five-key mapping among a hundred targets repeats about 1,200.
+pub const MAX_ALIAS_EVENTS: usize = 10_000;
 /// Deepest nesting of lists and mappings; a real config nests five levels.
 pub const MAX_DEPTH: usize = 64;
 
@@ -143,7 +144,7 @@ fn pos_of(loc: serde_saphyr::Location) -> Pos {
 }
 
 /// The source text of a plain scalar, from where it is defined (an alias points elsewhere).
-fn source<'t>(text: &'t str, loc: serde_saphyr::Location) -> Option<&'t str> {
+fn source(text: &str, loc: serde_saphyr::Location) -> Option<&str> {
     let span = loc.span();
     let start = usize::try_from(span.byte_offset()?).ok()?;
     let len = usize::try_from(span.byte_len()?).ok()?;
@@ -303,9 +304,9 @@ fn budget_message(breach: &BudgetBreach) -> String {
         | BudgetBreach::RecordedAnchorEvents { .. }
         | BudgetBreach::RecordedAnchorBytes { .. } => alias_message(),
         BudgetBreach::Documents { .. } => "the file holds more than one YAML document; keep one".into(),
-        other => format!(
-            "the file is larger than a config file may be ({other:?}); a goodput config is a few kilobytes"
-        ),
+        other => {
+            format!("the file is larger than a config file may be ({other:?}); a goodput config is a few kilobytes")
+        }
     }
 }
 
@@ -323,13 +324,5 @@ mod tests {
         let c = root.at(&[Step::Key("b".into()), Step::Index(1), Step::Key("c".into())]).unwrap();
         assert_eq!(c.pos, Pos::new(4, 9));
         assert_eq!(Node::name(&root.path_to(c.id).unwrap()), "b[1].c");
-    }
-
-    #[test]
-    fn node_budget_says_the_limit() {
-        let text = format!("a: [{}]\n", vec!["1"; MAX_NODES + 1].join(","));
-        let e = parse(&text).unwrap_err();
-        assert!(e.message.contains("more than 250000 YAML nodes"), "{}", e.message);
-        assert!(e.message.contains("Generate fewer entries"), "{}", e.message);
     }
 }

@@ -122,14 +122,16 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
         gzip: true,
     };
     let Some(raw) = raw else { return out };
-    if let Some(v) = raw.interval.as_ref().and_then(|s| duration(d, s, "scrape.interval", parse_interval)) {
+    let interval = raw.interval.as_ref().map(|s| duration(d, s, "scrape.interval", parse_interval));
+    if let Some(Some(v)) = interval {
         out.interval = v;
     }
     let timeout_set = raw.timeout.is_some();
     if let Some(v) = raw.timeout.as_ref().and_then(|s| positive_duration(d, s, "scrape.timeout")) {
         out.timeout = v;
     }
-    if out.timeout > out.interval {
+    // Against a rejected interval the comparison would only repeat that error.
+    if out.timeout > out.interval && interval != Some(None) {
         if let Some(s) = &raw.timeout {
             d.error(
                 pos(s),
@@ -322,7 +324,8 @@ fn slos_section(d: &mut Diagnostics, raw: &[S<RawSlo>], targets: &[&str]) -> Vec
         };
         let (ttft, tpot, e2e) = (clause(d, &s.ttft, "ttft"), clause(d, &s.tpot, "tpot"), clause(d, &s.e2e, "e2e"));
         let written = |key| d.rejected(at, key);
-        if s.ttft.is_none() && s.tpot.is_none() && s.e2e.is_none() && !["ttft", "tpot", "e2e"].into_iter().any(written) {
+        if s.ttft.is_none() && s.tpot.is_none() && s.e2e.is_none() && !["ttft", "tpot", "e2e"].into_iter().any(written)
+        {
             d.error(pos(&s.name), format!("slo {name:?} has no clause; set at least one of ttft, tpot, e2e"));
         }
         let objective = match &s.objective {

@@ -43,7 +43,9 @@ pub(crate) fn read(text: &str, file: &str) -> Result<Read, ConfigErrors> {
         let found = root.describe();
         return Err(ConfigErrors(vec![error(
             root.pos,
-            format!("the config must be a mapping of keys such as `targets:` and `scrape:`, found {found} (see config/example.yaml)"),
+            format!(
+                "the config must be a mapping of keys such as `targets:` and `scrape:`, found {found} (see config/example.yaml)"
+            ),
         )]));
     }
 

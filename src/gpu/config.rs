@@ -19,21 +19,17 @@ use serde::{Deserialize, Deserializer};
 
 use crate::duration::de;
 
-fn check<T: PartialOrd + Default + std::fmt::Display, E: serde::de::Error>(v: T, example: &str) -> Result<T, E> {
-    if v > T::default() {
-        Ok(v)
-    } else {
-        Err(E::custom(format!("{v} is out of range; expected a number > 0, like {example}")))
-    }
+fn check<T: PartialOrd + Default + std::fmt::Display, E: serde::de::Error>(v: T) -> Result<T, E> {
+    if v > T::default() { Ok(v) } else { Err(E::custom(format!("{v} is out of range; expected a number > 0"))) }
 }
 
-/// A peak rate or a parameter count: a finite number above zero.
+/// A price, a peak rate or a parameter count: a finite number above zero.
 fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     let v = f64::deserialize(d)?;
     if !v.is_finite() {
         return Err(serde::de::Error::custom(format!("{v} is out of range; expected a finite number > 0")));
     }
-    check(v, "70")
+    check(v)
 }
 
 fn opt_positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
@@ -41,7 +37,7 @@ fn opt_positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error
 }
 
 fn opt_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    check(u32::deserialize(d)?, "8").map(Some)
+    check(u32::deserialize(d)?).map(Some)
 }
 
 /// dcgm-exporter's metrics URL: http or https, with a host.
