@@ -117,7 +117,15 @@ fn config_rejects_typos() {
 
 #[test]
 fn validation_warns_about_clamped_factors() {
-    let c = cfg("alertmanager: {url: 'ftp://x'}\nrules: {LLMKVCacheSaturated: {threshold: 1.5}}");
+    // Reading the YAML refuses both values at their position (tests/config_all_errors.rs);
+    // `validate` still catches them in a config built in code.
+    assert!(serde_saphyr::from_str::<AlertingConfig>("alertmanager: {url: 'ftp://x'}").is_err());
+    assert!(serde_saphyr::from_str::<AlertingConfig>("rules: {LLMKVCacheSaturated: {threshold: 1.5}}").is_err());
+    let mut c = AlertingConfig {
+        alertmanager: Some(goodput::alert::config::Endpoint { url: "ftp://x".into() }),
+        ..Default::default()
+    };
+    c.rules.kv_cache_saturated.threshold = Some(1.5);
     let f = validate(&c, &[chat(0.9)], &[win(300), win(3600)]);
     assert_eq!(f.errors.len(), 2, "{f:?}");
     // 14.4 > 1/(1-0.9) = 10 is clamped; 6 is not.

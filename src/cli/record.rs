@@ -10,7 +10,7 @@ use url::Url;
 use super::CliResult;
 use crate::config::parse_bytes;
 use crate::daemon::clock::{Clock, SystemClock};
-use crate::duration::parse_duration;
+use crate::duration::{parse_duration, parse_interval, parse_positive_duration};
 use crate::scrape::{FetchSpec, Fetcher};
 
 #[derive(Debug, clap::Args)]
@@ -21,8 +21,8 @@ pub struct Args {
     /// Output folder; scrapes go to OUT/<name>/.
     #[arg(long)]
     pub out: PathBuf,
-    /// Time between scrapes.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    /// Time between scrapes; at least 100ms, as in the config.
+    #[arg(long, default_value = "5s", value_parser = parse_interval)]
     pub interval: Duration,
     /// How long to record.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long)]
     pub name: Option<String>,
     /// Per-scrape timeout; defaults to the interval.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_positive_duration)]
     pub timeout: Option<Duration>,
     /// Largest body accepted.
     #[arg(long, default_value = "64MiB", value_parser = parse_bytes)]

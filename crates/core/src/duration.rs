@@ -1,7 +1,17 @@
 //! Durations as users write them (`5s`, `1m`, `1h30m`, `250ms`) and as labels show them.
+//!
+//! [`parse_duration`] is the one parser: the config file (directly and through the serde
+//! helpers in [`de`]) and every command-line flag read durations through it, so `5s` means
+//! the same everywhere and a bare `5` is rejected everywhere.
 
 use std::fmt;
 use std::time::Duration;
+
+/// The shortest interval accepted for anything that repeats: scrapes, evaluations, NVML
+/// samples, alert re-sends. A `1ms` scrape interval would ask an engine to render its
+/// /metrics a thousand times a second; 100 ms is still fast enough for tests and demos,
+/// and production intervals are 1 s or more (docs/config.md).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Parses `250ms`, `5s`, `1m`, `1h30m`, `2d`. Bare numbers are rejected: a unit is required.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -10,6 +20,64 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err("empty duration; write e.g. 5s, 1m or 250ms".into());
     }
     humantime::parse_duration(s).map_err(|e| format!("invalid duration {s:?} ({e}); write e.g. 5s, 1m or 250ms"))
+}
+
+/// [`parse_duration`], refusing zero (a timeout or window of `0s` means nothing).
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("{} must be longer than 0s, e.g. 5s", s.trim())),
+        d => Ok(d),
+    }
+}
+
+/// [`parse_duration`], refusing anything shorter than [`MIN_INTERVAL`].
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d < MIN_INTERVAL => Err(format!(
+            "{} is shorter than the minimum interval of {}; use at least {} (1s or more outside tests)",
+            s.trim(),
+            format_duration(MIN_INTERVAL),
+            format_duration(MIN_INTERVAL)
+        )),
+        d => Ok(d),
+    }
+}
+
+/// serde `deserialize_with` helpers: config durations are text read by [`parse_duration`].
+pub mod de {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    use super::Window;
+
+    fn text<'de, D: Deserializer<'de>>(
+        d: D,
+        parse: fn(&str) -> Result<Duration, String>,
+    ) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        parse(&s).map_err(serde::de::Error::custom)
+    }
+
+    /// A duration longer than zero.
+    pub fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        text(d, super::parse_positive_duration)
+    }
+
+    /// An interval of at least [`super::MIN_INTERVAL`].
+    pub fn interval<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        text(d, super::parse_interval)
+    }
+
+    /// An optional duration that may be zero (`for: 0s` fires at once).
+    pub fn opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        text(d, super::parse_duration).map(Some)
+    }
+
+    /// An optional window (a duration longer than zero).
+    pub fn opt_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Window>, D::Error> {
+        text(d, super::parse_positive_duration).map(Window::new)
+    }
 }
 
 /// Formats a duration compactly, the way Prometheus writes ranges: `30s`, `5m`, `1h30m`, `250ms`.
@@ -69,5 +137,16 @@ mod tests {
         assert!(parse_duration("5").is_err());
         assert!(parse_duration("").is_err());
         assert!(Window::new(Duration::ZERO).is_none());
+    }
+
+    #[test]
+    fn positive_and_interval_bounds() {
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert!(parse_positive_duration("0s").unwrap_err().contains("longer than 0s"));
+        assert_eq!(parse_positive_duration("1ms"), Ok(Duration::from_millis(1)));
+        let e = parse_interval("1ms").unwrap_err();
+        assert!(e.contains("shorter than the minimum interval of 100ms"), "{e}");
+        assert_eq!(parse_interval("100ms"), Ok(MIN_INTERVAL));
+        assert!(parse_interval("5x").unwrap_err().contains("invalid duration"));
     }
 }

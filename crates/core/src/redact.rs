@@ -147,6 +147,17 @@ fn secret_param(raw_name: &str) -> bool {
     SECRET_PARAMS.iter().any(|p| name.contains(p))
 }
 
+/// Checks that `s` is an http(s) URL naming a host. The error quotes it masked, since a
+/// config value may carry credentials; `example` shows a good value.
+pub fn check_http_url(s: &str, example: &str) -> Result<(), String> {
+    let shown = url_str(s.trim());
+    match Url::parse(s.trim()) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        Ok(_) => Err(format!("{shown:?} must start with http:// or https:// and name a host, like {example}")),
+        Err(e) => Err(format!("{shown:?} is not a URL ({e}); write e.g. {example}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

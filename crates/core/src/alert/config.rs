@@ -3,14 +3,15 @@
 //! Users write partial overrides (`rules.LLMKVCacheSaturated: {for: 1m}`); [`AlertingConfig::rule_set`]
 //! merges them over each rule's defaults into a [`RuleSet`] of fully specified rules, leaving
 //! disabled ones out. Unknown keys and unknown alert names are errors, so typos never silently
-//! fall back to defaults.
+//! fall back to defaults. Each value is checked as it is read (the `deserialize_with`
+//! functions below), so the config loader reports a bad one at its line and column.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
 use super::rule::{AlertName, LatencyClause, Rule, RuleKind, RuleSet, Severity};
-use crate::duration::{Window, parse_duration};
+use crate::duration::{Window, de};
 
 /// `alerting:`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -23,10 +24,10 @@ pub struct AlertingConfig {
     #[serde(default)]
     pub alertmanagers: Vec<Endpoint>,
     /// How often a firing alert is sent again.
-    #[serde(default = "default_resend", deserialize_with = "de_duration")]
+    #[serde(default = "default_resend", deserialize_with = "de::interval")]
     pub resend_interval: Duration,
     /// Per-request HTTP timeout for deliveries.
-    #[serde(default = "default_timeout", deserialize_with = "de_duration")]
+    #[serde(default = "default_timeout", deserialize_with = "de::positive")]
     pub timeout: Duration,
     /// `runbook_url` = this + alert name.
     #[serde(default)]
@@ -35,7 +36,7 @@ pub struct AlertingConfig {
     #[serde(default)]
     pub webhook: Option<Endpoint>,
     /// Most distinct alerts held per destination while it is unreachable.
-    #[serde(default = "default_queue_capacity")]
+    #[serde(default = "default_queue_capacity", deserialize_with = "at_least_one")]
     pub queue_capacity: usize,
     #[serde(default)]
     pub rules: RulesConfig,
@@ -60,6 +61,7 @@ impl Default for AlertingConfig {
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Endpoint {
+    #[serde(deserialize_with = "http_url")]
     pub url: String,
 }
 
@@ -108,7 +110,7 @@ pub struct RulesConfig {
 #[serde(deny_unknown_fields)]
 pub struct BasicRule {
     pub enabled: Option<bool>,
-    #[serde(rename = "for", default, deserialize_with = "de_opt_duration")]
+    #[serde(rename = "for", default, deserialize_with = "de::opt_duration")]
     pub for_: Option<Duration>,
     pub severity: Option<Severity>,
 }
@@ -118,9 +120,10 @@ pub struct BasicRule {
 #[serde(deny_unknown_fields)]
 pub struct LevelRule {
     pub enabled: Option<bool>,
-    #[serde(rename = "for", default, deserialize_with = "de_opt_duration")]
+    #[serde(rename = "for", default, deserialize_with = "de::opt_duration")]
     pub for_: Option<Duration>,
     pub severity: Option<Severity>,
+    #[serde(default, deserialize_with = "ratio")]
     pub threshold: Option<f64>,
 }
 
@@ -129,11 +132,12 @@ pub struct LevelRule {
 #[serde(deny_unknown_fields)]
 pub struct WindowedRule {
     pub enabled: Option<bool>,
-    #[serde(rename = "for", default, deserialize_with = "de_opt_duration")]
+    #[serde(rename = "for", default, deserialize_with = "de::opt_duration")]
     pub for_: Option<Duration>,
     pub severity: Option<Severity>,
+    #[serde(default, deserialize_with = "non_negative")]
     pub threshold: Option<f64>,
-    #[serde(default, deserialize_with = "de_opt_window")]
+    #[serde(default, deserialize_with = "de::opt_window")]
     pub window: Option<Window>,
 }
 
@@ -142,10 +146,10 @@ pub struct WindowedRule {
 #[serde(deny_unknown_fields)]
 pub struct LatencyRule {
     pub enabled: Option<bool>,
-    #[serde(rename = "for", default, deserialize_with = "de_opt_duration")]
+    #[serde(rename = "for", default, deserialize_with = "de::opt_duration")]
     pub for_: Option<Duration>,
     pub severity: Option<Severity>,
-    #[serde(default, deserialize_with = "de_opt_window")]
+    #[serde(default, deserialize_with = "de::opt_window")]
     pub window: Option<Window>,
 }
 
@@ -153,14 +157,16 @@ pub struct LatencyRule {
 #[serde(deny_unknown_fields)]
 pub struct DivergenceRule {
     pub enabled: Option<bool>,
-    #[serde(rename = "for", default, deserialize_with = "de_opt_duration")]
+    #[serde(rename = "for", default, deserialize_with = "de::opt_duration")]
     pub for_: Option<Duration>,
     pub severity: Option<Severity>,
     /// Joint attainment estimate below this fires.
+    #[serde(default, deserialize_with = "ratio")]
     pub threshold: Option<f64>,
-    #[serde(default, deserialize_with = "de_opt_window")]
+    #[serde(default, deserialize_with = "de::opt_window")]
     pub window: Option<Window>,
     /// Output tokens/s that must be exceeded, so idle engines stay quiet.
+    #[serde(default, deserialize_with = "non_negative")]
     pub throughput_floor: Option<f64>,
 }
 
@@ -169,30 +175,49 @@ pub struct DivergenceRule {
 #[serde(deny_unknown_fields)]
 pub struct BurnRule {
     pub enabled: Option<bool>,
-    #[serde(rename = "for", default, deserialize_with = "de_opt_duration")]
+    #[serde(rename = "for", default, deserialize_with = "de::opt_duration")]
     pub for_: Option<Duration>,
     pub severity: Option<Severity>,
+    #[serde(default, deserialize_with = "positive")]
     pub factor: Option<f64>,
-    #[serde(default, deserialize_with = "de_opt_window")]
+    #[serde(default, deserialize_with = "de::opt_window")]
     pub long_window: Option<Window>,
-    #[serde(default, deserialize_with = "de_opt_window")]
+    #[serde(default, deserialize_with = "de::opt_window")]
     pub short_window: Option<Window>,
     /// Requests that must have finished in *each* window before the rule may fire.
+    #[serde(default, deserialize_with = "non_negative")]
     pub min_requests: Option<f64>,
 }
 
-fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+fn number<'de, D: Deserializer<'de>>(d: D, ok: fn(f64) -> bool, expected: &str) -> Result<Option<f64>, D::Error> {
+    let v = f64::deserialize(d)?;
+    if ok(v) { Ok(Some(v)) } else { Err(serde::de::Error::custom(format!("{v} is out of range; expected {expected}"))) }
+}
+
+fn ratio<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    number(d, |v| v > 0.0 && v <= 1.0, "a ratio in (0, 1], like 0.9")
+}
+
+fn non_negative<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    number(d, |v| v >= 0.0, "a number ≥ 0")
+}
+
+fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    number(d, |v| v > 0.0 && v.is_finite(), "a number > 0, like 14.4")
+}
+
+fn at_least_one<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    match usize::deserialize(d)? {
+        0 => Err(serde::de::Error::custom("0 is out of range; expected at least 1, like 1024")),
+        n => Ok(n),
+    }
+}
+
+/// An Alertmanager or webhook URL: http or https, with a host.
+fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let s = String::deserialize(d)?;
-    parse_duration(&s).map_err(serde::de::Error::custom)
-}
-
-fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    de_duration(d).map(Some)
-}
-
-fn de_opt_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Window>, D::Error> {
-    let dur = de_duration(d)?;
-    Window::new(dur).map(Some).ok_or_else(|| serde::de::Error::custom("a window must be longer than 0s"))
+    crate::redact::check_http_url(&s, "http://127.0.0.1:9093").map_err(serde::de::Error::custom)?;
+    Ok(s)
 }
 
 fn mins(m: u64) -> Duration {

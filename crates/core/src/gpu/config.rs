@@ -8,21 +8,43 @@
 //!   models: [{match: "my-finetune-8b", active_params: 8.03e9}]
 //! cost: {gpu_hour_dollars: 2.5}
 //! ```
+//!
+//! Each value is checked as it is read (the `deserialize_with` functions below), so the
+//! config loader reports a bad one at its line and column, as in every other section.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use crate::duration::parse_duration;
+use crate::duration::de;
 
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let s = String::deserialize(d)?;
-    let v = parse_duration(&s).map_err(serde::de::Error::custom)?;
-    if v.is_zero() {
-        return Err(serde::de::Error::custom("interval must be positive, e.g. 5s"));
+fn check<T: PartialOrd + Default + std::fmt::Display, E: serde::de::Error>(v: T) -> Result<T, E> {
+    if v > T::default() { Ok(v) } else { Err(E::custom(format!("{v} is out of range; expected a number > 0"))) }
+}
+
+/// A price, a peak rate or a parameter count: a finite number above zero.
+fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if !v.is_finite() {
+        return Err(serde::de::Error::custom(format!("{v} is out of range; expected a finite number > 0")));
     }
-    Ok(v)
+    check(v)
+}
+
+fn opt_positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    positive(d).map(Some)
+}
+
+fn opt_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    check(u32::deserialize(d)?).map(Some)
+}
+
+/// dcgm-exporter's metrics URL: http or https, with a host.
+fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    crate::redact::check_http_url(&s, "http://10.0.0.5:9400/metrics").map_err(serde::de::Error::custom)?;
+    Ok(s)
 }
 
 fn default_interval() -> Duration {
@@ -61,7 +83,7 @@ pub struct NvmlConfig {
     /// UUIDs or indices to report; empty means `NVIDIA_VISIBLE_DEVICES` decides.
     #[serde(default)]
     pub devices: Vec<String>,
-    #[serde(default = "default_interval", deserialize_with = "duration")]
+    #[serde(default = "default_interval", deserialize_with = "de::interval")]
     pub interval: Duration,
 }
 
@@ -76,6 +98,7 @@ impl Default for NvmlConfig {
 #[derive(Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DcgmConfig {
+    #[serde(deserialize_with = "http_url")]
     pub url: String,
     /// Own pod name; default `$POD_NAME` (Downward API).
     #[serde(default)]
@@ -106,10 +129,12 @@ pub struct PeakOverride {
     #[serde(rename = "match")]
     pub matches: String,
     /// Dense BF16/FP16 tensor TFLOP/s.
+    #[serde(deserialize_with = "positive")]
     pub bf16_tflops: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "opt_positive")]
     pub fp8_tflops: Option<f64>,
     /// Peak memory bandwidth in GB/s (10^9 bytes).
+    #[serde(deserialize_with = "positive")]
     pub hbm_gbps: f64,
 }
 
@@ -119,18 +144,19 @@ pub struct PeakOverride {
 pub struct ModelOverride {
     #[serde(rename = "match")]
     pub matches: String,
+    #[serde(deserialize_with = "positive")]
     pub active_params: f64,
     /// Total parameters (weights resident in HBM); default `active_params`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "opt_positive")]
     pub total_params: Option<f64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "opt_positive")]
     pub bytes_per_param: Option<f64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "opt_count")]
     pub layers: Option<u32>,
     /// Attention width n_heads × head_dim.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "opt_count")]
     pub attention_dim: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "opt_positive")]
     pub kv_bytes_per_token: Option<f64>,
     /// `bf16` (default) or `fp8`: which peak MFU divides by.
     #[serde(default)]
@@ -142,9 +168,10 @@ pub struct ModelOverride {
 #[serde(deny_unknown_fields)]
 pub struct CostConfig {
     /// Price of one GPU for one hour, in dollars.
+    #[serde(deserialize_with = "positive")]
     pub gpu_hour_dollars: f64,
     /// GPUs per target, when GPU telemetry does not say (no NVML, no dcgm-exporter).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "opt_count")]
     pub gpus: Option<u32>,
 }
 

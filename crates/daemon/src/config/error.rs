@@ -1,9 +1,10 @@
 //! Config errors and warnings that point at `file:line:column` and say what is expected.
 
+use std::collections::HashSet;
 use std::fmt;
 
 /// A position in the config file, 1-based. `line == 0` means "the file as a whole".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Pos {
     pub line: u32,
     pub column: u32,
@@ -16,8 +17,9 @@ impl Pos {
         Pos { line, column }
     }
 
-    pub(crate) fn of(loc: serde_saphyr::Location) -> Pos {
-        Pos { line: loc.line() as u32, column: loc.column() as u32 }
+    /// Order of the report: by position, with file-wide problems last.
+    fn order(self) -> (bool, u32, u32) {
+        (self.line == 0, self.line, self.column)
     }
 }
 
@@ -58,6 +60,9 @@ impl fmt::Display for ConfigErrors {
 
 impl std::error::Error for ConfigErrors {}
 
+/// Most errors reported for one file; past this many, the rest would bury the first.
+pub const MAX_ERRORS: usize = 100;
+
 /// Collects errors and warnings while a raw config is checked, so that `goodput check`
 /// reports every problem at once instead of one per run.
 #[derive(Debug)]
@@ -65,11 +70,31 @@ pub(crate) struct Diagnostics {
     pub file: String,
     pub errors: Vec<ConfigError>,
     pub warnings: Vec<ConfigError>,
+    /// `(mapping, key)` of values already rejected while reading the YAML.
+    pub rejected: HashSet<(Pos, String)>,
 }
 
 impl Diagnostics {
-    pub fn new(file: &str) -> Self {
-        Diagnostics { file: file.to_string(), errors: Vec::new(), warnings: Vec::new() }
+    pub fn new(file: &str, errors: Vec<ConfigError>, rejected: HashSet<(Pos, String)>) -> Self {
+        Diagnostics { file: file.to_string(), errors, warnings: Vec::new(), rejected }
+    }
+
+    /// Whether `key` of the mapping at `map` was written but rejected (and reported) already,
+    /// so that it must not be reported again as missing.
+    pub fn rejected(&self, map: Pos, key: &str) -> bool {
+        self.rejected.contains(&(map, key.to_string()))
+    }
+
+    /// Errors and warnings, each sorted by position; at most [`MAX_ERRORS`] errors.
+    pub fn finish(mut self) -> (Vec<ConfigError>, Vec<ConfigError>) {
+        self.errors.sort_by_key(|e| e.pos.order());
+        self.warnings.sort_by_key(|e| e.pos.order());
+        if self.errors.len() > MAX_ERRORS {
+            let more = self.errors.len() - MAX_ERRORS;
+            self.errors.truncate(MAX_ERRORS);
+            self.error(Pos::FILE, format!("{more} more errors not shown; fix these and check again"));
+        }
+        (self.errors, self.warnings)
     }
 
     pub fn error(&mut self, pos: Pos, message: impl Into<String>) {

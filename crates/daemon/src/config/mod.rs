@@ -1,19 +1,27 @@
 //! The daemon's YAML config (docs/config.md): types, loading and validation.
 //!
-//! Loading is two steps. serde-saphyr reads the file into [`raw`] structs that keep
-//! each value's line and column and reject unknown keys; [`validate`] then checks
-//! meaning (durations, URLs, ranges, cross-references) and builds the typed [`Config`],
-//! collecting every problem with its `file:line:column` so that `goodput check` shows
-//! them all at once.
+//! Loading is three steps, each collecting every problem with its `file:line:column` so
+//! that `goodput check` shows them all at once:
+//! 1. [`tree`]: serde-saphyr parses the YAML (syntax, aliases, duplicate keys, size limits)
+//!    into a tree whose every node knows its position;
+//! 2. [`yaml`]: the tree is deserialized into the [`raw`] structs and the sections that
+//!    other modules own (`alerting`, `gpu`, `cost`) through one deserializer ([`de`]):
+//!    unknown keys, wrong types and values that their type refuses (durations, ranges)
+//!    are found the same way in every section, the known keys coming from the types;
+//! 3. [`validate`] checks meaning across keys (timeouts within intervals, SLOs naming
+//!    targets, threshold order) and builds the typed [`Config`].
 
 mod bytes;
+mod de;
 mod error;
 mod raw;
+mod tree;
 mod validate;
 mod yaml;
 
 pub use bytes::parse_bytes;
-pub use error::{ConfigError, ConfigErrors, Pos};
+pub use error::{ConfigError, ConfigErrors, MAX_ERRORS, Pos};
+pub use tree::{MAX_ALIAS_EVENTS, MAX_DEPTH, MAX_NODES};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -175,21 +183,29 @@ pub struct Loaded {
     pub warnings: Vec<ConfigError>,
 }
 
+/// Largest config file read. A config is a few kilobytes; the limit keeps
+/// `--config /dev/zero` or a wrong path to a large file from filling memory.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
 /// Reads and validates a config file.
 pub fn load(path: &Path) -> Result<Loaded, ConfigErrors> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        ConfigErrors(vec![ConfigError {
-            file: name.clone(),
-            pos: Pos::FILE,
-            message: format!("cannot read the config file: {e}"),
-        }])
-    })?;
+    let fail = |message: String| ConfigErrors(vec![ConfigError { file: name.clone(), pos: Pos::FILE, message }]);
+    let mut text = String::new();
+    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read the config file: {e}")))?;
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_FILE_BYTES + 1), &mut text)
+        .map_err(|e| fail(format!("cannot read the config file: {e}")))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(fail(format!(
+            "the config file is larger than {} MiB, the most goodput reads; a config is a few kilobytes",
+            MAX_FILE_BYTES >> 20
+        )));
+    }
     from_str(&text, &name)
 }
 
 /// Validates config text; `file` names it in error messages.
 pub fn from_str(text: &str, file: &str) -> Result<Loaded, ConfigErrors> {
-    let raw = yaml::read(text, file)?;
-    validate::validate(raw, file)
+    let read = yaml::read(text, file)?;
+    validate::validate(read, file)
 }

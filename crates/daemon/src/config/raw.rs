@@ -1,13 +1,13 @@
 //! The config file as written: serde structs that keep each value's position.
 //!
 //! Everything that is checked beyond its YAML type is a `Spanned` string or number, so
-//! the checks in `validate` can point at the offending value. Every struct denies
-//! unknown keys; [`section_of`] names the section for the error message.
+//! the checks in `validate` can point at the offending value. The keys each section
+//! accepts are its fields: [`super::de`] reads them from the derived `Deserialize`.
 
 use std::collections::BTreeMap;
 
+use super::de::Spanned;
 use serde::Deserialize;
-use serde_saphyr::Spanned;
 
 pub type S<T> = Spanned<T>;
 
@@ -20,7 +20,7 @@ pub struct RawConfig {
     pub targets: Option<S<Vec<RawTarget>>>,
     pub windows: Option<S<Vec<S<String>>>>,
     pub quantiles: Option<S<Vec<S<f64>>>>,
-    pub slos: Option<Vec<RawSlo>>,
+    pub slos: Option<Vec<S<RawSlo>>>,
     pub kv_cache: Option<RawKv>,
     pub alerting: Option<S<crate::alert::config::AlertingConfig>>,
     pub gpu: Option<S<crate::gpu::config::GpuConfig>>,
@@ -104,74 +104,4 @@ impl<'de> Deserialize<'de> for Scalar {
         }
         d.deserialize_any(V)
     }
-}
-
-/// Each section's keys, in the order the docs list them. serde's unknown-field error
-/// carries only the expected keys; they identify the section uniquely.
-pub const SECTIONS: &[(&str, &[&str])] = &[
-    (
-        "the top level",
-        &[
-            "listen",
-            "evaluation_interval",
-            "scrape",
-            "targets",
-            "windows",
-            "quantiles",
-            "slos",
-            "kv_cache",
-            "alerting",
-            "gpu",
-            "cost",
-            "spec_decode",
-        ],
-    ),
-    ("scrape", &["interval", "timeout", "body_limit", "gzip"]),
-    ("targets[]", &["name", "url", "engine", "model", "bearer_token_file", "headers", "interval", "timeout"]),
-    ("slos[]", &["name", "ttft", "tpot", "e2e", "objective", "targets", "models"]),
-    ("kv_cache", &["underloaded", "target_low", "target_high", "critical"]),
-    (
-        "alerting",
-        &[
-            "alertmanager",
-            "alertmanagers",
-            "resend_interval",
-            "timeout",
-            "runbook_base_url",
-            "webhook",
-            "queue_capacity",
-            "rules",
-        ],
-    ),
-    ("an alertmanager or webhook entry", &["url"]),
-    (
-        "alerting.rules",
-        &[
-            "LLMKVCacheSaturated",
-            "LLMGoodputDivergence",
-            "LLMTTFTAboveSLO",
-            "LLMTPOTAboveSLO",
-            "LLMErrorBudgetBurnFast",
-            "LLMErrorBudgetBurnSlow",
-            "LLMTargetDown",
-            "LLMPreemptionsSustained",
-            "LLMQueueGrowing",
-        ],
-    ),
-    ("alerting.rules.<AlertName>", &["enabled", "for", "severity"]),
-    ("alerting.rules.<AlertName>", &["enabled", "for", "severity", "threshold"]),
-    ("alerting.rules.<AlertName>", &["enabled", "for", "severity", "threshold", "window"]),
-    ("alerting.rules.<AlertName>", &["enabled", "for", "severity", "window"]),
-    ("alerting.rules.<AlertName>", &["enabled", "for", "severity", "threshold", "window", "throughput_floor"]),
-    (
-        "alerting.rules.<AlertName>",
-        &["enabled", "for", "severity", "factor", "long_window", "short_window", "min_requests"],
-    ),
-    ("spec_decode", &["draft_cost_ratio"]),
-    ("cost", &["gpu_hour_dollars", "gpus"]),
-];
-
-/// The section whose keys are exactly `expected`.
-pub fn section_of(expected: &[&str]) -> Option<&'static str> {
-    SECTIONS.iter().find(|(_, keys)| *keys == expected).map(|(name, _)| *name)
 }

@@ -8,18 +8,20 @@ use std::time::Duration;
 use url::Url;
 
 use super::error::{ConfigErrors, Diagnostics, Pos};
-use super::raw::{RawConfig, RawKv, RawScrape, RawSlo, RawSpecDecode, RawTarget, S};
+use super::raw::{RawKv, RawScrape, RawSlo, RawSpecDecode, RawTarget, S};
+use super::yaml::Read;
 use super::*;
 use crate::adapt::EngineHint;
 use crate::canonical::Engine;
-use crate::duration::{Window, parse_duration};
+use crate::duration::{Window, parse_duration, parse_interval, parse_positive_duration};
 
 fn pos<T>(s: &S<T>) -> Pos {
-    Pos::of(s.referenced)
+    s.pos
 }
 
-pub(crate) fn validate(raw: RawConfig, file: &str) -> Result<Loaded, ConfigErrors> {
-    let mut d = Diagnostics::new(file);
+pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
+    let Read { raw, errors, rejected, root, target_names } = read;
+    let mut d = Diagnostics::new(file, errors, rejected);
 
     let listen = match &raw.listen {
         None => DEFAULT_LISTEN.parse().ok(),
@@ -42,31 +44,29 @@ pub(crate) fn validate(raw: RawConfig, file: &str) -> Result<Loaded, ConfigError
     let evaluation_interval = raw
         .evaluation_interval
         .as_ref()
-        .and_then(|s| positive_duration(&mut d, s, "evaluation_interval"))
+        .and_then(|s| duration(&mut d, s, "evaluation_interval", parse_interval))
         .unwrap_or(scrape.interval.max(MIN_DEFAULT_EVALUATION_INTERVAL));
 
-    let targets = targets_section(&mut d, raw.targets.as_ref(), &scrape);
+    let targets = match &raw.targets {
+        None if d.rejected(root, "targets") => Vec::new(),
+        t => targets_section(&mut d, t.as_ref(), &scrape),
+    };
     let windows = windows_section(&mut d, raw.windows.as_ref(), &targets);
     let quantiles = quantiles_section(&mut d, raw.quantiles.as_ref());
     // SLOs may name any target written in the file, even one with its own error, so
     // that one mistake is reported once.
-    let names: Vec<&str> = raw.targets.iter().flat_map(|t| t.value.iter()).map(|t| t.name.value.trim()).collect();
+    let names: Vec<&str> = target_names.iter().map(String::as_str).collect();
     let slos = slos_section(&mut d, raw.slos.as_deref().unwrap_or(&[]), &names);
     let kv_cache = kv_section(&mut d, raw.kv_cache.as_ref());
     let alerting = alerting_section(&mut d, raw.alerting.as_ref(), &slos, &windows);
     let spec_draft_cost_ratio = spec_decode_section(&mut d, raw.spec_decode.as_ref());
-    let gpu = raw.gpu.as_ref().map(|g| g.value.clone());
-    let cost = raw.cost.as_ref().and_then(|c| {
-        if c.value.gpu_hour_dollars.is_finite() && c.value.gpu_hour_dollars > 0.0 {
-            Some(c.value.clone())
-        } else {
-            d.error(pos(c), "cost.gpu_hour_dollars must be a positive number of dollars, e.g. 2.5");
-            None
-        }
-    });
+    // `gpu` and `cost` check their values as they are read (src/gpu/config.rs).
+    let gpu = raw.gpu.map(|g| g.value);
+    let cost = raw.cost.map(|c| c.value);
 
-    let Some(listen) = listen.filter(|_| d.errors.is_empty()) else {
-        return Err(ConfigErrors(d.errors));
+    let (errors, warnings) = d.finish();
+    let Some(listen) = listen.filter(|_| errors.is_empty()) else {
+        return Err(ConfigErrors(errors));
     };
     let config = Config {
         listen,
@@ -82,21 +82,21 @@ pub(crate) fn validate(raw: RawConfig, file: &str) -> Result<Loaded, ConfigError
         cost,
         spec_draft_cost_ratio,
     };
-    Ok(Loaded { config, warnings: d.warnings })
+    Ok(Loaded { config, warnings })
+}
+
+/// Reads a duration with `parse` (one of `crate::duration`'s), reporting it under `key`.
+fn duration(
+    d: &mut Diagnostics,
+    s: &S<String>,
+    key: &str,
+    parse: fn(&str) -> Result<Duration, String>,
+) -> Option<Duration> {
+    parse(&s.value).map_err(|e| d.error(pos(s), format!("{key}: {e}"))).ok()
 }
 
 fn positive_duration(d: &mut Diagnostics, s: &S<String>, key: &str) -> Option<Duration> {
-    match parse_duration(&s.value) {
-        Ok(v) if v.is_zero() => {
-            d.error(pos(s), format!("{key} must be longer than zero"));
-            None
-        }
-        Ok(v) => Some(v),
-        Err(e) => {
-            d.error(pos(s), format!("{key}: {e}"));
-            None
-        }
-    }
+    duration(d, s, key, parse_positive_duration)
 }
 
 fn http_url(d: &mut Diagnostics, s: &S<String>, key: &str) -> Option<Url> {
@@ -123,14 +123,16 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
         gzip: true,
     };
     let Some(raw) = raw else { return out };
-    if let Some(v) = raw.interval.as_ref().and_then(|s| positive_duration(d, s, "scrape.interval")) {
+    let interval = raw.interval.as_ref().map(|s| duration(d, s, "scrape.interval", parse_interval));
+    if let Some(Some(v)) = interval {
         out.interval = v;
     }
     let timeout_set = raw.timeout.is_some();
     if let Some(v) = raw.timeout.as_ref().and_then(|s| positive_duration(d, s, "scrape.timeout")) {
         out.timeout = v;
     }
-    if out.timeout > out.interval {
+    // Against a rejected interval the comparison would only repeat that error.
+    if out.timeout > out.interval && interval != Some(None) {
         if let Some(s) = &raw.timeout {
             d.error(
                 pos(s),
@@ -162,7 +164,7 @@ fn targets_section(d: &mut Diagnostics, raw: Option<&S<Vec<RawTarget>>>, scrape:
         d.error(Pos::FILE, "no targets: add a `targets:` list with at least one {name, url} entry");
         return Vec::new();
     };
-    if raw.value.is_empty() {
+    if raw.value.is_empty() && !d.rejected(pos(raw), "[]") {
         d.error(pos(raw), "targets is empty; add at least one {name, url} entry");
     }
     let mut seen: HashSet<&str> = HashSet::new();
@@ -230,7 +232,7 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
         headers.push((k.clone(), v.value.clone().into()));
     }
     let interval = match &t.interval {
-        Some(s) => positive_duration(d, s, "interval")?,
+        Some(s) => duration(d, s, "interval", parse_interval)?,
         None => scrape.interval,
     };
     let timeout = match &t.timeout {
@@ -255,7 +257,7 @@ fn windows_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<String>>>>, targets
     let Some(raw) = raw else {
         return DEFAULT_WINDOWS.iter().filter_map(|s| parse_duration(s).ok().and_then(Window::new)).collect();
     };
-    if raw.value.is_empty() {
+    if raw.value.is_empty() && !d.rejected(pos(raw), "[]") {
         d.error(pos(raw), "windows is empty; list at least one, e.g. [1m, 5m, 15m, 1h]");
     }
     let mut out: Vec<Window> = Vec::new();
@@ -287,7 +289,7 @@ fn quantiles_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<f64>>>>) -> Vec<f
     let Some(raw) = raw else {
         return DEFAULT_QUANTILES.to_vec();
     };
-    if raw.value.is_empty() {
+    if raw.value.is_empty() && !d.rejected(pos(raw), "[]") {
         d.error(pos(raw), "quantiles is empty; list at least one, e.g. [0.5, 0.9, 0.95, 0.99]");
     }
     let mut out: Vec<f64> = Vec::new();
@@ -307,10 +309,11 @@ fn quantiles_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<f64>>>>) -> Vec<f
     out
 }
 
-fn slos_section(d: &mut Diagnostics, raw: &[RawSlo], targets: &[&str]) -> Vec<Slo> {
+fn slos_section(d: &mut Diagnostics, raw: &[S<RawSlo>], targets: &[&str]) -> Vec<Slo> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for s in raw {
+    for slo in raw {
+        let (s, at): (&RawSlo, Pos) = (&slo.value, slo.pos);
         let name = s.name.value.trim().to_string();
         if name.is_empty() {
             d.error(pos(&s.name), "slo name is empty; give each SLO a unique name");
@@ -321,10 +324,13 @@ fn slos_section(d: &mut Diagnostics, raw: &[RawSlo], targets: &[&str]) -> Vec<Sl
             v.as_ref().and_then(|v| positive_duration(d, v, key))
         };
         let (ttft, tpot, e2e) = (clause(d, &s.ttft, "ttft"), clause(d, &s.tpot, "tpot"), clause(d, &s.e2e, "e2e"));
-        if s.ttft.is_none() && s.tpot.is_none() && s.e2e.is_none() {
+        let written = |key| d.rejected(at, key);
+        if s.ttft.is_none() && s.tpot.is_none() && s.e2e.is_none() && !["ttft", "tpot", "e2e"].into_iter().any(written)
+        {
             d.error(pos(&s.name), format!("slo {name:?} has no clause; set at least one of ttft, tpot, e2e"));
         }
         let objective = match &s.objective {
+            None if d.rejected(at, "objective") => f64::NAN,
             None => {
                 d.error(pos(&s.name), format!("slo {name:?} has no objective; add e.g. objective: 0.99"));
                 f64::NAN
