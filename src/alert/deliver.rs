@@ -68,16 +68,39 @@ pub fn postable(batch: &[Notification], now_ms: i64, validity: Duration) -> Vec<
         .collect()
 }
 
-/// Counters of one destination, for logs and health.
+/// Counters of one destination, for logs, health and /metrics (docs/metrics.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DestinationStats {
     pub url: String,
+    /// The URL without credentials, safe to show on /metrics (see [`destination_label`]).
+    pub label: String,
     pub queued: usize,
     pub sent_batches: u64,
     pub failed_attempts: u64,
+    /// Notifications in batches that were delivered.
+    pub sent_notifications: u64,
+    /// Notifications in batches that failed and stay queued for a retry (each retry counts).
+    pub retried_notifications: u64,
+    /// Notifications in batches the receiver rejected (4xx), dropped without a retry.
+    pub dropped_notifications: u64,
     pub evicted_firing: u64,
     pub evicted_resolved: u64,
     pub last_error: Option<String>,
+}
+
+/// How a destination is named on /metrics: its URL without user, password, query or
+/// fragment, where secrets live; for the webhook only scheme, host and port, because webhook
+/// URLs often carry a token in the path. Anything unparsable is shown as `invalid URL`.
+pub fn destination_label(url: &str, webhook: bool) -> String {
+    let Ok(mut u) = url::Url::parse(url) else { return "invalid URL".to_string() };
+    if webhook {
+        return u.origin().ascii_serialization();
+    }
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u.set_query(None);
+    u.set_fragment(None);
+    u.to_string()
 }
 
 struct Destination {
@@ -106,14 +129,22 @@ impl Delivery {
 
     /// [`Delivery::start`] with explicit options (tests shorten the backoff).
     pub fn start_with(cfg: &AlertingConfig, opts: DeliveryOptions) -> Result<Delivery, String> {
-        let mut urls: Vec<String> =
-            cfg.alertmanager_urls().iter().map(|u| format!("{}/api/v2/alerts", u.trim_end_matches('/'))).collect();
-        urls.extend(cfg.webhook.iter().map(|w| w.url.clone()));
-        Self::start_urls(urls, opts)
+        let mut urls: Vec<(String, bool)> = cfg
+            .alertmanager_urls()
+            .iter()
+            .map(|u| (format!("{}/api/v2/alerts", u.trim_end_matches('/')), false))
+            .collect();
+        urls.extend(cfg.webhook.iter().map(|w| (w.url.clone(), true)));
+        Self::start_destinations(urls, opts)
     }
 
-    /// Starts one worker per full POST URL.
+    /// Starts one worker per full POST URL, each labelled as an Alertmanager.
     pub fn start_urls(urls: Vec<String>, opts: DeliveryOptions) -> Result<Delivery, String> {
+        Self::start_destinations(urls.into_iter().map(|u| (u, false)).collect(), opts)
+    }
+
+    /// Starts one worker per (POST URL, is the webhook).
+    fn start_destinations(urls: Vec<(String, bool)>, opts: DeliveryOptions) -> Result<Delivery, String> {
         let rt = tokio::runtime::Handle::try_current()
             .map_err(|_| "alert delivery must be started inside the tokio runtime".to_string())?;
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -124,11 +155,18 @@ impl Delivery {
             .map_err(|e| format!("cannot build the HTTP client for alert delivery: {e}"))?;
         let mut dests = Vec::new();
         let mut tasks = Vec::new();
-        for url in urls {
+        let mut labels: Vec<String> = Vec::new();
+        for (url, webhook) in urls {
+            let mut label = destination_label(&url, webhook);
+            // Two destinations differing only in credentials must still be two series.
+            if labels.contains(&label) {
+                label = format!("{label}#{}", labels.len() + 1);
+            }
+            labels.push(label.clone());
             let d = Arc::new(Destination {
                 queue: Mutex::new(Queue::new(opts.queue_capacity)),
                 wake: Notify::new(),
-                stats: Mutex::new(DestinationStats { url: url.clone(), ..Default::default() }),
+                stats: Mutex::new(DestinationStats { url: url.clone(), label, ..Default::default() }),
                 url,
             });
             tasks.push(rt.spawn(worker(d.clone(), client.clone(), opts.clone())));
@@ -153,16 +191,12 @@ impl Delivery {
     }
 
     pub fn stats(&self) -> Vec<DestinationStats> {
-        self.dests
-            .iter()
-            .map(|d| {
-                let q = lock(&d.queue);
-                let mut s = lock(&d.stats).clone();
-                s.queued = q.len();
-                (s.evicted_firing, s.evicted_resolved) = q.evicted();
-                s
-            })
-            .collect()
+        stats_of(&self.dests)
+    }
+
+    /// A handle that reads the live counters, for /metrics; it outlives nothing it reads.
+    pub fn metrics(&self) -> DeliveryMetrics {
+        DeliveryMetrics { dests: self.dests.clone() }
     }
 
     /// True when every queue is empty (everything submitted was delivered).
@@ -181,6 +215,31 @@ impl Delivery {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         true
+    }
+}
+
+fn stats_of(dests: &[Arc<Destination>]) -> Vec<DestinationStats> {
+    dests
+        .iter()
+        .map(|d| {
+            let q = lock(&d.queue);
+            let mut s = lock(&d.stats).clone();
+            s.queued = q.len();
+            (s.evicted_firing, s.evicted_resolved) = q.evicted();
+            s
+        })
+        .collect()
+}
+
+/// The counters of every destination of a [`Delivery`], read when /metrics is rendered.
+#[derive(Clone)]
+pub struct DeliveryMetrics {
+    dests: Vec<Arc<Destination>>,
+}
+
+impl DeliveryMetrics {
+    pub fn stats(&self) -> Vec<DestinationStats> {
+        stats_of(&self.dests)
     }
 }
 
@@ -211,6 +270,7 @@ async fn worker(d: Arc<Destination>, client: reqwest::Client, opts: DeliveryOpti
                 lock(&d.queue).ack(&batch);
                 let mut s = lock(&d.stats);
                 s.sent_batches += 1;
+                s.sent_notifications += batch.notifications.len() as u64;
                 s.last_error = None;
                 backoff = opts.initial_backoff;
             }
@@ -219,6 +279,7 @@ async fn worker(d: Arc<Destination>, client: reqwest::Client, opts: DeliveryOpti
                 lock(&d.queue).ack(&batch);
                 let mut s = lock(&d.stats);
                 s.failed_attempts += 1;
+                s.dropped_notifications += batch.notifications.len() as u64;
                 s.last_error = Some(e);
             }
             Err(PostError::Transient(e)) => {
@@ -226,6 +287,7 @@ async fn worker(d: Arc<Destination>, client: reqwest::Client, opts: DeliveryOpti
                 {
                     let mut s = lock(&d.stats);
                     s.failed_attempts += 1;
+                    s.retried_notifications += batch.notifications.len() as u64;
                     s.last_error = Some(e);
                 }
                 tokio::time::sleep(backoff).await;

@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod deliver;
+pub mod delivery_metrics;
 pub mod from_report;
 pub mod input;
 pub mod promql;
