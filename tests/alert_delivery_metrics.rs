@@ -2,7 +2,9 @@
 //! `prometheus-alertmanager` on 127.0.0.1) and one that nothing listens for, the sent,
 //! failed and evicted counters and the queue length move for the right destination only,
 //! the destination label carries no credentials, and the families pass
-//! `promtool check metrics` (when promtool is installed).
+//! `promtool check metrics` (when promtool is installed). And `goodput run` with
+//! GOODPUT_NO_ALERT_DELIVERY=true (what the prometheus-rules kustomize component and the
+//! Helm chart's `alertPath: prometheus` set) shows its alerts but sends Alertmanager nothing.
 //!
 //! Skips when Alertmanager is missing, unless GOODPUT_REQUIRE_TOOLS=1.
 
@@ -138,4 +140,49 @@ async fn counters_move_for_the_destination_they_describe() {
         eprintln!("SKIP: promtool not found; the lint part of this test did not run");
     }
     tokio::time::timeout(Duration::from_secs(10), d.shutdown()).await.expect("daemon stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_alert_delivery_keeps_alerts_out_of_alertmanager() {
+    let Some(bin) = alertmanager_binary() else { return };
+    goodput::scrape::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut am = Am::new(&bin, tmp.path(), "am");
+    am.start();
+    let http = Http::new();
+    http.wait_ready(&am, Duration::from_secs(30)).await;
+    let port = free_port();
+    let cfg = tmp.path().join("goodput.yaml");
+    std::fs::write(&cfg, daemon_yaml(&am.url(), &am.url()).replace("127.0.0.1:0", &format!("127.0.0.1:{port}")))
+        .unwrap();
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .env("GOODPUT_NO_ALERT_DELIVERY", "true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let firing = || async {
+        let v: serde_json::Value =
+            serde_json::from_slice(&http.0.get(format!("{base}/api/v1/alerts")).send().await.ok()?.bytes().await.ok()?)
+                .ok()?;
+        Some(v["data"]["alerts"].as_array()?.iter().filter(|a| a["state"] == "firing").count())
+    };
+    let t = Instant::now();
+    while firing().await != Some(2) {
+        assert!(t.elapsed() < Duration::from_secs(30), "LLMTargetDown never fired in the daemon");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    // Several resend intervals (1 s) later, Alertmanager has still heard nothing.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let at_am = http.names(&am).await;
+    let body = http.0.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let _ = daemon.kill();
+    let out = daemon.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(at_am, Some(vec![]), "Alertmanager got alerts with delivery off; daemon log:\n{log}");
+    assert!(!body.contains(DELIVERY_FAMILIES[0]), "no destination, so no delivery series:\n{body}");
+    assert!(log.contains("alert delivery is off"), "the daemon says why nothing is sent:\n{log}");
 }
