@@ -115,18 +115,21 @@ mod tests {
             queued: 4,
             ..Default::default()
         };
-        let got: Vec<(&str, Vec<(&str, String)>, f64)> =
-            samples(&[s]).into_iter().map(|x| (x.name, x.labels, x.value)).collect();
-        let d = || ("destination", "http://am:9093/api/v2/alerts".to_string());
+        let dest = "http://am:9093/api/v2/alerts";
+        let x = |name, extra: Option<(&'static str, &str)>, value| {
+            let mut labels = vec![("destination", dest.to_string())];
+            labels.extend(extra.map(|(k, v)| (k, v.to_string())));
+            DeliverySample { name, labels, value }
+        };
         assert_eq!(
-            got,
+            samples(&[s]),
             vec![
-                (SENT, vec![d()], 3.0),
-                (FAILED, vec![d(), ("outcome", "retried".into())], 2.0),
-                (FAILED, vec![d(), ("outcome", "dropped".into())], 0.0),
-                (EVICTED, vec![d(), ("state", "firing".into())], 0.0),
-                (EVICTED, vec![d(), ("state", "resolved".into())], 1.0),
-                (QUEUE_LENGTH, vec![d()], 4.0),
+                x(SENT, None, 3.0),
+                x(FAILED, Some(("outcome", "retried")), 2.0),
+                x(FAILED, Some(("outcome", "dropped")), 0.0),
+                x(EVICTED, Some(("state", "firing")), 0.0),
+                x(EVICTED, Some(("state", "resolved")), 1.0),
+                x(QUEUE_LENGTH, None, 4.0),
             ]
         );
     }
