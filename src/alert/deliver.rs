@@ -105,6 +105,8 @@ pub fn destination_label(url: &str, webhook: bool) -> String {
 
 struct Destination {
     url: String,
+    /// What logs and errors name it by: [`destination_label`], never the URL's credentials.
+    label: String,
     queue: Mutex<Queue>,
     wake: Notify,
     stats: Mutex<DestinationStats>,
@@ -166,8 +168,9 @@ impl Delivery {
             let d = Arc::new(Destination {
                 queue: Mutex::new(Queue::new(opts.queue_capacity)),
                 wake: Notify::new(),
-                stats: Mutex::new(DestinationStats { url: url.clone(), label, ..Default::default() }),
+                stats: Mutex::new(DestinationStats { url: url.clone(), label: label.clone(), ..Default::default() }),
                 url,
+                label,
             });
             tasks.push(rt.spawn(worker(d.clone(), client.clone(), opts.clone())));
             dests.push(d);
@@ -265,7 +268,7 @@ async fn worker(d: Arc<Destination>, client: reqwest::Client, opts: DeliveryOpti
             continue;
         }
         let body = postable(&batch.notifications, now_ms(), validity);
-        match post(&client, &d.url, &body).await {
+        match post(&client, &d.url, &d.label, &body).await {
             Ok(()) => {
                 lock(&d.queue).ack(&batch);
                 let mut s = lock(&d.stats);
@@ -275,7 +278,7 @@ async fn worker(d: Arc<Destination>, client: reqwest::Client, opts: DeliveryOpti
                 backoff = opts.initial_backoff;
             }
             Err(PostError::Rejected(e)) => {
-                tracing::error!(url = %d.url, error = %e, "alert delivery rejected; dropping this batch");
+                tracing::error!(destination = %d.label, error = %e, "alert delivery rejected; dropping this batch");
                 lock(&d.queue).ack(&batch);
                 let mut s = lock(&d.stats);
                 s.failed_attempts += 1;
@@ -283,7 +286,7 @@ async fn worker(d: Arc<Destination>, client: reqwest::Client, opts: DeliveryOpti
                 s.last_error = Some(e);
             }
             Err(PostError::Transient(e)) => {
-                tracing::warn!(url = %d.url, error = %e, retry_in = ?backoff, "alert delivery failed; will retry");
+                tracing::warn!(destination = %d.label, error = %e, retry_in = ?backoff, "alert delivery failed; will retry");
                 {
                     let mut s = lock(&d.stats);
                     s.failed_attempts += 1;
@@ -304,7 +307,20 @@ enum PostError {
     Rejected(String),
 }
 
-async fn post(client: &reqwest::Client, url: &str, body: &[PostableAlert<'_>]) -> Result<(), PostError> {
+/// An error and its causes: reqwest's Display alone omits why ("error sending request").
+fn chain(e: reqwest::Error) -> String {
+    let mut msg = e.to_string();
+    let mut src = std::error::Error::source(&e);
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    msg
+}
+
+/// POSTs `body` to `url`; errors name the destination by `label`, without credentials.
+async fn post(client: &reqwest::Client, url: &str, label: &str, body: &[PostableAlert<'_>]) -> Result<(), PostError> {
     let json = serde_json::to_vec(body).map_err(|e| PostError::Rejected(format!("cannot encode alerts: {e}")))?;
     let resp = client
         .post(url)
@@ -312,13 +328,13 @@ async fn post(client: &reqwest::Client, url: &str, body: &[PostableAlert<'_>]) -
         .body(json)
         .send()
         .await
-        .map_err(|e| PostError::Transient(format!("POST {url}: {e}")))?;
+        .map_err(|e| PostError::Transient(format!("POST {label}: {}", chain(e.without_url()))))?;
     let status = resp.status();
     if status.is_success() {
         return Ok(());
     }
     let text = resp.text().await.unwrap_or_default();
-    let msg = format!("POST {url}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
+    let msg = format!("POST {label}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
     if status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS {
         Err(PostError::Rejected(msg))
     } else {
