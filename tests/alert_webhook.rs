@@ -101,6 +101,8 @@ async fn retries_until_the_receiver_recovers_and_posts_alertmanager_json() {
     assert!(d.flush(Duration::from_secs(10)).await, "{:?}", d.stats());
     let s = &d.stats()[0];
     assert_eq!((s.failed_attempts, s.sent_batches, s.queued), (3, 1, 0));
+    // Per notification: each of the three failed POSTs carried both, then one POST did.
+    assert_eq!((s.retried_notifications, s.dropped_notifications, s.sent_notifications), (6, 0, 2), "{s:?}");
     let bodies = r.bodies.lock().unwrap().clone();
     assert_eq!(bodies.len(), 1);
     let alerts = bodies[0].as_array().unwrap();
@@ -167,4 +169,5 @@ async fn a_rejected_batch_is_dropped_not_retried_forever() {
     assert_eq!(r.requests.load(Ordering::SeqCst), 1);
     let s = &d.stats()[0];
     assert!(s.last_error.as_deref().is_some_and(|e| e.contains("400")), "{s:?}");
+    assert_eq!((s.dropped_notifications, s.retried_notifications, s.sent_notifications), (1, 0, 0), "{s:?}");
 }

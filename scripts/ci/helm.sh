@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Helm chart deploy/helm/goodput: `helm lint --strict` and `helm template` for the default
 # (sidecar) values and every deploy/helm/goodput/ci/*-values.yaml; the output passes
-# kubernetes-validate --strict and the Prometheus Operator schemas; rendered rules pass
-# promtool; the rendered goodput config passes `goodput check` (skipped until it exists).
+# kubernetes-validate --strict and the Prometheus Operator schemas; each render has exactly
+# one alert path (`alertPath`, default daemon); rendered rules pass promtool; the rendered
+# goodput config passes `goodput check` (skipped until it exists).
 export CI_NAME=helm
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -35,6 +36,9 @@ for v in "${variants[@]}"; do
     && die "kubernetes-validate warned ($v)"
   (cd "$NPM" && node validate-k8s.mjs --expect Deployment,Service,ConfigMap,ServiceMonitor "$out") >&2 \
     || die "schema validation failed on the chart ($v)"
+  path=daemon
+  [ "$v" != default ] && grep -q '^alertPath: prometheus' "$v" && path=prometheus
+  python3 scripts/ci/check_alert_path.py "$out" --expect "$path" >&2 || die "the chart must have one alert path: $path ($v)"
   if grep -q '^kind: PrometheusRule' "$out"; then
     python3 scripts/ci/extract_rules.py "$out" "$T/$name.rules.yml" || die "no rule groups in the chart ($v)"
     promtool check rules "$T/$name.rules.yml" >&2 || die "promtool check rules failed ($v)"
@@ -54,6 +58,11 @@ if "$HELM" template goodput "$CHART" --set mode=aggregator >/dev/null 2>"$T/err"
   die "mode=aggregator without targets rendered; it must fail"
 fi
 grep -q "needs at least one entry in targets" "$T/err" || die "unexpected error: $(cat "$T/err")"
+# The replaced switch fails with directions rather than rendering a second alert path.
+if "$HELM" template goodput "$CHART" --set prometheusRule.enabled=true >/dev/null 2>"$T/err"; then
+  die "prometheusRule.enabled rendered; it is replaced by alertPath and must fail"
+fi
+grep -q "replaced by alertPath" "$T/err" || die "unexpected error: $(cat "$T/err")"
 # values.schema.json rejects wrong values before anything renders.
 if "$HELM" template goodput "$CHART" --set-json 'slos=[{"name":"chat","objective":1.5}]' >/dev/null 2>"$T/err"; then
   die "an SLO objective of 1.5 rendered; values.schema.json must reject it"

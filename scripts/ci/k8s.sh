@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Kubernetes manifests: every kustomize target renders; core kinds pass
 # kubernetes-validate --strict; ServiceMonitor/PrometheusRule pass the Prometheus Operator
-# schemas (npm @kubernetes-models/prometheus-operator); rule bodies pass promtool; the
-# committed PrometheusRule equals a fresh `goodput rules` (skipped until it exists).
+# schemas (npm @kubernetes-models/prometheus-operator); each render has exactly one alert
+# path (the daemon's own delivery by default, the prometheus-rules component when added, on
+# the base and on the aggregator overlay); rule bodies pass promtool; the committed
+# PrometheusRule equals a fresh `goodput rules` (skipped until it exists).
 # usage: scripts/ci/k8s.sh [--update]   (--update rewrites the generated PrometheusRule)
 export CI_NAME=k8s
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -28,9 +30,15 @@ cmp config/aggregator.yaml deploy/kubernetes/overlays/aggregator/goodput.yaml \
 yamllint -s -d '{extends: default, rules: {line-length: {max: 160}, document-start: disable, comments: {min-spaces-from-content: 1}, braces: {max-spaces-inside: 1}, indentation: {spaces: consistent, indent-sequences: whatever}}}' \
   deploy/kubernetes config
 
-# 3. Render and validate every kustomization.
+# 3. Render and validate every kustomization. The component cannot render alone: it is
+#    rendered by overlays/prometheus-rules (on base) and here on the aggregator overlay.
+component=deploy/kubernetes/components/prometheus-rules
+agg=$T/aggregator-prometheus-rules; mkdir -p "$agg"
+rel=$(realpath --relative-to="$agg" "$ROOT")
+printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\ncomponents: [%s]\n' \
+  "$rel/deploy/kubernetes/overlays/aggregator" "$rel/$component" >"$agg/kustomization.yaml"
 rule_files=()
-for k in deploy/kubernetes/base deploy/kubernetes/overlays/*; do
+for k in deploy/kubernetes/base deploy/kubernetes/overlays/* "$agg"; do
   name=$(basename "$k"); out=$T/$name.yaml
   log "kustomize $k"
   "$KUBECTL" kustomize "$k" >"$out" || die "kubectl kustomize $k failed"
@@ -38,10 +46,15 @@ for k in deploy/kubernetes/base deploy/kubernetes/overlays/*; do
     || die "kubernetes-validate --strict failed on $k"
   grep -v "Couldn't find schema for kind \(ServiceMonitor\|PrometheusRule\)" "$T/kv.log" | grep -qi "warn" \
     && die "kubernetes-validate warned on $k (see above)"
-  (cd "$NPM" && node validate-k8s.mjs --expect ServiceMonitor,PrometheusRule "$out") >&2 \
+  kinds=ServiceMonitor; path=daemon
+  case $name in *prometheus-rules) kinds=ServiceMonitor,PrometheusRule; path=prometheus ;; esac
+  (cd "$NPM" && node validate-k8s.mjs --expect "$kinds" "$out") >&2 \
     || die "Prometheus Operator schema validation failed on $k"
-  python3 scripts/ci/extract_rules.py "$out" "$T/$name.rules.yml" || die "no PrometheusRule in $k"
-  rule_files+=("$T/$name.rules.yml")
+  python3 scripts/ci/check_alert_path.py "$out" --expect "$path" >&2 || die "$k must have one alert path: $path"
+  if [ "$path" = prometheus ]; then
+    python3 scripts/ci/extract_rules.py "$out" "$T/$name.rules.yml" || die "no PrometheusRule in $k"
+    rule_files+=("$T/$name.rules.yml")
+  fi
 done
 
 # 4. Rule bodies: PromQL parses, templates expand, durations are valid.
@@ -49,7 +62,7 @@ promtool check rules "${rule_files[@]}" >&2 || die "promtool check rules failed"
 
 # 5. The committed PrometheusRule must equal a fresh generation.
 BIN=$(goodput_bin)
-committed=deploy/kubernetes/base/prometheusrule.yaml
+committed=$component/prometheusrule.yaml
 if "$BIN" rules --config deploy/kubernetes/base/goodput.yaml --format prometheusrule >"$T/gen.yaml" 2>"$T/gen.err"; then
   if [ "$UPDATE" = 1 ]; then
     cp "$T/gen.yaml" "$committed"; log "rewrote $committed"

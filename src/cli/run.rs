@@ -11,10 +11,25 @@ pub struct Args {
     /// The YAML config file (see docs/config.md).
     #[arg(long, short)]
     pub config: PathBuf,
+    /// Evaluate the alert rules (/metrics, /api/v1/alerts) but deliver them nowhere, ignoring
+    /// the config's Alertmanagers and webhook: for when Prometheus raises the same alerts from
+    /// `goodput rules`, so that each problem pages once (docs/alerts.md).
+    #[arg(long, env = "GOODPUT_NO_ALERT_DELIVERY")]
+    pub no_alert_delivery: bool,
 }
 
 pub fn run(args: Args) -> CliResult {
-    let Some(config) = super::load_config(&args.config) else { return Ok(1) };
+    let Some(mut config) = super::load_config(&args.config) else { return Ok(1) };
+    if args.no_alert_delivery {
+        let a = &mut config.alerting;
+        let ignored = a.alertmanager_urls().len() + usize::from(a.webhook.is_some());
+        (a.alertmanager, a.webhook) = (None, None);
+        a.alertmanagers.clear();
+        tracing::info!(
+            ignored_destinations = ignored,
+            "alert delivery is off (--no-alert-delivery or GOODPUT_NO_ALERT_DELIVERY): alerts show on /metrics and /api/v1/alerts only"
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let d = daemon::start(config, Arc::new(SystemClock)).await?;

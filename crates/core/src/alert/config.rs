@@ -29,7 +29,7 @@ pub struct AlertingConfig {
     /// Per-request HTTP timeout for deliveries.
     #[serde(default = "default_timeout", deserialize_with = "de::positive")]
     pub timeout: Duration,
-    /// `runbook_url` = this + alert name.
+    /// `runbook_url` = this + alert name; without it, the alert's section of docs/runbooks.md.
     #[serde(default)]
     pub runbook_base_url: Option<String>,
     /// A generic JSON webhook that gets the same alerts as Alertmanager.

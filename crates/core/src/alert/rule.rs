@@ -182,9 +182,7 @@ impl Ctx<'_> {
         let mut annotations = BTreeMap::new();
         annotations.insert("summary".to_string(), summary);
         annotations.insert("description".to_string(), description);
-        if let Some(base) = self.runbook_base_url {
-            annotations.insert("runbook_url".to_string(), runbook_url(base, name));
-        }
+        annotations.insert("runbook_url".to_string(), runbook_url(self.runbook_base_url, self.rule.name));
         Condition { name: self.rule.name, for_: self.rule.for_, labels, annotations, value }
     }
 
@@ -197,12 +195,27 @@ impl Ctx<'_> {
     }
 }
 
-/// `base` + alert name, with a `/` between unless `base` already ends in `/` or `#`.
-pub fn runbook_url(base: &str, alertname: &str) -> String {
-    if base.ends_with('/') || base.ends_with('#') {
-        format!("{base}{alertname}")
-    } else {
-        format!("{base}/{alertname}")
+/// The runbooks page of this repository (docs/runbooks.md), one section per alert. Every
+/// alert links into it unless `alerting.runbook_base_url` names another place.
+pub const DEFAULT_RUNBOOK_PAGE: &str = "https://github.com/goodput/goodput/blob/main/docs/runbooks.md";
+
+impl AlertName {
+    /// The anchor of this alert's section of docs/runbooks.md. The section's heading is the
+    /// alert name, and GitHub's anchor for a heading without punctuation or spaces is the
+    /// heading in lowercase.
+    pub fn runbook_anchor(self) -> String {
+        self.as_str().to_ascii_lowercase()
+    }
+}
+
+/// The `runbook_url` annotation of an alert: its section of [`DEFAULT_RUNBOOK_PAGE`], or,
+/// with a `runbook_base_url`, that base + the alert name (a `/` between unless the base ends
+/// in `/` or `#`), for a wiki with one page per alert.
+pub fn runbook_url(base: Option<&str>, name: AlertName) -> String {
+    match base {
+        None => format!("{DEFAULT_RUNBOOK_PAGE}#{}", name.runbook_anchor()),
+        Some(base) if base.ends_with('/') || base.ends_with('#') => format!("{base}{}", name.as_str()),
+        Some(base) => format!("{base}/{}", name.as_str()),
     }
 }
 

@@ -79,6 +79,7 @@ pub struct Notification {
 pub struct AlertEngine {
     rules: RuleSet,
     slos: Vec<SloSpec>,
+    /// `alerting.runbook_base_url`; `None` links each alert to its section of docs/runbooks.md.
     runbook_base_url: Option<String>,
     resend_interval: Duration,
     active: BTreeMap<Fingerprint, ActiveAlert>,

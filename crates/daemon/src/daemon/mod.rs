@@ -63,7 +63,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.listen)))?;
     let addr = listener.local_addr()?;
     let (stop, stop_rx) = watch::channel(false);
-    let shared = Shared::new();
+    let mut shared = Shared::new();
     let mut tasks = JoinSet::new();
 
     let limits = limits_for(&config);
@@ -79,6 +79,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     let eval = config.eval_config();
     let enricher = Enricher::new(&eval, &config.alerting, config.gpu.as_ref(), config.cost.as_ref());
     let delivery = Delivery::start(&config.alerting).map_err(std::io::Error::other)?;
+    shared.delivery = Some(delivery.metrics());
     tasks.spawn(evaluate_loop(
         Arc::new(targets),
         eval,

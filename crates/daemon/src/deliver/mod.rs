@@ -6,6 +6,7 @@
 //! at send time to `now + 4 × resend interval` (as Prometheus does), so a queued alert never
 //! arrives already expired, and Alertmanager resolves it by itself if this daemon dies.
 
+pub mod metrics;
 pub mod queue;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -70,23 +71,46 @@ pub fn postable(batch: &[Notification], now_ms: i64, validity: Duration) -> Vec<
         .collect()
 }
 
-/// Counters of one destination, for logs and health.
+/// Counters of one destination, for logs, health and /metrics (docs/metrics.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DestinationStats {
     /// The POST URL with its credentials masked (crate::redact).
     pub url: String,
+    /// The URL without credentials, safe to show on /metrics (see [`destination_label`]).
+    pub label: String,
     pub queued: usize,
     pub sent_batches: u64,
     pub failed_attempts: u64,
+    /// Notifications in batches that were delivered.
+    pub sent_notifications: u64,
+    /// Notifications in batches that failed and stay queued for a retry (each retry counts).
+    pub retried_notifications: u64,
+    /// Notifications in batches the receiver rejected (4xx), dropped without a retry.
+    pub dropped_notifications: u64,
     pub evicted_firing: u64,
     pub evicted_resolved: u64,
     pub last_error: Option<String>,
 }
 
+/// How a destination is named on /metrics: its URL without user, password, query or
+/// fragment, where secrets live; for the webhook only scheme, host and port, because webhook
+/// URLs often carry a token in the path. Anything unparsable is shown as `invalid URL`.
+pub fn destination_label(url: &str, webhook: bool) -> String {
+    let Ok(mut u) = url::Url::parse(url) else { return "invalid URL".to_string() };
+    if webhook {
+        return u.origin().ascii_serialization();
+    }
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u.set_query(None);
+    u.set_fragment(None);
+    u.to_string()
+}
+
 struct Destination {
     url: String,
-    /// `url` as logs and errors show it: credentials masked.
-    shown: String,
+    /// What logs and errors name it by: [`destination_label`], never the URL's credentials.
+    label: String,
     queue: Mutex<Queue>,
     wake: Notify,
     stats: Mutex<DestinationStats>,
@@ -111,14 +135,22 @@ impl Delivery {
 
     /// [`Delivery::start`] with explicit options (tests shorten the backoff).
     pub fn start_with(cfg: &AlertingConfig, opts: DeliveryOptions) -> Result<Delivery, String> {
-        let mut urls: Vec<String> =
-            cfg.alertmanager_urls().iter().map(|u| format!("{}/api/v2/alerts", u.trim_end_matches('/'))).collect();
-        urls.extend(cfg.webhook.iter().map(|w| w.url.clone()));
-        Self::start_urls(urls, opts)
+        let mut urls: Vec<(String, bool)> = cfg
+            .alertmanager_urls()
+            .iter()
+            .map(|u| (format!("{}/api/v2/alerts", u.trim_end_matches('/')), false))
+            .collect();
+        urls.extend(cfg.webhook.iter().map(|w| (w.url.clone(), true)));
+        Self::start_destinations(urls, opts)
     }
 
-    /// Starts one worker per full POST URL.
+    /// Starts one worker per full POST URL, each labelled as an Alertmanager.
     pub fn start_urls(urls: Vec<String>, opts: DeliveryOptions) -> Result<Delivery, String> {
+        Self::start_destinations(urls.into_iter().map(|u| (u, false)).collect(), opts)
+    }
+
+    /// Starts one worker per (POST URL, is the webhook).
+    fn start_destinations(urls: Vec<(String, bool)>, opts: DeliveryOptions) -> Result<Delivery, String> {
         let rt = tokio::runtime::Handle::try_current()
             .map_err(|_| "alert delivery must be started inside the tokio runtime".to_string())?;
         crate::scrape::install_crypto_provider();
@@ -129,13 +161,24 @@ impl Delivery {
             .map_err(|e| format!("cannot build the HTTP client for alert delivery: {e}"))?;
         let mut dests = Vec::new();
         let mut tasks = Vec::new();
-        for url in urls {
+        let mut labels: Vec<String> = Vec::new();
+        for (url, webhook) in urls {
+            let mut label = destination_label(&url, webhook);
+            // Two destinations differing only in credentials must still be two series.
+            if labels.contains(&label) {
+                label = format!("{label}#{}", labels.len() + 1);
+            }
+            labels.push(label.clone());
             let d = Arc::new(Destination {
                 queue: Mutex::new(Queue::new(opts.queue_capacity)),
                 wake: Notify::new(),
-                stats: Mutex::new(DestinationStats { url: crate::redact::url_str(&url), ..Default::default() }),
-                shown: crate::redact::url_str(&url),
+                stats: Mutex::new(DestinationStats {
+                    url: crate::redact::url_str(&url),
+                    label: label.clone(),
+                    ..Default::default()
+                }),
                 url,
+                label,
             });
             tasks.push(rt.spawn(worker(d.clone(), client.clone(), opts.clone())));
             dests.push(d);
@@ -159,16 +202,12 @@ impl Delivery {
     }
 
     pub fn stats(&self) -> Vec<DestinationStats> {
-        self.dests
-            .iter()
-            .map(|d| {
-                let q = lock(&d.queue);
-                let mut s = lock(&d.stats).clone();
-                s.queued = q.len();
-                (s.evicted_firing, s.evicted_resolved) = q.evicted();
-                s
-            })
-            .collect()
+        stats_of(&self.dests)
+    }
+
+    /// A handle that reads the live counters, for /metrics; it outlives nothing it reads.
+    pub fn metrics(&self) -> DeliveryMetrics {
+        DeliveryMetrics { dests: self.dests.clone() }
     }
 
     /// True when every queue is empty (everything submitted was delivered).
@@ -187,6 +226,31 @@ impl Delivery {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         true
+    }
+}
+
+fn stats_of(dests: &[Arc<Destination>]) -> Vec<DestinationStats> {
+    dests
+        .iter()
+        .map(|d| {
+            let q = lock(&d.queue);
+            let mut s = lock(&d.stats).clone();
+            s.queued = q.len();
+            (s.evicted_firing, s.evicted_resolved) = q.evicted();
+            s
+        })
+        .collect()
+}
+
+/// The counters of every destination of a [`Delivery`], read when /metrics is rendered.
+#[derive(Clone)]
+pub struct DeliveryMetrics {
+    dests: Vec<Arc<Destination>>,
+}
+
+impl DeliveryMetrics {
+    pub fn stats(&self) -> Vec<DestinationStats> {
+        stats_of(&self.dests)
     }
 }
 
@@ -212,26 +276,29 @@ async fn worker(d: Arc<Destination>, client: reqwest::Client, opts: DeliveryOpti
             continue;
         }
         let body = postable(&batch.notifications, now_ms(), validity);
-        match post(&client, &d.url, &d.shown, &body).await {
+        match post(&client, &d.url, &d.label, &body).await {
             Ok(()) => {
                 lock(&d.queue).ack(&batch);
                 let mut s = lock(&d.stats);
                 s.sent_batches += 1;
+                s.sent_notifications += batch.notifications.len() as u64;
                 s.last_error = None;
                 backoff = opts.initial_backoff;
             }
             Err(PostError::Rejected(e)) => {
-                tracing::error!(url = %d.shown, error = %e, "alert delivery rejected; dropping this batch");
+                tracing::error!(destination = %d.label, error = %e, "alert delivery rejected; dropping this batch");
                 lock(&d.queue).ack(&batch);
                 let mut s = lock(&d.stats);
                 s.failed_attempts += 1;
+                s.dropped_notifications += batch.notifications.len() as u64;
                 s.last_error = Some(e);
             }
             Err(PostError::Transient(e)) => {
-                tracing::warn!(url = %d.shown, error = %e, retry_in = ?backoff, "alert delivery failed; will retry");
+                tracing::warn!(destination = %d.label, error = %e, retry_in = ?backoff, "alert delivery failed; will retry");
                 {
                     let mut s = lock(&d.stats);
                     s.failed_attempts += 1;
+                    s.retried_notifications += batch.notifications.len() as u64;
                     s.last_error = Some(e);
                 }
                 tokio::time::sleep(backoff).await;
@@ -248,20 +315,20 @@ enum PostError {
     Rejected(String),
 }
 
-/// POSTs `body` to `url`; errors name the destination as `shown` (credentials masked), since
+/// POSTs `body` to `url`; errors name the destination by `label` (no credentials), since
 /// they reach the logs and [`DestinationStats::last_error`].
-async fn post(client: &reqwest::Client, url: &str, shown: &str, body: &[PostableAlert<'_>]) -> Result<(), PostError> {
+async fn post(client: &reqwest::Client, url: &str, label: &str, body: &[PostableAlert<'_>]) -> Result<(), PostError> {
     let json = serde_json::to_vec(body).map_err(|e| PostError::Rejected(format!("cannot encode alerts: {e}")))?;
     let sent = client.post(url).header(reqwest::header::CONTENT_TYPE, "application/json").body(json).send().await;
-    // The error's own URL is dropped: `shown` names the destination, masked.
+    // The error's own URL is dropped: `label` names the destination.
     let resp = sent
-        .map_err(|e| PostError::Transient(format!("POST {shown}: {}", crate::redact::error_chain(&e.without_url()))))?;
+        .map_err(|e| PostError::Transient(format!("POST {label}: {}", crate::redact::error_chain(&e.without_url()))))?;
     let status = resp.status();
     if status.is_success() {
         return Ok(());
     }
     let text = resp.text().await.unwrap_or_default();
-    let msg = format!("POST {shown}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
+    let msg = format!("POST {label}: HTTP {status}: {}", text.chars().take(300).collect::<String>());
     if status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS {
         Err(PostError::Rejected(msg))
     } else {

@@ -41,9 +41,8 @@ impl Builder<'_> {
         let mut annotations = BTreeMap::new();
         annotations.insert("summary".to_string(), summary);
         annotations.insert("description".to_string(), description);
-        if let Some(base) = &self.spec.alerting.runbook_base_url {
-            annotations.insert("runbook_url".to_string(), runbook_url(base, rule.name.as_str()));
-        }
+        annotations
+            .insert("runbook_url".to_string(), runbook_url(self.spec.alerting.runbook_base_url.as_deref(), rule.name));
         self.out.push(PromRule::Alert {
             alert: rule.name.as_str().to_string(),
             expr,

@@ -15,20 +15,28 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use crate::deliver::DeliveryMetrics;
+use crate::deliver::metrics as delivery_metrics;
 use crate::export;
 use crate::report::Report;
 use exposition::Line;
 
-/// What the handlers read: the latest report and whether one has been published yet.
+/// What the handlers read: the latest report, whether one has been published yet, and the
+/// alert-delivery counters, which are live rather than part of a report.
 #[derive(Clone)]
 pub struct Shared {
     pub report: Arc<ArcSwap<Report>>,
     pub ready: Arc<AtomicBool>,
+    pub delivery: Option<DeliveryMetrics>,
 }
 
 impl Shared {
     pub fn new() -> Shared {
-        Shared { report: Arc::new(ArcSwap::from_pointee(Report::default())), ready: Arc::new(AtomicBool::new(false)) }
+        Shared {
+            report: Arc::new(ArcSwap::from_pointee(Report::default())),
+            ready: Arc::new(AtomicBool::new(false)),
+            delivery: None,
+        }
     }
 
     /// Publishes a new report; readers see it on their next request.
@@ -56,8 +64,9 @@ pub fn router(shared: Shared) -> Router {
         .with_state(shared)
 }
 
-/// The full /metrics body for a report: the exported families, then process metrics.
-pub fn render_metrics(report: &Report) -> String {
+/// The full /metrics body for a report: the exported families, the alert-delivery
+/// counters, then process metrics.
+pub fn render_metrics(report: &Report, delivery: Option<&DeliveryMetrics>) -> String {
     let samples = export::samples(report);
     let mut lines: Vec<Line<'_>> = samples
         .iter()
@@ -67,18 +76,26 @@ pub fn render_metrics(report: &Report) -> String {
             value: s.value,
         })
         .collect();
+    let delivered = delivery.map(|d| delivery_metrics::samples(&d.stats())).unwrap_or_default();
+    lines.extend(delivered.iter().map(|s| Line {
+        name: s.name,
+        labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
+        value: s.value,
+    }));
     let process = process::process_metrics();
     lines.extend(process.iter().map(|(name, _, _, v)| Line { name, labels: Vec::new(), value: *v }));
     let mut out = String::with_capacity(lines.len() * 96);
     exposition::write(&mut out, &lines, |name| {
-        export::family_meta(name).or_else(|| process.iter().find(|p| p.0 == name).map(|p| (p.1, p.2)))
+        export::family_meta(name)
+            .or_else(|| delivery_metrics::family_meta(name))
+            .or_else(|| process.iter().find(|p| p.0 == name).map(|p| (p.1, p.2)))
     });
     out
 }
 
 async fn metrics(State(s): State<Shared>) -> Response {
     let report = s.report.load_full();
-    let body = render_metrics(&report);
+    let body = render_metrics(&report, s.delivery.as_ref());
     ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT)], body).into_response()
 }
 
