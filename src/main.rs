@@ -6,9 +6,7 @@ use clap::Parser;
 mod cli;
 
 // The subcommands name the library's modules as `crate::…`, as the daemon crate does.
-use goodput::{
-    adapt, alert, canonical, config, daemon, duration, gpu, parse, probe, replay, report, rules, scrape, slo,
-};
+use goodput::{adapt, canonical, config, daemon, duration, gpu, parse, probe, replay, report, rules, scrape, slo};
 use goodput_sim as sim;
 
 fn main() {

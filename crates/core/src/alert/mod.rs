@@ -10,10 +10,12 @@ pub mod from_report;
 pub mod input;
 pub mod rule;
 pub mod state;
+pub mod table;
 pub mod validate;
 pub mod view;
 
 pub use config::AlertingConfig;
-pub use input::{AlertInput, Bounded, Clause, KvUsage, SloReport, SloSpec, WindowInput};
+pub use input::{AlertInput, Bounded, Clause, KvUsage, Slo, SloReport, WindowInput};
 pub use rule::{AlertName, RuleSet, Severity};
 pub use state::{AlertEngine, AlertState, Fingerprint, Notification};
+pub use table::{AlertSpec, LATENCY_ALERT_QUANTILE};
