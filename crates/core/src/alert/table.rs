@@ -206,7 +206,7 @@ pub fn secs(x: f64) -> String {
 
 /// An SLO threshold as the config writes it: `500ms`, `1s`, `2.5s`.
 pub fn limit(d: Duration) -> String {
-    if d < Duration::from_secs(1) && d.as_nanos() % 1_000_000 == 0 {
+    if d < Duration::from_secs(1) && d.as_nanos().is_multiple_of(1_000_000) {
         format!("{}ms", d.as_millis())
     } else if d < Duration::from_secs(1) {
         format!("{}ms", d.as_secs_f64() * 1000.0)
