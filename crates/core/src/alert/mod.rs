@@ -1,5 +1,6 @@
-//! Alerting, the pure part: the rules evaluated every tick, their state machine (pending,
-//! firing, resolved, with `for` and resend), and the views on `/api/v1/alerts`.
+//! Alerting, the pure part: the alert table (names, defaults, texts), the rules evaluated
+//! every tick, their state machine (pending, firing, resolved, with `for` and resend), and
+//! the views on `/api/v1/alerts`.
 //!
 //! The daemon passes the time and the inputs in. Delivery to Alertmanager lives in the
 //! daemon crate (`goodput::deliver`), and the PromQL version of these rules for `goodput

@@ -1,5 +1,6 @@
 //! The alert rules and the conditions they test: a pure function from one tick's inputs to
-//! the set of alerts whose condition holds right now (before `for` is applied).
+//! the set of alerts whose condition holds right now (before `for` is applied), with the
+//! texts of the alert table ([`super::table`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -69,6 +70,14 @@ impl LatencyClause {
         match self {
             LatencyClause::Ttft => "TTFT",
             LatencyClause::Tpot => "TPOT",
+        }
+    }
+
+    /// The SLO clause whose threshold this alert compares with.
+    pub fn clause(self) -> Clause {
+        match self {
+            LatencyClause::Ttft => Clause::Ttft,
+            LatencyClause::Tpot => Clause::Tpot,
         }
     }
 }
@@ -149,16 +158,6 @@ pub struct Condition {
     pub annotations: BTreeMap<String, String>,
     /// The measured value that crossed the threshold.
     pub value: f64,
-}
-
-impl LatencyClause {
-    /// The SLO clause whose threshold this alert compares with.
-    pub fn clause(self) -> Clause {
-        match self {
-            LatencyClause::Ttft => Clause::Ttft,
-            LatencyClause::Tpot => Clause::Tpot,
-        }
-    }
 }
 
 struct Ctx<'a> {
