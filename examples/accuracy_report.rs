@@ -34,7 +34,8 @@ fn main() {
         WINDOWS_S
     );
     for s in slos() {
-        let clauses: Vec<String> = s.clauses().map(|(c, _, t)| format!("{} ≤ {t} s", c.as_str())).collect();
+        let clauses: Vec<String> =
+            s.clauses().map(|(c, t)| format!("{} ≤ {} s", c.as_str(), t.as_secs_f64())).collect();
         println!("- `{}`: {}", s.name, clauses.join(", "));
     }
 

@@ -12,11 +12,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common_am::{Am, Http, alertmanager_binary};
-use goodput::alert::{
-    AlertEngine, AlertInput, AlertingConfig, Bounded, Clause, KvUsage, SloReport, SloSpec, WindowInput,
-};
+use goodput::alert::{AlertEngine, AlertInput, AlertingConfig, Bounded, Clause, KvUsage, Slo, SloReport, WindowInput};
 use goodput::deliver::Delivery;
 use goodput::duration::Window;
+use goodput::slo::{Objective, Scope};
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
@@ -32,7 +31,6 @@ fn input(target: &str, up: bool, kv: f64, joint: f64) -> AlertInput {
     attainment.insert(Clause::Joint, Bounded { lower: joint - 0.05, estimate: joint, upper: joint + 0.01 });
     let slo = SloReport {
         slo: "chat".into(),
-        objective: 0.99,
         evaluable: true,
         attainment,
         burn_rate: Bounded::exact((1.0 - joint) / 0.01),
@@ -45,6 +43,7 @@ fn input(target: &str, up: bool, kv: f64, joint: f64) -> AlertInput {
         model: if up { "llama-8b".into() } else { String::new() },
         up,
         waiting_now: None,
+        slos: if up { vec![chat()] } else { Vec::new() },
         windows: if up {
             vec![WindowInput {
                 window: win(60),
@@ -59,6 +58,17 @@ fn input(target: &str, up: bool, kv: f64, joint: f64) -> AlertInput {
         } else {
             Vec::new()
         },
+    }
+}
+
+fn chat() -> Slo {
+    Slo {
+        name: "chat".into(),
+        ttft: Some(Duration::from_millis(500)),
+        tpot: Some(Duration::from_millis(50)),
+        e2e: None,
+        objective: Objective::new(0.99).unwrap(),
+        scope: Scope::all(),
     }
 }
 
@@ -115,8 +125,7 @@ async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
     opts.initial_backoff = Duration::from_millis(200);
     opts.max_backoff = Duration::from_secs(1);
     let delivery = Delivery::start_with(&cfg, opts).unwrap();
-    let slos = vec![SloSpec { name: "chat".into(), ttft: Some(0.5), tpot: Some(0.05), e2e: None, objective: 0.99 }];
-    let mut engine = AlertEngine::new(cfg.rule_set(), slos, cfg.runbook_base_url.clone(), cfg.resend_interval);
+    let mut engine = AlertEngine::new(cfg.rule_set(), cfg.runbook_base_url.clone(), cfg.resend_interval);
 
     let overload = [input("llama", true, 0.97, 0.42)];
     let calm = [input("llama", true, 0.62, 0.995)];

@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use goodput::alert::rule::RuleKind;
-use goodput::alert::validate::{required_windows, validate};
+use goodput::alert::validate::{required_quantiles, required_windows, validate};
 use goodput::alert::view::{api_response, samples};
 use goodput::alert::{
-    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, Clause, KvUsage, Severity, SloReport, SloSpec,
-    WindowInput,
+    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, Clause, KvUsage, Severity, Slo, SloReport, WindowInput,
 };
 use goodput::duration::Window;
+use goodput::slo::{Objective, Scope};
 
 fn win(s: u64) -> Window {
     Window::new(Duration::from_secs(s)).unwrap()
@@ -21,8 +21,19 @@ fn cfg(yaml: &str) -> AlertingConfig {
     serde_saphyr::from_str(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"))
 }
 
-fn chat(objective: f64) -> SloSpec {
-    SloSpec { name: "chat".into(), ttft: Some(0.5), tpot: Some(0.05), e2e: None, objective }
+fn latency_slo(name: &str, ttft: f64, tpot: f64, objective: f64) -> Slo {
+    Slo {
+        name: name.into(),
+        ttft: Some(Duration::from_secs_f64(ttft)),
+        tpot: Some(Duration::from_secs_f64(tpot)),
+        e2e: None,
+        objective: Objective::new(objective).unwrap(),
+        scope: Scope::all(),
+    }
+}
+
+fn chat(objective: f64) -> Slo {
+    latency_slo("chat", 0.5, 0.05, objective)
 }
 
 fn slo(joint: f64, objective: f64, requests: f64) -> SloReport {
@@ -30,7 +41,6 @@ fn slo(joint: f64, objective: f64, requests: f64) -> SloReport {
     attainment.insert(Clause::Joint, Bounded { lower: joint, estimate: joint, upper: joint });
     SloReport {
         slo: "chat".into(),
-        objective,
         evaluable: true,
         attainment,
         burn_rate: Bounded::exact((1.0 - joint) / (1.0 - objective)),
@@ -54,11 +64,12 @@ fn window(s: u64) -> WindowInput {
 }
 
 fn input(windows: Vec<WindowInput>) -> AlertInput {
-    AlertInput { target: "t".into(), model: "m".into(), up: true, waiting_now: None, windows }
+    AlertInput { target: "t".into(), model: "m".into(), up: true, waiting_now: None, slos: vec![], windows }
 }
 
-/// Alert names whose condition holds (the engine with `for: 0s` everywhere fires them at once).
-fn firing(yaml: &str, slos: &[SloSpec], inputs: &[AlertInput]) -> Vec<String> {
+/// Alert names whose condition holds (the engine with `for: 0s` everywhere fires them at once),
+/// with `slos` as the SLOs that apply to every input.
+fn firing(yaml: &str, slos: &[Slo], inputs: &[AlertInput]) -> Vec<String> {
     let mut c = cfg(yaml);
     for r in [
         &mut c.rules.kv_cache_saturated.for_,
@@ -73,8 +84,9 @@ fn firing(yaml: &str, slos: &[SloSpec], inputs: &[AlertInput]) -> Vec<String> {
     ] {
         *r = Some(Duration::ZERO);
     }
-    let mut e = AlertEngine::new(c.rule_set(), slos.to_vec(), None, c.resend_interval);
-    let mut names: Vec<String> = e.evaluate(0, inputs).iter().map(|n| n.labels["alertname"].clone()).collect();
+    let inputs: Vec<AlertInput> = inputs.iter().cloned().map(|i| AlertInput { slos: slos.to_vec(), ..i }).collect();
+    let mut e = AlertEngine::new(c.rule_set(), None, c.resend_interval);
+    let mut names: Vec<String> = e.evaluate(0, &inputs).iter().map(|n| n.labels["alertname"].clone()).collect();
     names.sort();
     names
 }
@@ -140,6 +152,15 @@ fn validation_warns_about_clamped_factors() {
 }
 
 #[test]
+fn latency_rules_require_p99_whatever_the_configured_quantiles() {
+    assert_eq!(required_quantiles(&AlertingConfig::default().rule_set()), vec![0.99]);
+    let one = cfg("rules: {LLMTTFTAboveSLO: {enabled: false}}");
+    assert_eq!(required_quantiles(&one.rule_set()), vec![0.99]);
+    let none = cfg("rules: {LLMTTFTAboveSLO: {enabled: false}, LLMTPOTAboveSLO: {enabled: false}}");
+    assert!(required_quantiles(&none.rule_set()).is_empty());
+}
+
+#[test]
 fn kv_and_divergence_thresholds() {
     let mut w = window(300);
     w.kv_usage = Some(KvUsage { last: 0.91, max: 0.95 });
@@ -166,7 +187,7 @@ fn latency_rules_compare_p99_with_each_slo() {
     let mut w = window(300);
     w.ttft_p99 = Some(0.6);
     w.tpot_p99 = Some(0.04);
-    let strict = SloSpec { name: "strict".into(), ttft: Some(2.0), tpot: Some(0.03), e2e: None, objective: 0.9 };
+    let strict = latency_slo("strict", 2.0, 0.03, 0.9);
     assert_eq!(
         firing("", &[chat(0.99), strict.clone()], &[input(vec![w.clone()])]),
         ["LLMTPOTAboveSLO", "LLMTTFTAboveSLO"]
@@ -206,7 +227,14 @@ fn burn_rules_need_both_windows_and_enough_requests() {
 
 #[test]
 fn target_down_preemptions_and_queue() {
-    let down = AlertInput { target: "x".into(), model: String::new(), up: false, waiting_now: None, windows: vec![] };
+    let down = AlertInput {
+        target: "x".into(),
+        model: String::new(),
+        up: false,
+        waiting_now: None,
+        slos: vec![],
+        windows: vec![],
+    };
     assert_eq!(firing("", &[], &[down]), ["LLMTargetDown"]);
     let mut w = window(300);
     w.preemptions_per_second = Some(0.2);
@@ -227,7 +255,7 @@ fn state_machine_follows_prometheus_for_semantics() {
     let c = cfg(
         "resend_interval: 1m\nrunbook_base_url: https://rb.example/alerts\nrules: {LLMKVCacheSaturated: {for: 2m}}",
     );
-    let mut e = AlertEngine::new(c.rule_set(), vec![], c.runbook_base_url.clone(), c.resend_interval);
+    let mut e = AlertEngine::new(c.rule_set(), c.runbook_base_url.clone(), c.resend_interval);
     let mut hot = window(60);
     hot.kv_usage = Some(KvUsage { last: 0.95, max: 0.97 });
     let mut cool = window(60);

@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use goodput::alert::from_report::inputs;
-use goodput::alert::{AlertEngine, AlertingConfig, SloSpec};
+use goodput::alert::{AlertEngine, AlertingConfig};
 use goodput::canonical::HistogramKind;
 use goodput::duration::Window;
 use goodput::report::{
     GaugeStats, Health, KvBand, KvReport, LatencyQuantile, ModelReport, Report, SloReport, SloStatus, SloValues,
     TargetReport, WindowReport,
 };
-use goodput::slo::{Bounded, Clause};
+use goodput::slo::{Bounded, Clause, Objective, Scope, Slo};
 
 fn win(s: u64) -> Window {
     Window::new(Duration::from_secs(s)).unwrap()
@@ -47,6 +47,21 @@ fn window(s: u64, kv: f64, joint: f64, status_evaluated: bool) -> WindowReport {
     w
 }
 
+fn chat(scope: Scope) -> Slo {
+    chat_named("chat", scope)
+}
+
+fn chat_named(name: &str, scope: Scope) -> Slo {
+    Slo {
+        name: name.into(),
+        ttft: Some(Duration::from_millis(500)),
+        tpot: Some(Duration::from_millis(50)),
+        e2e: None,
+        objective: Objective::new(0.99).unwrap(),
+        scope,
+    }
+}
+
 fn target(name: &str, up: bool, windows: Vec<WindowReport>) -> TargetReport {
     TargetReport {
         target: name.into(),
@@ -67,7 +82,9 @@ fn report_to_inputs_to_alerts() {
         ],
         ..Report::default()
     };
-    let ins = inputs(&report);
+    let slos =
+        vec![chat(Scope::all()), chat_named("only-idle", Scope { targets: vec!["idle".into()], models: vec![] })];
+    let ins = inputs(&report, &slos);
     assert_eq!(ins.len(), 3);
     let hot = &ins[0];
     assert_eq!((hot.model.as_str(), hot.up, hot.waiting_now), ("llama", true, Some(40.0)));
@@ -78,22 +95,29 @@ fn report_to_inputs_to_alerts() {
     assert!(w5.slos[0].evaluable && w5.slos[0].requests == 500.0);
     assert!(!ins[1].windows[0].slos[0].evaluable);
     assert_eq!((ins[2].model.as_str(), ins[2].up, ins[2].windows.len()), ("", false, 0));
+    // Each input carries the SLOs of its scope only; a down target none.
+    let names = |i: usize| ins[i].slos.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        (names(0), names(1), names(2)),
+        (vec!["chat".to_string()], vec!["chat".into(), "only-idle".into()], vec![])
+    );
 
     let cfg: AlertingConfig = serde_saphyr::from_str(
         "rules: {LLMKVCacheSaturated: {for: 0s}, LLMGoodputDivergence: {for: 0s}, LLMTargetDown: {for: 0s}, LLMTTFTAboveSLO: {for: 0s}}",
     )
     .unwrap();
-    let slos = vec![SloSpec { name: "chat".into(), ttft: Some(0.5), tpot: Some(0.05), e2e: None, objective: 0.99 }];
-    let mut e = AlertEngine::new(cfg.rule_set(), slos, None, cfg.resend_interval);
+    let mut e = AlertEngine::new(cfg.rule_set(), None, cfg.resend_interval);
     let mut got: Vec<(String, String)> =
         e.evaluate(0, &ins).iter().map(|n| (n.labels["target"].clone(), n.labels["alertname"].clone())).collect();
     got.sort();
+    // `only-idle` (TTFT 500 ms) judges idle's p99 of 900 ms; on hot it does not exist.
     let want: Vec<(String, String)> = [
         ("gone", "LLMTargetDown"),
         ("hot", "LLMGoodputDivergence"),
         ("hot", "LLMKVCacheSaturated"),
         ("hot", "LLMTTFTAboveSLO"),
         ("idle", "LLMKVCacheSaturated"),
+        ("idle", "LLMTTFTAboveSLO"),
         ("idle", "LLMTTFTAboveSLO"),
     ]
     .iter()

@@ -71,9 +71,10 @@ fn every_key_is_read() {
     assert_eq!(c.slos.len(), 2);
     assert_eq!(c.slos[0].ttft, Some(Duration::from_millis(500)));
     assert_eq!(c.slos[0].tpot, Some(Duration::from_millis(50)));
-    assert_eq!(c.slos[0].targets, ["llama"]);
-    assert_eq!(c.slos[0].models, ["m"]);
-    assert_eq!((c.slos[1].e2e, c.slos[1].objective), (Some(Duration::from_secs(30)), 0.95));
+    assert_eq!(c.slos[0].scope.targets, ["llama"]);
+    assert_eq!(c.slos[0].scope.models, ["m"]);
+    assert_eq!((c.slos[1].e2e, c.slos[1].objective.get()), (Some(Duration::from_secs(30)), 0.95));
+    assert!(c.slos[1].scope.applies_to("any", "model"), "no scope keys: every target and model");
 
     assert_eq!((c.kv_cache.underloaded, c.kv_cache.target_low), (0.6, 0.75));
     assert_eq!((c.kv_cache.target_high, c.kv_cache.critical), (0.85, 0.95));
@@ -108,6 +109,20 @@ fn defaults() {
     assert!(c.alerting.alertmanager_urls().is_empty() && c.slos.is_empty());
     // The default burn-rate alerts read 6h windows, so the store keeps 6 hours.
     assert_eq!(c.max_window(), Duration::from_secs(6 * 3600));
+}
+
+#[test]
+fn the_latency_alerts_add_p99_to_the_configured_quantiles() {
+    let base = "targets: [{name: a, url: 'http://127.0.0.1:8000/metrics'}]\nquantiles: [0.5, 0.9]\n";
+    let c = config::from_str(base, "q.yaml").unwrap().config;
+    assert_eq!(c.quantiles, [0.5, 0.9], "the config is kept as written");
+    assert_eq!(c.eval_quantiles(), [0.5, 0.9, 0.99]);
+    assert_eq!(c.eval_config().quantiles, [0.5, 0.9, 0.99]);
+    let off = format!(
+        "{base}alerting: {{rules: {{LLMTTFTAboveSLO: {{enabled: false}}, LLMTPOTAboveSLO: {{enabled: false}}}}}}\n"
+    );
+    let c = config::from_str(&off, "q.yaml").unwrap().config;
+    assert_eq!(c.eval_quantiles(), [0.5, 0.9], "no latency alert, no extra quantile");
 }
 
 #[test]

@@ -126,7 +126,7 @@ fn tests_file(rules: &str, fleet_bad: bool) -> String {
     let kv = (
         "severity: page, instance: 'a:8000', job: vllm, model_name: bad, model: bad, target: 'a:8000'",
         "KV cache of bad on a:8000 is 95% full".to_string(),
-        "KV-cache usage is 95%, above the critical level 0.9; preemptions and swapping get likely.".to_string(),
+        "KV-cache usage is 95%, above the critical level 90.0%; preemptions and swapping get likely.".to_string(),
     );
     alerts += &alert_test("2m", "LLMKVCacheSaturated", std::slice::from_ref(&kv));
     let div = fleet(true);
@@ -136,8 +136,8 @@ fn tests_file(rules: &str, fleet_bad: bool) -> String {
             "LLMGoodputDivergence",
             vec![(
                 div.as_str(),
-                "Goodput of bad diverges from throughput (SLO chat)".to_string(),
-                "Over 5m, only 27% of requests met SLO chat (threshold 0.9) while output throughput is above 10 tokens/s."
+                "Goodput of bad across the fleet diverges from throughput (SLO chat)".to_string(),
+                "Over 5m, only 27% of requests met SLO chat (threshold 90.0%) while output throughput is above 10 tokens/s."
                     .to_string(),
             )],
         ),
@@ -145,32 +145,32 @@ fn tests_file(rules: &str, fleet_bad: bool) -> String {
             "LLMTTFTAboveSLO",
             vec![(
                 ticket,
-                "p99 TTFT of bad is 2.5s (SLO chat)".to_string(),
-                "Over 5m, fleet-wide p99 TTFT is 2.5s, above the 1s threshold of SLO chat.".to_string(),
+                "p99 TTFT of bad across the fleet is 2.5s (SLO chat: 1s)".to_string(),
+                "Over 5m, p99 TTFT is 2.5s, above the 1s threshold of SLO chat.".to_string(),
             )],
         ),
         (
             "LLMTPOTAboveSLO",
             vec![(
                 ticket,
-                "p99 TPOT of bad is 100ms (SLO chat)".to_string(),
-                "Over 5m, fleet-wide p99 TPOT is 100ms, above the 0.05s threshold of SLO chat.".to_string(),
+                "p99 TPOT of bad across the fleet is 100ms (SLO chat: 50ms)".to_string(),
+                "Over 5m, p99 TPOT is 100ms, above the 50ms threshold of SLO chat.".to_string(),
             )],
         ),
         (
             "LLMErrorBudgetBurnFast",
             vec![(
                 div.as_str(),
-                "bad burns the error budget of SLO chat at 73.0×".to_string(),
-                "Burn rate is 73.00× over 5m and above 14.4× over 1h too (objective 0.99).".to_string(),
+                "bad across the fleet burns the error budget of SLO chat at 73.00×".to_string(),
+                "Burn rate is 73.00× over 5m and above 14.4× over 1h (threshold 14.4×, objective 99.0%).".to_string(),
             )],
         ),
         (
             "LLMErrorBudgetBurnSlow",
             vec![(
                 div.as_str(),
-                "bad burns the error budget of SLO chat at 73.0×".to_string(),
-                "Burn rate is 73.00× over 30m and above 6× over 6h too (objective 0.99).".to_string(),
+                "bad across the fleet burns the error budget of SLO chat at 73.00×".to_string(),
+                "Burn rate is 73.00× over 30m and above 6× over 6h (threshold 6×, objective 99.0%).".to_string(),
             )],
         ),
         (
@@ -185,7 +185,7 @@ fn tests_file(rules: &str, fleet_bad: bool) -> String {
             "LLMPreemptionsSustained",
             vec![(
                 "severity: ticket, instance: 'a:8000', model: bad, target: 'a:8000'",
-                "bad on a:8000 preempts 0.50 requests/s".to_string(),
+                "bad on a:8000 preempts 0.500 requests/s".to_string(),
                 "Over 5m, the engine preempted 0.500 requests/s (threshold 0.1); KV cache is too small for the load."
                     .to_string(),
             )],

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use goodput::alert::rule::DEFAULT_RUNBOOK_PAGE;
 use goodput::alert::{
-    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, Clause, KvUsage, SloReport, SloSpec, WindowInput,
+    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, Clause, KvUsage, SloReport, WindowInput,
 };
 use goodput::duration::Window;
+use goodput::slo::{Objective, Scope, Slo};
 
 const PAGE: &str = include_str!("../docs/runbooks.md");
 const PARTS: [&str; 3] = ["What it means", "How to confirm", "What to do"];
@@ -101,7 +102,6 @@ fn overloaded() -> AlertInput {
     attainment.insert(Clause::Joint, Bounded::exact(0.5));
     let slo = SloReport {
         slo: "chat".into(),
-        objective: 0.99,
         evaluable: true,
         attainment,
         burn_rate: Bounded::exact(50.0),
@@ -124,20 +124,34 @@ fn overloaded() -> AlertInput {
         model: "llama-8b".into(),
         up: true,
         waiting_now: Some(50.0),
+        slos: vec![Slo {
+            name: "chat".into(),
+            ttft: Some(Duration::from_millis(500)),
+            tpot: Some(Duration::from_millis(50)),
+            e2e: None,
+            objective: Objective::new(0.99).unwrap(),
+            scope: Scope::default(),
+        }],
         windows: [300, 1800, 3600, 6 * 3600].into_iter().map(window).collect(),
     }
 }
 
 fn down() -> AlertInput {
-    AlertInput { target: "gone".into(), model: String::new(), up: false, waiting_now: None, windows: Vec::new() }
+    AlertInput {
+        target: "gone".into(),
+        model: String::new(),
+        up: false,
+        waiting_now: None,
+        slos: Vec::new(),
+        windows: Vec::new(),
+    }
 }
 
 /// The `runbook_url` of every alert the daemon's engine raises with the default config.
 fn daemon_links() -> BTreeMap<AlertName, BTreeSet<String>> {
     let cfg = AlertingConfig::default();
     assert_eq!(cfg.runbook_base_url, None);
-    let slos = vec![SloSpec { name: "chat".into(), ttft: Some(0.5), tpot: Some(0.05), e2e: None, objective: 0.99 }];
-    let mut engine = AlertEngine::new(cfg.rule_set(), slos, cfg.runbook_base_url.clone(), cfg.resend_interval);
+    let mut engine = AlertEngine::new(cfg.rule_set(), cfg.runbook_base_url.clone(), cfg.resend_interval);
     engine.evaluate(1_000, &[overloaded(), down()]);
     let mut out: BTreeMap<AlertName, BTreeSet<String>> = BTreeMap::new();
     for a in engine.active() {

@@ -98,7 +98,11 @@ pub fn summary(file: &str, c: &Config) -> String {
         .iter()
         .map(|w| if c.windows.contains(w) { w.label() } else { format!("{} (read by alert rules)", w.label()) })
         .collect();
-    let quantiles: Vec<String> = c.quantiles.iter().map(|q| q.to_string()).collect();
+    let quantiles: Vec<String> = c
+        .eval_quantiles()
+        .iter()
+        .map(|q| if c.quantiles.contains(q) { q.to_string() } else { format!("{q} (read by alert rules)") })
+        .collect();
     let mut s = format!(
         "OK: {file}\n  listen {}\n  scrape every {} (timeout {}, body limit {} bytes, gzip {})\n  evaluate every {} over windows {} at quantiles {}\n  {} target(s):\n",
         c.listen,

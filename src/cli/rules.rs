@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
+use std::collections::BTreeMap;
+
 use super::CliResult;
-use crate::alert::input::SloSpec;
 use crate::config;
 use crate::rules::{RulesSpec, groups, render_prometheus, render_prometheusrule};
 
@@ -26,6 +27,10 @@ pub struct Args {
     /// Extra label matchers for every engine series, e.g. 'job="vllm"'.
     #[arg(long)]
     pub selector: Option<String>,
+    /// NAME=INSTANCE: the `instance` label Prometheus gives the series of configured
+    /// target NAME. Needed for each target an SLO's `targets:` names (repeat the flag).
+    #[arg(long = "target-instance", value_name = "NAME=INSTANCE")]
+    pub target_instances: Vec<String>,
     /// metadata.name of the PrometheusRule.
     #[arg(long, default_value = "goodput")]
     pub name: String,
@@ -34,31 +39,65 @@ pub struct Args {
 /// Reads the config at `path` with the daemon's own loader (so `goodput check` and
 /// `goodput rules` accept exactly the same files) into what the rule generator needs.
 /// Errors carry `file:line:column`, one per line.
-pub fn load_spec(path: &std::path::Path, selector: Option<String>) -> Result<RulesSpec, String> {
+pub fn load_spec(
+    path: &std::path::Path,
+    selector: Option<String>,
+    target_instances: &[String],
+) -> Result<RulesSpec, String> {
     let loaded = config::load(path).map_err(|errs| errs.to_string())?;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }
     let cfg = loaded.config;
-    let slos = cfg.slos.iter().map(|s| SloSpec::from(&s.spec())).collect();
-    Ok(RulesSpec { slos, windows: cfg.windows, alerting: cfg.alerting, selector })
+    let mut instances = BTreeMap::new();
+    for pair in target_instances {
+        let Some((name, instance)) = pair.split_once('=').filter(|(n, i)| !n.trim().is_empty() && !i.trim().is_empty())
+        else {
+            return Err(format!("--target-instance {pair:?}: write NAME=INSTANCE, e.g. chat=10.0.0.5:8000"));
+        };
+        let name = name.trim();
+        if !cfg.targets.iter().any(|t| t.name == name) {
+            let known: Vec<&str> = cfg.targets.iter().map(|t| t.name.as_str()).collect();
+            return Err(format!(
+                "--target-instance {pair:?}: no target named {name:?} in the config; expected one of {}",
+                known.join(", ")
+            ));
+        }
+        instances.insert(name.to_string(), instance.trim().to_string());
+    }
+    Ok(RulesSpec {
+        slos: cfg.slos,
+        windows: cfg.windows,
+        alerting: cfg.alerting,
+        selector,
+        target_instances: instances,
+    })
 }
 
 pub fn run(args: Args) -> CliResult {
-    let spec = match load_spec(&args.config, args.selector) {
+    let spec = match load_spec(&args.config, args.selector, &args.target_instances) {
         Ok(spec) => spec,
         Err(e) => {
             for line in e.lines() {
                 eprintln!("error: {line}");
             }
-            eprintln!("{}: fix the config (`goodput check --config FILE` shows every error)", args.config.display());
+            eprintln!(
+                "{}: fix the config or the flags (`goodput check --config FILE` shows every config error)",
+                args.config.display()
+            );
             return Ok(1);
         }
     };
     if spec.slos.is_empty() {
         eprintln!("note: {} defines no `slos`; only the non-SLO rules are generated", args.config.display());
     }
-    let gs = groups(&spec);
+    let gs = match groups(&spec) {
+        Ok(gs) => gs,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(1);
+        }
+    };
     let text = match args.format {
         Format::Prometheus => render_prometheus(&gs)?,
         Format::Prometheusrule => render_prometheusrule(&gs, &args.name)?,

@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use goodput::adapt::EngineHint;
 use goodput::duration::Window;
-use goodput::evaluate::{EvalConfig, KvThresholds, SloSpec};
+use goodput::evaluate::{EvalConfig, KvThresholds};
 use goodput::parse::{Limits, parse};
 use goodput::replay::{Recording, ReplayTarget, replay};
 use goodput::report::{SloStatus, SloValues, WindowReport};
-use goodput::slo::{Bounded, Clause};
+use goodput::slo::{Bounded, Clause, Objective, Scope, Slo};
 use goodput_sim::offline::{self, Options};
 use goodput_sim::{Profile, SimConfig};
 use truth::{Populations, Span, Truth, share};
@@ -41,14 +41,14 @@ fn family(c: Clause) -> &'static str {
 /// The SLOs under test. `on_*` thresholds are bucket boundaries of vLLM's histograms
 /// (TTFT 0.25 / 0.5 s, TPOT 0.05 s, E2E 10 s); `between` ones are not (TTFT 0.2 s lies in
 /// (0.1, 0.25], TPOT 0.03 s in (0.025, 0.05], E2E 12 s in (10, 15]).
-pub fn slos() -> Vec<SloSpec> {
-    let spec = |name: &str, ttft: f64, tpot: f64, e2e: Option<f64>| SloSpec {
+pub fn slos() -> Vec<Slo> {
+    let spec = |name: &str, ttft: f64, tpot: f64, e2e: Option<f64>| Slo {
         name: name.into(),
-        ttft: Some(ttft),
-        tpot: Some(tpot),
-        e2e,
-        objective: 0.95,
-        ..SloSpec::default()
+        ttft: Some(Duration::from_secs_f64(ttft)),
+        tpot: Some(Duration::from_secs_f64(tpot)),
+        e2e: e2e.map(Duration::from_secs_f64),
+        objective: Objective::new(0.95).expect("valid objective"),
+        scope: Scope::all(),
     };
     vec![
         spec("on_interactive", 0.5, 0.05, Some(10.0)),
@@ -175,7 +175,7 @@ fn bracket(les: &[f64], values: &[f64], threshold: f64) -> (bool, (f64, f64)) {
 /// most `R = running + waiting` of them there. Hence, with `Nₜ` TTFT observations and `N`
 /// finished requests: TTFT-breaking finished requests ≤ (1 − Lₜ)·Nₜ + R, and TTFT-meeting
 /// ones ≤ Uₜ·Nₜ + R. `n_ttft` is the TTFT histogram's raw increase.
-fn widened(spec: &SloSpec, v: &SloValues, w: &WindowReport, n_ttft: f64) -> Option<Bounded> {
+fn widened(spec: &Slo, v: &SloValues, w: &WindowReport, n_ttft: f64) -> Option<Bounded> {
     let r = w.running.as_ref()?.first + w.waiting.as_ref()?.first;
     let n = v.requests;
     if n <= 0.0 {
@@ -184,7 +184,7 @@ fn widened(spec: &SloSpec, v: &SloValues, w: &WindowReport, n_ttft: f64) -> Opti
     let failed = v.failed / n;
     let mut lower = 1.0 - failed;
     let mut upper = 1.0 - failed;
-    for (clause, _, _) in spec.clauses() {
+    for (clause, _) in spec.clauses() {
         let b = v.attainment[&clause];
         if clause == Clause::Ttft {
             lower -= (((1.0 - b.lower) * n_ttft + r) / n).min(1.0);
@@ -281,7 +281,8 @@ fn evaluate(case: Case, dir: &Path, start_ms: i64) -> CaseResult {
                 }
                 let mut good: Vec<bool> = pop.finished.iter().map(|r| !r.failed).collect();
                 let mut shift = (0.0, 0.0);
-                for (clause, _, threshold) in spec.clauses() {
+                for (clause, threshold) in spec.clauses() {
+                    let threshold = threshold.as_secs_f64();
                     let values: Vec<f64> = match clause {
                         Clause::Ttft => pop.first_token.iter().filter_map(|r| r.ttft_s).collect(),
                         Clause::Tpot => pop.finished.iter().map(|r| r.tpot_s).collect(),

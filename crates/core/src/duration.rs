@@ -105,6 +105,12 @@ impl Window {
         (!d.is_zero()).then_some(Window(d))
     }
 
+    /// A window of `secs` seconds, for constants (a zero fails the build there).
+    pub const fn from_secs(secs: u64) -> Window {
+        assert!(secs > 0, "a window is never zero");
+        Window(Duration::from_secs(secs))
+    }
+
     pub fn duration(self) -> Duration {
         self.0
     }

@@ -6,7 +6,6 @@
 
 use crate::alert::config::AlertingConfig;
 use crate::alert::from_report;
-use crate::alert::input::SloSpec as AlertSlo;
 use crate::alert::state::{AlertEngine, Notification};
 use crate::alert::view;
 use crate::evaluate::EvalConfig;
@@ -15,10 +14,13 @@ use crate::gpu::derive::{self, Bounds, Inputs};
 use crate::gpu::reading::{GpuReading, mean_dram_active};
 use crate::gpu::{models, peaks};
 use crate::report::{Report, SloStatus, WindowReport};
+use crate::slo::Slo;
 
 /// Alert state and GPU facts carried from one tick to the next.
 pub struct Enricher {
     alerts: AlertEngine,
+    /// Every configured SLO; each alert input gets those that apply to it.
+    slos: Vec<Slo>,
     gpu: GpuConfig,
     cost: Option<CostConfig>,
 }
@@ -30,10 +32,8 @@ impl Enricher {
         gpu: Option<&GpuConfig>,
         cost: Option<&CostConfig>,
     ) -> Self {
-        let slos = eval.slos.iter().map(AlertSlo::from).collect();
-        let alerts =
-            AlertEngine::new(alerting.rule_set(), slos, alerting.runbook_base_url.clone(), alerting.resend_interval);
-        Enricher { alerts, gpu: gpu.cloned().unwrap_or_default(), cost: cost.cloned() }
+        let alerts = AlertEngine::new(alerting.rule_set(), alerting.runbook_base_url.clone(), alerting.resend_interval);
+        Enricher { alerts, slos: eval.slos.clone(), gpu: gpu.cloned().unwrap_or_default(), cost: cost.cloned() }
     }
 
     /// Attaches `gpus` and what follows from them, evaluates the alert rules at the
@@ -58,7 +58,7 @@ impl Enricher {
             }
         }
         report.gpus = gpus;
-        let notifications = self.alerts.evaluate(report.t_ms, &from_report::inputs(report));
+        let notifications = self.alerts.evaluate(report.t_ms, &from_report::inputs(report, &self.slos));
         report.alerts = view::api_response(&self.alerts).data.alerts;
         notifications
     }

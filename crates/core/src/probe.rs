@@ -5,8 +5,8 @@
 use std::fmt;
 
 use crate::canonical::Snapshot;
-use crate::evaluate::slo::{SloSpec, missing_reason};
-use crate::slo::threshold_on_boundary;
+use crate::evaluate::slo::{histogram_of, missing_reason};
+use crate::slo::{Slo, threshold_on_boundary};
 
 /// One thing worth telling the user about a target's SLO coverage.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,10 +74,10 @@ impl fmt::Display for Finding {
 }
 
 /// Findings for every SLO that applies to `target`, against the models in `snap`.
-pub fn findings(slos: &[SloSpec], target: &str, snap: &Snapshot) -> Vec<Finding> {
+pub fn findings(slos: &[Slo], target: &str, snap: &Snapshot) -> Vec<Finding> {
     let mut out = Vec::new();
-    for slo in slos.iter().filter(|s| s.applies_to_target(target)) {
-        let models: Vec<_> = snap.models.iter().filter(|(m, _)| slo.applies_to_model(m)).collect();
+    for slo in slos.iter().filter(|s| s.scope.applies_to_target(target)) {
+        let models: Vec<_> = snap.models.iter().filter(|(m, _)| slo.scope.applies_to_model(m)).collect();
         if models.is_empty() {
             out.push(Finding::NoModel {
                 target: target.into(),
@@ -86,7 +86,8 @@ pub fn findings(slos: &[SloSpec], target: &str, snap: &Snapshot) -> Vec<Finding>
             });
         }
         for (model, m) in models {
-            for (clause, kind, threshold) in slo.clauses() {
+            for (clause, threshold) in slo.clauses() {
+                let (kind, threshold) = (histogram_of(clause), threshold.as_secs_f64());
                 let Some(h) = m.histogram_total(kind) else {
                     let reason = missing_reason(kind);
                     out.push(Finding::NotEvaluable {

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use super::rule::{AlertName, LatencyClause, Rule, RuleKind, RuleSet, Severity};
+use super::rule::{AlertName, Rule, RuleKind, RuleSet, Severity};
+use super::table::spec;
 use crate::duration::{Window, de};
 
 /// `alerting:`.
@@ -220,42 +221,24 @@ fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(s)
 }
 
-fn mins(m: u64) -> Duration {
-    Duration::from_secs(60 * m)
-}
-
-fn win(secs: u64) -> Window {
-    Window::new(Duration::from_secs(secs)).unwrap_or_else(|| unreachable!("non-zero constant"))
-}
-
-/// Fills a rule's common knobs from the override or the rule's defaults.
+/// The rule `name` with the overrides given, over the table's defaults; `None` if disabled.
 fn rule(
     name: AlertName,
     enabled: Option<bool>,
     for_: Option<Duration>,
     sev: Option<Severity>,
-    kind: RuleKind,
+    kind: impl FnOnce(RuleKind) -> RuleKind,
 ) -> Option<Rule> {
     if enabled == Some(false) {
         return None;
     }
-    let (default_for, default_sev) = name.defaults();
-    Some(Rule { name, for_: for_.unwrap_or(default_for), severity: sev.unwrap_or(default_sev), kind })
-}
-
-impl AlertName {
-    /// Default `for` and severity.
-    pub fn defaults(self) -> (Duration, Severity) {
-        match self {
-            AlertName::KvCacheSaturated => (mins(2), Severity::Page),
-            AlertName::GoodputDivergence => (mins(5), Severity::Page),
-            AlertName::TtftAboveSlo | AlertName::TpotAboveSlo => (mins(5), Severity::Ticket),
-            AlertName::ErrorBudgetBurnFast => (mins(2), Severity::Page),
-            AlertName::ErrorBudgetBurnSlow => (mins(15), Severity::Page),
-            AlertName::TargetDown => (mins(1), Severity::Page),
-            AlertName::PreemptionsSustained | AlertName::QueueGrowing => (mins(10), Severity::Ticket),
-        }
-    }
+    let row = spec(name);
+    Some(Rule {
+        name,
+        for_: for_.unwrap_or(row.for_),
+        severity: sev.unwrap_or(row.severity),
+        kind: kind(row.defaults.clone()),
+    })
 }
 
 impl AlertingConfig {
@@ -264,80 +247,68 @@ impl AlertingConfig {
         self.alertmanager.iter().chain(&self.alertmanagers).map(|e| e.url.clone()).collect()
     }
 
-    /// The enabled rules with every knob filled in.
+    /// The enabled rules with every knob filled in: the override where one is written,
+    /// else the default from the alert table (docs/alerts.md).
     pub fn rule_set(&self) -> RuleSet {
         let r = &self.rules;
         let mut rules = Vec::new();
         let k = &r.kv_cache_saturated;
-        rules.extend(rule(
-            AlertName::KvCacheSaturated,
-            k.enabled,
-            k.for_,
-            k.severity,
-            RuleKind::KvCacheSaturated { threshold: k.threshold.unwrap_or(0.90) },
-        ));
+        rules.extend(rule(AlertName::KvCacheSaturated, k.enabled, k.for_, k.severity, |d| match d {
+            RuleKind::KvCacheSaturated { threshold } => {
+                RuleKind::KvCacheSaturated { threshold: k.threshold.unwrap_or(threshold) }
+            }
+            other => other,
+        }));
         let g = &r.goodput_divergence;
-        rules.extend(rule(
-            AlertName::GoodputDivergence,
-            g.enabled,
-            g.for_,
-            g.severity,
-            RuleKind::GoodputDivergence {
-                threshold: g.threshold.unwrap_or(0.90),
-                window: g.window.unwrap_or(win(300)),
-                throughput_floor: g.throughput_floor.unwrap_or(10.0),
+        rules.extend(rule(AlertName::GoodputDivergence, g.enabled, g.for_, g.severity, |d| match d {
+            RuleKind::GoodputDivergence { threshold, window, throughput_floor } => RuleKind::GoodputDivergence {
+                threshold: g.threshold.unwrap_or(threshold),
+                window: g.window.unwrap_or(window),
+                throughput_floor: g.throughput_floor.unwrap_or(throughput_floor),
             },
-        ));
-        for (name, l, clause) in [
-            (AlertName::TtftAboveSlo, &r.ttft_above_slo, LatencyClause::Ttft),
-            (AlertName::TpotAboveSlo, &r.tpot_above_slo, LatencyClause::Tpot),
-        ] {
-            rules.extend(rule(
-                name,
-                l.enabled,
-                l.for_,
-                l.severity,
-                RuleKind::LatencyAboveSlo { clause, window: l.window.unwrap_or(win(300)) },
-            ));
+            other => other,
+        }));
+        for (name, l) in [(AlertName::TtftAboveSlo, &r.ttft_above_slo), (AlertName::TpotAboveSlo, &r.tpot_above_slo)] {
+            rules.extend(rule(name, l.enabled, l.for_, l.severity, |d| match d {
+                RuleKind::LatencyAboveSlo { clause, window } => {
+                    RuleKind::LatencyAboveSlo { clause, window: l.window.unwrap_or(window) }
+                }
+                other => other,
+            }));
         }
-        for (name, b, (factor, long, short)) in [
-            (AlertName::ErrorBudgetBurnFast, &r.burn_fast, (14.4, 3600, 300)),
-            (AlertName::ErrorBudgetBurnSlow, &r.burn_slow, (6.0, 6 * 3600, 1800)),
-        ] {
-            rules.extend(rule(
-                name,
-                b.enabled,
-                b.for_,
-                b.severity,
-                RuleKind::ErrorBudgetBurn {
-                    factor: b.factor.unwrap_or(factor),
-                    long_window: b.long_window.unwrap_or(win(long)),
-                    short_window: b.short_window.unwrap_or(win(short)),
-                    min_requests: b.min_requests.unwrap_or(10.0),
-                },
-            ));
+        for (name, b) in
+            [(AlertName::ErrorBudgetBurnFast, &r.burn_fast), (AlertName::ErrorBudgetBurnSlow, &r.burn_slow)]
+        {
+            rules.extend(rule(name, b.enabled, b.for_, b.severity, |d| match d {
+                RuleKind::ErrorBudgetBurn { factor, long_window, short_window, min_requests } => {
+                    RuleKind::ErrorBudgetBurn {
+                        factor: b.factor.unwrap_or(factor),
+                        long_window: b.long_window.unwrap_or(long_window),
+                        short_window: b.short_window.unwrap_or(short_window),
+                        min_requests: b.min_requests.unwrap_or(min_requests),
+                    }
+                }
+                other => other,
+            }));
         }
         let t = &r.target_down;
-        rules.extend(rule(AlertName::TargetDown, t.enabled, t.for_, t.severity, RuleKind::TargetDown));
+        rules.extend(rule(AlertName::TargetDown, t.enabled, t.for_, t.severity, |d| d));
         let p = &r.preemptions;
-        rules.extend(rule(
-            AlertName::PreemptionsSustained,
-            p.enabled,
-            p.for_,
-            p.severity,
-            RuleKind::PreemptionsSustained {
-                per_second: p.threshold.unwrap_or(0.1),
-                window: p.window.unwrap_or(win(300)),
+        rules.extend(rule(AlertName::PreemptionsSustained, p.enabled, p.for_, p.severity, |d| match d {
+            RuleKind::PreemptionsSustained { per_second, window } => RuleKind::PreemptionsSustained {
+                per_second: p.threshold.unwrap_or(per_second),
+                window: p.window.unwrap_or(window),
             },
-        ));
+            other => other,
+        }));
         let q = &r.queue_growing;
-        rules.extend(rule(
-            AlertName::QueueGrowing,
-            q.enabled,
-            q.for_,
-            q.severity,
-            RuleKind::QueueGrowing { min_waiting: q.threshold.unwrap_or(10.0), window: q.window.unwrap_or(win(300)) },
-        ));
+        rules.extend(rule(AlertName::QueueGrowing, q.enabled, q.for_, q.severity, |d| match d {
+            RuleKind::QueueGrowing { min_waiting, window } => RuleKind::QueueGrowing {
+                min_waiting: q.threshold.unwrap_or(min_waiting),
+                window: q.window.unwrap_or(window),
+            },
+            other => other,
+        }));
         RuleSet { rules }
     }
 }

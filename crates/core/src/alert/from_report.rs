@@ -1,15 +1,18 @@
 //! Fills the rules' [`AlertInput`]s from one tick's [`Report`].
 //!
 //! A target that is down becomes one input without a model (its windows hold stale data,
-//! and only `LLMTargetDown` applies); a target that is up gives one input per model.
+//! and only `LLMTargetDown` applies); a target that is up gives one input per model, with
+//! the SLOs whose scope covers that target and model, and only their per-window results.
 
 use super::input::{AlertInput, KvUsage, SloReport, WindowInput};
+use super::table::LATENCY_ALERT_QUANTILE;
 use crate::canonical::HistogramKind;
 use crate::report::{self, Report, SloStatus, TargetReport, WindowReport};
-use crate::slo::Bounded;
+use crate::slo::{Bounded, Slo};
 
-/// One input per target (down) or per target and model (up).
-pub fn inputs(report: &Report) -> Vec<AlertInput> {
+/// One input per target (down) or per target and model (up). `slos` is every configured
+/// SLO; each input keeps those that apply to it.
+pub fn inputs(report: &Report, slos: &[Slo]) -> Vec<AlertInput> {
     let mut out = Vec::new();
     for t in &report.targets {
         if !t.health.up {
@@ -18,34 +21,41 @@ pub fn inputs(report: &Report) -> Vec<AlertInput> {
                 model: String::new(),
                 up: false,
                 waiting_now: None,
+                slos: vec![],
                 windows: vec![],
             });
             continue;
         }
-        out.extend(model_inputs(t));
+        out.extend(model_inputs(t, slos));
     }
     out
 }
 
-fn model_inputs(t: &TargetReport) -> impl Iterator<Item = AlertInput> + '_ {
-    t.models.iter().map(|m| {
+fn model_inputs<'a>(t: &'a TargetReport, slos: &'a [Slo]) -> impl Iterator<Item = AlertInput> + 'a {
+    t.models.iter().map(move |m| {
         // The shortest window's last scrape is "now".
         let waiting_now = m.windows.iter().min_by_key(|w| w.window).and_then(|w| w.waiting.map(|g| g.last));
+        let slos: Vec<Slo> = slos.iter().filter(|s| s.applies_to(&t.target, &m.model)).cloned().collect();
         AlertInput {
             target: t.target.clone(),
             model: m.model.clone(),
             up: true,
             waiting_now,
-            windows: m.windows.iter().map(window).collect(),
+            windows: m.windows.iter().map(|w| window(w, &slos)).collect(),
+            slos,
         }
     })
 }
 
 fn p99(w: &WindowReport, kind: HistogramKind) -> Option<f64> {
-    w.latency.iter().find(|q| q.metric == kind && q.quantile == 0.99).map(|q| q.value).filter(|v| !v.is_nan())
+    w.latency
+        .iter()
+        .find(|q| q.metric == kind && q.quantile == LATENCY_ALERT_QUANTILE)
+        .map(|q| q.value)
+        .filter(|v| !v.is_nan())
 }
 
-fn window(w: &WindowReport) -> WindowInput {
+fn window(w: &WindowReport, slos: &[Slo]) -> WindowInput {
     WindowInput {
         window: w.window,
         output_tokens_per_second: w.output_tokens_per_second,
@@ -54,7 +64,7 @@ fn window(w: &WindowReport) -> WindowInput {
         tpot_p99: p99(w, HistogramKind::Tpot),
         waiting_at_start: w.waiting.map(|g| g.first),
         kv_usage: w.kv_cache.as_ref().map(|k| KvUsage { last: k.last, max: k.max }),
-        slos: w.slos.iter().map(slo).collect(),
+        slos: w.slos.iter().filter(|r| slos.iter().any(|s| s.name == r.slo)).map(slo).collect(),
     }
 }
 
@@ -63,7 +73,6 @@ fn slo(s: &report::SloReport) -> SloReport {
     match &s.status {
         SloStatus::Evaluated(v) => SloReport {
             slo: s.slo.clone(),
-            objective: s.objective,
             evaluable: true,
             attainment: v.attainment.clone(),
             burn_rate: v.burn_rate,
@@ -73,7 +82,6 @@ fn slo(s: &report::SloReport) -> SloReport {
         },
         SloStatus::NotEvaluable { .. } | SloStatus::NoTraffic => SloReport {
             slo: s.slo.clone(),
-            objective: s.objective,
             evaluable: false,
             attainment: Default::default(),
             burn_rate: nan,

@@ -3,7 +3,8 @@
 //!
 //! These are flat copies of what the rules need, so the rule engine does not depend on how
 //! the report is assembled; [`super::from_report`] fills them from a report. Every measured
-//! quantity is optional: a missing one keeps its rule quiet.
+//! quantity is optional: a missing one keeps its rule quiet. An input carries only the SLOs
+//! whose scope applies to its target and model, so no rule can judge it by another's SLO.
 
 use std::collections::BTreeMap;
 
@@ -11,13 +12,12 @@ use serde::Serialize;
 
 use crate::duration::Window;
 
-pub use crate::slo::{Bounded, Clause};
+pub use crate::slo::{Bounded, Clause, Slo};
 
-/// One SLO evaluated over one window.
+/// One SLO evaluated over one window; its definition is in [`AlertInput::slos`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SloReport {
     pub slo: String,
-    pub objective: f64,
     /// False when the window lacks the histograms the SLO needs.
     pub evaluable: bool,
     pub attainment: BTreeMap<Clause, Bounded>,
@@ -26,23 +26,6 @@ pub struct SloReport {
     pub goodput_tokens_per_second: Option<Bounded>,
     /// Requests finished in the window.
     pub requests: f64,
-}
-
-/// The SLO definition as configured; the rules compare p99s with its thresholds.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SloSpec {
-    pub name: String,
-    /// Thresholds in seconds.
-    pub ttft: Option<f64>,
-    pub tpot: Option<f64>,
-    pub e2e: Option<f64>,
-    pub objective: f64,
-}
-
-impl From<&crate::evaluate::SloSpec> for SloSpec {
-    fn from(s: &crate::evaluate::SloSpec) -> Self {
-        SloSpec { name: s.name.clone(), ttft: s.ttft, tpot: s.tpot, e2e: s.e2e, objective: s.objective }
-    }
 }
 
 /// KV-cache usage (0–1) over a window.
@@ -75,6 +58,8 @@ pub struct AlertInput {
     pub up: bool,
     /// Requests waiting now.
     pub waiting_now: Option<f64>,
+    /// The SLOs that apply to this target and model (none for a target that is down).
+    pub slos: Vec<Slo>,
     pub windows: Vec<WindowInput>,
 }
 

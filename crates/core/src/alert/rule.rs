@@ -1,12 +1,14 @@
 //! The alert rules and the conditions they test: a pure function from one tick's inputs to
-//! the set of alerts whose condition holds right now (before `for` is applied).
+//! the set of alerts whose condition holds right now (before `for` is applied), with the
+//! texts of the alert table ([`super::table`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::input::{AlertInput, Clause, SloSpec};
+use super::input::{AlertInput, Clause};
+use super::table::{AlertSpec, pct, render, secs, spec};
 use crate::duration::Window;
 
 /// Every alert this daemon raises.
@@ -37,17 +39,7 @@ impl AlertName {
     ];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            AlertName::KvCacheSaturated => "LLMKVCacheSaturated",
-            AlertName::GoodputDivergence => "LLMGoodputDivergence",
-            AlertName::TtftAboveSlo => "LLMTTFTAboveSLO",
-            AlertName::TpotAboveSlo => "LLMTPOTAboveSLO",
-            AlertName::ErrorBudgetBurnFast => "LLMErrorBudgetBurnFast",
-            AlertName::ErrorBudgetBurnSlow => "LLMErrorBudgetBurnSlow",
-            AlertName::TargetDown => "LLMTargetDown",
-            AlertName::PreemptionsSustained => "LLMPreemptionsSustained",
-            AlertName::QueueGrowing => "LLMQueueGrowing",
-        }
+        spec(self).alertname
     }
 }
 
@@ -78,6 +70,14 @@ impl LatencyClause {
         match self {
             LatencyClause::Ttft => "TTFT",
             LatencyClause::Tpot => "TPOT",
+        }
+    }
+
+    /// The SLO clause whose threshold this alert compares with.
+    pub fn clause(self) -> Clause {
+        match self {
+            LatencyClause::Ttft => Clause::Ttft,
+            LatencyClause::Tpot => Clause::Tpot,
         }
     }
 }
@@ -162,12 +162,14 @@ pub struct Condition {
 
 struct Ctx<'a> {
     rule: &'a Rule,
+    row: &'static AlertSpec,
     input: &'a AlertInput,
     runbook_base_url: Option<&'a str>,
 }
 
 impl Ctx<'_> {
-    fn condition(&self, slo: Option<&str>, value: f64, summary: String, description: String) -> Condition {
+    /// The condition with the table's texts filled from `vars` (plus `who`).
+    fn condition(&self, slo: Option<&str>, value: f64, vars: &[(&str, &str)]) -> Condition {
         let mut labels = BTreeMap::new();
         let name = self.rule.name.as_str();
         labels.insert("alertname".to_string(), name.to_string());
@@ -179,9 +181,12 @@ impl Ctx<'_> {
         if let Some(slo) = slo {
             labels.insert("slo".to_string(), slo.to_string());
         }
+        let who = self.who();
+        let mut all = vec![("who", who.as_str())];
+        all.extend_from_slice(vars);
         let mut annotations = BTreeMap::new();
-        annotations.insert("summary".to_string(), summary);
-        annotations.insert("description".to_string(), description);
+        annotations.insert("summary".to_string(), render(self.row.summary, &all));
+        annotations.insert("description".to_string(), render(self.row.description, &all));
         annotations.insert("runbook_url".to_string(), runbook_url(self.runbook_base_url, self.rule.name));
         Condition { name: self.rule.name, for_: self.rule.for_, labels, annotations, value }
     }
@@ -219,42 +224,26 @@ pub fn runbook_url(base: Option<&str>, name: AlertName) -> String {
     }
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
-
-fn secs(x: f64) -> String {
-    if x < 1.0 { format!("{:.0}ms", x * 1000.0) } else { format!("{x:.3}s") }
-}
-
 /// Every condition that holds for these inputs. Missing or NaN measurements never fire.
-pub fn conditions(
-    rules: &RuleSet,
-    slos: &[SloSpec],
-    inputs: &[AlertInput],
-    runbook_base_url: Option<&str>,
-) -> Vec<Condition> {
+/// SLO rules judge only the SLOs each input carries: those that apply to its target and
+/// model.
+pub fn conditions(rules: &RuleSet, inputs: &[AlertInput], runbook_base_url: Option<&str>) -> Vec<Condition> {
     let mut out = Vec::new();
     for input in inputs {
         for rule in &rules.rules {
-            let cx = Ctx { rule, input, runbook_base_url };
-            eval_rule(&cx, slos, &mut out);
+            let cx = Ctx { rule, row: spec(rule.name), input, runbook_base_url };
+            eval_rule(&cx, &mut out);
         }
     }
     out
 }
 
-fn eval_rule(cx: &Ctx<'_>, slos: &[SloSpec], out: &mut Vec<Condition>) {
+fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
     let input = cx.input;
     match &cx.rule.kind {
         RuleKind::TargetDown => {
             if !input.up {
-                out.push(cx.condition(
-                    None,
-                    0.0,
-                    format!("{} is down", cx.who()),
-                    format!("Scrapes of target {} are failing; nothing about it can be measured.", input.target),
-                ));
+                out.push(cx.condition(None, 0.0, &[("detail", "")]));
             }
         }
         _ if !input.up => {}
@@ -263,41 +252,28 @@ fn eval_rule(cx: &Ctx<'_>, slos: &[SloSpec], out: &mut Vec<Condition>) {
             if let Some((_, kv)) = last
                 && kv.last > *threshold
             {
-                out.push(cx.condition(
-                    None,
-                    kv.last,
-                    format!("KV cache of {} is {} full", cx.who(), pct(kv.last)),
-                    format!(
-                        "KV-cache usage is {} (window max {}), above the critical level {}; preemptions and swapping get likely.",
-                        pct(kv.last),
-                        pct(kv.max),
-                        pct(*threshold)
-                    ),
-                ));
+                let detail = format!(" (window max {})", pct(kv.max));
+                let vars = [("value", pct(kv.last)), ("detail", detail), ("threshold", pct(*threshold))];
+                out.push(cx.condition(None, kv.last, &borrow(&vars)));
             }
         }
         RuleKind::GoodputDivergence { threshold, window, throughput_floor } => {
             let Some(w) = input.window(*window) else { return };
             let Some(tps) = w.output_tokens_per_second.filter(|t| *t > *throughput_floor) else { return };
-            for s in w.slos.iter().filter(|s| s.evaluable) {
+            for slo in &input.slos {
+                let Some(s) = w.slos.iter().find(|s| s.slo == slo.name && s.evaluable) else { continue };
                 let Some(joint) = s.attainment.get(&Clause::Joint) else { continue };
                 if joint.estimate < *threshold {
-                    out.push(cx.condition(
-                        Some(&s.slo),
-                        joint.estimate,
-                        format!("Goodput of {} diverges from throughput (SLO {})", cx.who(), s.slo),
-                        format!(
-                            "Over {window}, only {} of requests met SLO {} (bounds {}–{}, threshold {}) while output throughput is {tps:.1} tokens/s{}.",
-                            pct(joint.estimate),
-                            s.slo,
-                            pct(joint.lower),
-                            pct(joint.upper),
-                            pct(*threshold),
-                            s.goodput_tokens_per_second
-                                .map(|g| format!("; goodput is {:.1} tokens/s", g.estimate))
-                                .unwrap_or_default(),
-                        ),
-                    ));
+                    let goodput = s.goodput_tokens_per_second.map(|g| format!(" (goodput {:.1} tokens/s)", g.estimate));
+                    let vars = [
+                        ("window", window.label()),
+                        ("value", pct(joint.estimate)),
+                        ("slo", slo.name.clone()),
+                        ("detail", format!("bounds {}–{}, ", pct(joint.lower), pct(joint.upper))),
+                        ("threshold", pct(*threshold)),
+                        ("throughput", format!("{tps:.1} tokens/s{}", goodput.unwrap_or_default())),
+                    ];
+                    out.push(cx.condition(Some(&slo.name), joint.estimate, &borrow(&vars)));
                 }
             }
         }
@@ -308,76 +284,56 @@ fn eval_rule(cx: &Ctx<'_>, slos: &[SloSpec], out: &mut Vec<Condition>) {
                 LatencyClause::Tpot => w.tpot_p99,
             };
             let Some(p99) = p99 else { return };
-            for spec in slos {
-                let limit = match clause {
-                    LatencyClause::Ttft => spec.ttft,
-                    LatencyClause::Tpot => spec.tpot,
-                };
-                if let Some(limit) = limit
-                    && p99 > limit
-                {
-                    out.push(cx.condition(
-                        Some(&spec.name),
-                        p99,
-                        format!(
-                            "p99 {} of {} is {} (SLO {}: {})",
-                            clause.as_str(),
-                            cx.who(),
-                            secs(p99),
-                            spec.name,
-                            secs(limit)
-                        ),
-                        format!(
-                            "Over {window}, p99 {} is {}, above the {} threshold of SLO {}.",
-                            clause.as_str(),
-                            secs(p99),
-                            secs(limit),
-                            spec.name
-                        ),
-                    ));
+            for slo in &input.slos {
+                let Some(limit) = slo.threshold(clause.clause()) else { continue };
+                if p99 > limit.as_secs_f64() {
+                    let vars = [
+                        ("clause", clause.as_str().to_string()),
+                        ("value", secs(p99)),
+                        ("slo", slo.name.clone()),
+                        ("threshold", super::table::limit(limit)),
+                        ("window", window.label()),
+                    ];
+                    out.push(cx.condition(Some(&slo.name), p99, &borrow(&vars)));
                 }
             }
         }
         RuleKind::ErrorBudgetBurn { factor, long_window, short_window, min_requests } => {
-            for spec in slos {
+            for slo in &input.slos {
                 let (Some(long), Some(short)) =
-                    (input.slo(*long_window, &spec.name), input.slo(*short_window, &spec.name))
+                    (input.slo(*long_window, &slo.name), input.slo(*short_window, &slo.name))
                 else {
                     continue;
                 };
-                let (f, clamped) = effective_factor(*factor, spec.objective);
+                let (f, clamped) = effective_factor(*factor, slo.objective.get());
                 let ok = [long, short].iter().all(|s| {
                     s.evaluable && s.requests >= *min_requests && burn_exceeds(s.burn_rate.estimate, f, clamped)
                 });
                 if ok {
-                    out.push(cx.condition(
-                        Some(&spec.name),
-                        short.burn_rate.estimate,
-                        format!("{} burns the error budget of SLO {} at {:.1}×", cx.who(), spec.name, long.burn_rate.estimate),
-                        format!(
-                            "Burn rate is {:.2}× over {long_window} and {:.2}× over {short_window} (threshold {f:.2}×{}, objective {}); {:.0} and {:.0} requests finished.",
-                            long.burn_rate.estimate,
-                            short.burn_rate.estimate,
-                            if clamped { ", clamped to the highest possible burn" } else { "" },
-                            pct(spec.objective),
-                            long.requests,
-                            short.requests,
-                        ),
-                    ));
+                    let clamp_note = if clamped { ", clamped to the highest possible burn" } else { "" };
+                    let vars = [
+                        ("slo", slo.name.clone()),
+                        ("value", format!("{:.2}", short.burn_rate.estimate)),
+                        ("window", short_window.label()),
+                        ("long_value", format!("{:.2}", long.burn_rate.estimate)),
+                        ("long_window", long_window.label()),
+                        ("threshold", format!("{f:.2}×{clamp_note}")),
+                        ("objective", pct(slo.objective.get())),
+                        ("detail", format!("; {:.0} and {:.0} requests finished", short.requests, long.requests)),
+                    ];
+                    out.push(cx.condition(Some(&slo.name), short.burn_rate.estimate, &borrow(&vars)));
                 }
             }
         }
         RuleKind::PreemptionsSustained { per_second, window } => {
             let Some(rate) = input.window(*window).and_then(|w| w.preemptions_per_second) else { return };
             if rate > *per_second {
-                out.push(cx.condition(
-                    None,
-                    rate,
-                    format!("{} preempts {rate:.2} requests/s", cx.who()),
-                    format!(
-                        "Over {window}, the engine preempted {rate:.3} requests/s (threshold {per_second}); KV cache is too small for the load."
-                    ),
-                ));
+                let vars = [
+                    ("value", format!("{rate:.3}")),
+                    ("window", window.label()),
+                    ("threshold", per_second.to_string()),
+                ];
+                out.push(cx.condition(None, rate, &borrow(&vars)));
             }
         }
         RuleKind::QueueGrowing { min_waiting, window } => {
@@ -386,15 +342,18 @@ fn eval_rule(cx: &Ctx<'_>, slos: &[SloSpec], out: &mut Vec<Condition>) {
                 return;
             };
             if now > start && now >= *min_waiting {
-                out.push(cx.condition(
-                    None,
-                    now,
-                    format!("Queue of {} is growing: {now:.0} waiting", cx.who()),
-                    format!(
-                        "Waiting requests rose from {start:.0} to {now:.0} over {window} (alerting from {min_waiting:.0}); arrivals exceed capacity."
-                    ),
-                ));
+                let vars = [
+                    ("value", format!("{now:.0}")),
+                    ("detail", format!("from {start:.0} ")),
+                    ("window", window.label()),
+                    ("threshold", format!("{min_waiting:.0}")),
+                ];
+                out.push(cx.condition(None, now, &borrow(&vars)));
             }
         }
     }
+}
+
+fn borrow<'a>(vars: &'a [(&'a str, String)]) -> Vec<(&'a str, &'a str)> {
+    vars.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }

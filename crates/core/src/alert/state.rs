@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::input::{AlertInput, SloSpec};
+use super::input::AlertInput;
 use super::rule::{AlertName, RuleSet, conditions};
 
 /// A stable identity for a label set, as Alertmanager would group it.
@@ -78,7 +78,6 @@ pub struct Notification {
 #[derive(Debug, Clone)]
 pub struct AlertEngine {
     rules: RuleSet,
-    slos: Vec<SloSpec>,
     /// `alerting.runbook_base_url`; `None` links each alert to its section of docs/runbooks.md.
     runbook_base_url: Option<String>,
     resend_interval: Duration,
@@ -86,18 +85,14 @@ pub struct AlertEngine {
 }
 
 impl AlertEngine {
-    pub fn new(
-        rules: RuleSet,
-        slos: Vec<SloSpec>,
-        runbook_base_url: Option<String>,
-        resend_interval: Duration,
-    ) -> Self {
-        AlertEngine { rules, slos, runbook_base_url, resend_interval, active: BTreeMap::new() }
+    /// The SLO rules judge the SLOs each [`AlertInput`] carries, so the engine holds none.
+    pub fn new(rules: RuleSet, runbook_base_url: Option<String>, resend_interval: Duration) -> Self {
+        AlertEngine { rules, runbook_base_url, resend_interval, active: BTreeMap::new() }
     }
 
     /// One evaluation at `now_ms`; returns what delivery should send now.
     pub fn evaluate(&mut self, now_ms: i64, inputs: &[AlertInput]) -> Vec<Notification> {
-        let holding = conditions(&self.rules, &self.slos, inputs, self.runbook_base_url.as_deref());
+        let holding = conditions(&self.rules, inputs, self.runbook_base_url.as_deref());
         let mut seen = BTreeMap::new();
         for c in holding {
             let fp = Fingerprint::of(&c.labels);

@@ -2,9 +2,10 @@
 //! unusable and warnings about rules that cannot behave as written.
 
 use super::config::AlertingConfig;
-use super::input::SloSpec;
 use super::rule::{RuleKind, RuleSet, effective_factor, max_burn};
+use super::table::LATENCY_ALERT_QUANTILE;
 use crate::duration::Window;
+use crate::slo::Slo;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Findings {
@@ -30,8 +31,18 @@ pub fn required_windows(rules: &RuleSet) -> Vec<Window> {
     out
 }
 
+/// Latency quantiles the enabled rules read; the daemon evaluates each of them whatever
+/// `quantiles` lists, as it does for windows.
+pub fn required_quantiles(rules: &RuleSet) -> Vec<f64> {
+    if rules.rules.iter().any(|r| matches!(r.kind, RuleKind::LatencyAboveSlo { .. })) {
+        vec![LATENCY_ALERT_QUANTILE]
+    } else {
+        Vec::new()
+    }
+}
+
 /// Validates `cfg` against the configured SLOs and windows.
-pub fn validate(cfg: &AlertingConfig, slos: &[SloSpec], windows: &[Window]) -> Findings {
+pub fn validate(cfg: &AlertingConfig, slos: &[Slo], windows: &[Window]) -> Findings {
     let mut f = Findings::default();
     let urls = cfg.alertmanager_urls().into_iter().map(|u| ("alertmanager", u));
     for (what, raw) in urls.chain(cfg.webhook.iter().map(|w| ("webhook", w.url.clone()))) {
@@ -82,13 +93,14 @@ pub fn validate(cfg: &AlertingConfig, slos: &[SloSpec], windows: &[Window]) -> F
                     ));
                 }
                 for s in slos {
-                    let (eff, clamped) = effective_factor(*factor, s.objective);
+                    let objective = s.objective.get();
+                    let (eff, clamped) = effective_factor(*factor, objective);
                     if clamped {
                         f.warnings.push(format!(
                             "alerting.rules.{name}.factor {factor} exceeds the highest possible burn rate of SLO {} (1/(1 − {}) = {:.4}); clamped to {eff:.4}, so it fires only when every request fails. Lower the factor or raise the objective.",
                             s.name,
-                            s.objective,
-                            max_burn(s.objective)
+                            objective,
+                            max_burn(objective)
                         ));
                     }
                 }

@@ -20,11 +20,11 @@ use std::sync::Arc;
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 use crate::duration::Window;
 use crate::report::{LatencyQuantile, ModelReport, WindowReport};
+use crate::slo::Slo;
 use crate::window::{LATENCY_HISTOGRAMS, Quantity, TargetWindows};
 
 pub use promql::RateMode;
 use range::RangeView;
-pub use slo::SloSpec;
 
 /// KV-cache band thresholds (the `kv_cache` key, docs/config.md#kv_cache).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -47,7 +47,8 @@ pub struct EvalConfig {
     pub windows: Vec<Window>,
     pub quantiles: Vec<f64>,
     pub kv: KvThresholds,
-    pub slos: Vec<SloSpec>,
+    /// Every configured SLO; [`EvalConfig::for_target`] keeps those of one target.
+    pub slos: Vec<Slo>,
     /// Draft step cost / target step cost, for the spec-decode speedup estimate.
     pub spec_draft_cost_ratio: Option<f64>,
 }
@@ -56,7 +57,7 @@ impl EvalConfig {
     /// This config with only the SLOs that select `target`.
     pub fn for_target(&self, target: &str) -> EvalConfig {
         let mut cfg = self.clone();
-        cfg.slos.retain(|s| s.applies_to_target(target));
+        cfg.slos.retain(|s| s.scope.applies_to_target(target));
         cfg
     }
 }
@@ -130,7 +131,7 @@ fn window_report(
     let slos = cfg
         .slos
         .iter()
-        .filter(|s| s.applies_to_model(model))
+        .filter(|s| s.scope.applies_to_model(model))
         .map(|s| slo::evaluate(s, view, model, requests_per_second, output_tokens_per_second))
         .collect();
     WindowReport {

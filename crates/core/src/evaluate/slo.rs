@@ -8,39 +8,14 @@ use super::ratios;
 use crate::canonical::GaugeKind;
 use crate::canonical::{CounterKind, FinishReason, HistogramKind};
 use crate::report::{SloReport, SloStatus, SloValues};
-use crate::slo::{Bounded, Clause, attainment, burn_rate, joint, restate};
+use crate::slo::{Bounded, Clause, Slo, attainment, burn_rate, joint, restate};
 
-/// One configured SLO, thresholds in seconds.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct SloSpec {
-    pub name: String,
-    pub ttft: Option<f64>,
-    pub tpot: Option<f64>,
-    pub e2e: Option<f64>,
-    pub objective: f64,
-    /// Targets and models it applies to; empty means all.
-    pub targets: Vec<String>,
-    pub models: Vec<String>,
-}
-
-impl SloSpec {
-    /// The clauses this SLO has, with their histogram and threshold.
-    pub fn clauses(&self) -> impl Iterator<Item = (Clause, HistogramKind, f64)> + '_ {
-        [
-            (Clause::Ttft, HistogramKind::Ttft, self.ttft),
-            (Clause::Tpot, HistogramKind::Tpot, self.tpot),
-            (Clause::E2e, HistogramKind::E2e, self.e2e),
-        ]
-        .into_iter()
-        .filter_map(|(c, h, t)| t.map(|t| (c, h, t)))
-    }
-
-    pub fn applies_to_model(&self, model: &str) -> bool {
-        self.models.is_empty() || self.models.iter().any(|m| m == model)
-    }
-
-    pub fn applies_to_target(&self, target: &str) -> bool {
-        self.targets.is_empty() || self.targets.iter().any(|t| t == target)
+/// The histogram a clause is measured on.
+pub fn histogram_of(clause: Clause) -> HistogramKind {
+    match clause {
+        Clause::Ttft => HistogramKind::Ttft,
+        Clause::Tpot => HistogramKind::Tpot,
+        Clause::E2e | Clause::Joint => HistogramKind::E2e,
     }
 }
 
@@ -58,25 +33,27 @@ pub fn missing_reason(kind: HistogramKind) -> &'static str {
 /// Evaluates one SLO on one model's range. `requests_per_second` and
 /// `output_tokens_per_second` are the window's PromQL rates, which goodput scales.
 pub fn evaluate(
-    spec: &SloSpec,
+    spec: &Slo,
     view: &RangeView,
     model: &str,
     requests_per_second: Option<f64>,
     output_tokens_per_second: Option<f64>,
 ) -> SloReport {
     let status = status(spec, view, model, requests_per_second, output_tokens_per_second);
-    SloReport { slo: spec.name.clone(), objective: spec.objective, status }
+    SloReport { slo: spec.name.clone(), objective: spec.objective.get(), status }
 }
 
 fn status(
-    spec: &SloSpec,
+    spec: &Slo,
     view: &RangeView,
     model: &str,
     requests_per_second: Option<f64>,
     output_tokens_per_second: Option<f64>,
 ) -> SloStatus {
     let mut per_clause: BTreeMap<Clause, Bounded> = BTreeMap::new();
-    for (clause, kind, threshold) in spec.clauses() {
+    for (clause, threshold) in spec.clauses() {
+        let kind = histogram_of(clause);
+        let threshold = threshold.as_secs_f64();
         let Some(h) = ratios::histogram(view, model, kind) else {
             return SloStatus::NotEvaluable { reason: format!("{}: {}", clause.as_str(), missing_reason(kind)) };
         };
@@ -107,7 +84,7 @@ fn status(
     per_clause.insert(Clause::Joint, joint);
     SloStatus::Evaluated(SloValues {
         attainment: per_clause,
-        burn_rate: burn_rate(joint, spec.objective),
+        burn_rate: burn_rate(joint, spec.objective.get()),
         goodput_requests_per_second: requests_per_second.map(|r| joint.scale(r)),
         goodput_tokens_per_second: output_tokens_per_second.map(|r| joint.scale(r)),
         requests: requests.unwrap_or(f64::NAN),

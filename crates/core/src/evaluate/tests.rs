@@ -212,8 +212,15 @@ fn naive_mode_skips_extrapolation() {
     assert!(close(r[0].windows[0].input_tokens_per_second.unwrap(), 2.0 * 500.0 / 60.0));
 }
 
-fn slo(name: &str, ttft: Option<f64>, tpot: Option<f64>) -> SloSpec {
-    SloSpec { name: name.into(), ttft, tpot, objective: 0.9, ..SloSpec::default() }
+fn slo(name: &str, ttft: Option<f64>, tpot: Option<f64>) -> crate::slo::Slo {
+    crate::slo::Slo {
+        name: name.into(),
+        ttft: ttft.map(Duration::from_secs_f64),
+        tpot: tpot.map(Duration::from_secs_f64),
+        e2e: None,
+        objective: crate::slo::Objective::new(0.9).unwrap(),
+        scope: crate::slo::Scope::all(),
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! SLO math on windowed histogram increases: per-clause attainment with honest bounds,
-//! joint attainment bounded from the marginals, goodput and error-budget burn.
+//! SLOs: the one definition ([`Slo`], with its [`Scope`] and [`Objective`]), and the math
+//! on windowed histogram increases: per-clause attainment with honest bounds, joint
+//! attainment bounded from the marginals, goodput and error-budget burn.
 //!
 //! Pure functions of their inputs. The window layer supplies raw increases (first to
 //! last scrape inside the window, resets handled): a ratio of raw increases needs no
@@ -8,9 +9,11 @@
 
 mod attainment;
 mod joint;
+mod spec;
 
 pub use attainment::{attainment, threshold_on_boundary};
 pub use joint::{burn_rate, joint, restate};
+pub use spec::{Objective, Scope, Slo};
 
 use serde::Serialize;
 

@@ -32,10 +32,10 @@ use url::Url;
 use crate::adapt::EngineHint;
 use crate::alert::config::AlertingConfig;
 use crate::duration::Window;
-use crate::evaluate::slo::SloSpec;
 use crate::evaluate::{EvalConfig, KvThresholds};
 use crate::gpu::config::{CostConfig, GpuConfig};
 use crate::redact::Secret;
+use crate::slo::Slo;
 
 /// A validated config. Every field holds a usable value; defaults are filled in.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +48,8 @@ pub struct Config {
     pub targets: Vec<Target>,
     /// Sorted shortest first, no duplicates, never empty.
     pub windows: Vec<Window>,
-    /// Sorted, no duplicates, each in (0, 1).
+    /// Sorted, no duplicates, each in (0, 1). As configured: [`Config::eval_quantiles`]
+    /// adds those the alert rules read.
     pub quantiles: Vec<f64>,
     pub slos: Vec<Slo>,
     pub kv_cache: KvThresholds,
@@ -104,39 +105,9 @@ impl std::fmt::Debug for Target {
     }
 }
 
-/// A latency SLO. At least one of the clauses is set.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Slo {
-    pub name: String,
-    pub ttft: Option<Duration>,
-    pub tpot: Option<Duration>,
-    pub e2e: Option<Duration>,
-    /// Target share of good requests, in (0, 1).
-    pub objective: f64,
-    /// Target names it applies to; empty means all.
-    pub targets: Vec<String>,
-    /// Model names it applies to; empty means all.
-    pub models: Vec<String>,
-}
-
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 pub const DEFAULT_SCRAPE_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_SCRAPE_TIMEOUT: Duration = Duration::from_secs(3);
-impl Slo {
-    /// The SLO as evaluation reads it: thresholds in seconds.
-    pub fn spec(&self) -> SloSpec {
-        SloSpec {
-            name: self.name.clone(),
-            ttft: self.ttft.map(|d| d.as_secs_f64()),
-            tpot: self.tpot.map(|d| d.as_secs_f64()),
-            e2e: self.e2e.map(|d| d.as_secs_f64()),
-            objective: self.objective,
-            targets: self.targets.clone(),
-            models: self.models.clone(),
-        }
-    }
-}
-
 /// The default `evaluation_interval` is the scrape interval, but not shorter than this:
 /// /metrics is read every 15–30 s by Prometheus, and evaluating every window (6 h by
 /// default, for the burn-rate alerts) each second would cost a sidecar more than the
@@ -149,12 +120,11 @@ pub const DEFAULT_QUANTILES: &[f64] = &[0.5, 0.9, 0.95, 0.99];
 impl Config {
     /// What `evaluate_target` needs at each tick.
     pub fn eval_config(&self) -> EvalConfig {
-        let slos = self.slos.iter().map(Slo::spec).collect();
         EvalConfig {
             windows: self.eval_windows(),
-            quantiles: self.quantiles.clone(),
+            quantiles: self.eval_quantiles(),
             kv: self.kv_cache,
-            slos,
+            slos: self.slos.clone(),
             spec_draft_cost_ratio: self.spec_draft_cost_ratio,
         }
     }
@@ -172,6 +142,17 @@ impl Config {
         w.sort();
         w.dedup();
         w
+    }
+
+    /// The configured quantiles plus those the enabled alert rules read (p99 for
+    /// `LLMTTFTAboveSLO`/`LLMTPOTAboveSLO`), sorted, without duplicates. Like the extra
+    /// windows, the extra quantile is exported too.
+    pub fn eval_quantiles(&self) -> Vec<f64> {
+        let mut q = self.quantiles.clone();
+        q.extend(crate::alert::validate::required_quantiles(&self.alerting.rule_set()));
+        q.sort_by(f64::total_cmp);
+        q.dedup();
+        q
     }
 }
 

@@ -14,6 +14,7 @@ use super::*;
 use crate::adapt::EngineHint;
 use crate::canonical::Engine;
 use crate::duration::{Window, parse_duration, parse_interval, parse_positive_duration};
+use crate::slo::{Objective, Scope};
 
 fn pos<T>(s: &S<T>) -> Pos {
     s.pos
@@ -330,22 +331,24 @@ fn slos_section(d: &mut Diagnostics, raw: &[S<RawSlo>], targets: &[&str]) -> Vec
             d.error(pos(&s.name), format!("slo {name:?} has no clause; set at least one of ttft, tpot, e2e"));
         }
         let objective = match &s.objective {
-            None if d.rejected(at, "objective") => f64::NAN,
+            None if d.rejected(at, "objective") => None,
             None => {
                 d.error(pos(&s.name), format!("slo {name:?} has no objective; add e.g. objective: 0.99"));
-                f64::NAN
+                None
             }
-            Some(o) if !(o.value > 0.0 && o.value < 1.0) => {
-                d.error(
-                    pos(o),
-                    format!(
-                        "objective {} is out of range; expected a share strictly between 0 and 1, like 0.99",
-                        o.value
-                    ),
-                );
-                f64::NAN
+            Some(o) => {
+                let ok = Objective::new(o.value);
+                if ok.is_none() {
+                    d.error(
+                        pos(o),
+                        format!(
+                            "objective {} is out of range; expected a share strictly between 0 and 1, like 0.99",
+                            o.value
+                        ),
+                    );
+                }
+                ok
             }
-            Some(o) => o.value,
         };
         let mut slo_targets = Vec::new();
         for t in s.targets.iter().flatten() {
@@ -359,7 +362,10 @@ fn slos_section(d: &mut Diagnostics, raw: &[S<RawSlo>], targets: &[&str]) -> Vec
             }
         }
         let models = s.models.iter().flatten().map(|m| m.value.trim().to_string()).collect();
-        out.push(Slo { name, ttft, tpot, e2e, objective, targets: slo_targets, models });
+        // An SLO without a valid objective has an error already, so the config is rejected.
+        if let Some(objective) = objective {
+            out.push(Slo { name, ttft, tpot, e2e, objective, scope: Scope { targets: slo_targets, models } });
+        }
     }
     out
 }
@@ -414,8 +420,7 @@ fn alerting_section(
     if cfg.alertmanager.is_some() && !cfg.alertmanagers.is_empty() {
         d.error(pos(raw), "both alerting.alertmanager and alerting.alertmanagers are set; use alertmanagers: [{url: ...}, ...] for several");
     }
-    let specs: Vec<crate::alert::input::SloSpec> = slos.iter().map(|s| (&s.spec()).into()).collect();
-    let findings = crate::alert::validate::validate(&cfg, &specs, windows);
+    let findings = crate::alert::validate::validate(&cfg, slos, windows);
     for e in findings.errors {
         d.error(pos(raw), e);
     }

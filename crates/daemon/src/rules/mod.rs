@@ -8,27 +8,32 @@
 mod alerts;
 mod expr;
 mod recording;
+mod scope;
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::alert::config::AlertingConfig;
-use crate::alert::input::SloSpec;
 use crate::duration::Window;
+use crate::slo::Slo;
 
 pub use expr::{Metrics, le_regex};
+pub use scope::{ScopeExpr, scope_expr};
 
 /// What the rules are generated from.
 #[derive(Debug, Clone)]
 pub struct RulesSpec {
-    pub slos: Vec<SloSpec>,
+    pub slos: Vec<Slo>,
     /// The daemon's windows; quantiles and attainment are recorded for each, plus every
     /// window an alert reads.
     pub windows: Vec<Window>,
     pub alerting: AlertingConfig,
     /// Extra label matchers put on every engine series, e.g. `job="vllm"`.
     pub selector: Option<String>,
+    /// The `instance` label of each configured target's series in Prometheus, by target
+    /// name: what an SLO's `targets` scope becomes (docs/fleet.md#scoped-slos).
+    pub target_instances: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -56,13 +61,19 @@ pub enum PromRule {
     },
 }
 
-/// Recording rules first (alerts read them), then alerts.
-pub fn groups(spec: &RulesSpec) -> Vec<RuleGroup> {
+/// Recording rules first (alerts read them), then alerts. An error when an SLO's scope
+/// cannot be written in PromQL: the rules are never generated wider than the SLO.
+pub fn groups(spec: &RulesSpec) -> Result<Vec<RuleGroup>, String> {
     let m = Metrics::vllm(spec.selector.as_deref());
-    vec![
-        RuleGroup { name: "goodput-slo-recording".into(), rules: recording::rules(spec, &m) },
-        RuleGroup { name: "goodput-slo-alerts".into(), rules: alerts::rules(spec, &m) },
-    ]
+    let scopes = spec
+        .slos
+        .iter()
+        .map(|s| scope_expr(s, &spec.target_instances).map(|e| (s, e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(vec![
+        RuleGroup { name: "goodput-slo-recording".into(), rules: recording::rules(spec, &scopes, &m) },
+        RuleGroup { name: "goodput-slo-alerts".into(), rules: alerts::rules(spec, &scopes, &m) },
+    ])
 }
 
 #[derive(Serialize)]

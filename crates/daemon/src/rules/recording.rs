@@ -7,10 +7,12 @@
 use std::collections::BTreeMap;
 
 use super::expr::{E2E, FINISHED, GENERATION_TOKENS, GOOD_FINISH, Metrics, TPOT, TTFT, le_regex, num};
+use super::scope::{Fleet, ScopeExpr, join};
 use super::{PromRule, RulesSpec};
 use crate::alert::rule::{LatencyClause, RuleKind};
 use crate::alert::validate::required_windows;
 use crate::duration::Window;
+use crate::slo::{Clause, Slo};
 
 pub const QUANTILES: [&str; 4] = ["0.5", "0.9", "0.95", "0.99"];
 
@@ -40,7 +42,7 @@ pub fn windows(spec: &RulesSpec) -> (Vec<Window>, Vec<Window>) {
     (q, all)
 }
 
-pub fn rules(spec: &RulesSpec, m: &Metrics) -> Vec<PromRule> {
+pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<PromRule> {
     let (qwins, wins) = windows(spec);
     let mut out = Vec::new();
     for w in &qwins {
@@ -71,26 +73,37 @@ pub fn rules(spec: &RulesSpec, m: &Metrics) -> Vec<PromRule> {
         let good = m.sum_by("model", "rate", FINISHED, &format!("finished_reason=~\"{GOOD_FINISH}\""), *w);
         let all = m.sum_by("model", "rate", FINISHED, "", *w);
         out.push(record("llm_slo:success_ratio", format!("{good} / {all}"), &win));
-        for s in &spec.slos {
-            slo_rules(&mut out, m, s, *w);
+        for (s, scope) in slos {
+            slo_rules(&mut out, &Fleet { m, scope }, s, *w);
         }
     }
     out
 }
 
-fn slo_rules(out: &mut Vec<PromRule>, m: &Metrics, s: &crate::alert::input::SloSpec, w: Window) {
+/// One SLO's attainment, goodput and burn rate at `w`, over the pods and models of its
+/// scope only: an out-of-scope model gets no series, so no alert can read one.
+fn slo_rules(out: &mut Vec<PromRule>, fleet: &Fleet<'_>, s: &Slo, w: Window) {
+    let (m, scope) = (fleet.m, &fleet.scope.engine);
     let wl = w.label();
-    let clauses: Vec<(&str, &str, f64)> = [("ttft", TTFT, s.ttft), ("tpot", TPOT, s.tpot), ("e2e", E2E, s.e2e)]
-        .into_iter()
-        .filter_map(|(c, metric, t)| t.map(|t| (c, metric, t)))
+    let clauses: Vec<(&str, &str, f64)> = s
+        .clauses()
+        .map(|(c, t)| {
+            let metric = match c {
+                Clause::Ttft => TTFT,
+                Clause::Tpot => TPOT,
+                Clause::E2e | Clause::Joint => E2E,
+            };
+            (c.as_str(), metric, t.as_secs_f64())
+        })
         .collect();
     let att = |clause: &str, bound: Option<&str>| {
         let b = bound.map(|b| format!(", bound=\"{b}\"")).unwrap_or_default();
         format!("llm_slo:attainment_ratio{{slo=\"{}\", clause=\"{clause}\", window=\"{wl}\"{b}}}", s.name)
     };
     for (clause, metric, t) in &clauses {
-        let good = m.sum_by("model", "rate", &format!("{metric}_bucket"), &format!("le=~\"{}\"", le_regex(*t)), w);
-        let all = m.sum_by("model", "rate", &format!("{metric}_count"), "", w);
+        let le = format!("le=~\"{}\"", le_regex(*t));
+        let good = m.sum_by("model", "rate", &format!("{metric}_bucket"), &join(&[&le, scope]), w);
+        let all = m.sum_by("model", "rate", &format!("{metric}_count"), scope, w);
         out.push(record(
             "llm_slo:attainment_ratio",
             format!("{good} / {all}"),
@@ -99,7 +112,7 @@ fn slo_rules(out: &mut Vec<PromRule>, m: &Metrics, s: &crate::alert::input::SloS
     }
     // Joint: every clause and a successful finish. Marginals only bound it (Fréchet);
     // the independence product is the estimate.
-    let success = format!("llm_slo:success_ratio{{window=\"{wl}\"}}");
+    let success = fleet.success(w);
     let mut parts: Vec<String> = clauses.iter().map(|(c, _, _)| att(c, None)).collect();
     parts.push(success.clone());
     let k = parts.len();
@@ -124,16 +137,17 @@ fn slo_rules(out: &mut Vec<PromRule>, m: &Metrics, s: &crate::alert::input::SloS
     for b in ["lower", "estimate", "upper"] {
         out.push(record(
             "llm_slo:goodput_tokens_per_second",
-            format!(
-                "{} * on (model) llm_slo:tokens_per_second{{direction=\"output\", window=\"{wl}\"}}",
-                att("joint", Some(b))
-            ),
+            format!("{} * on (model) {}", att("joint", Some(b)), fleet.output_tokens(w)),
             &[("slo", &s.name), ("bound", b), ("window", &wl)],
         ));
     }
     out.push(record(
         "llm_slo:error_budget_burn_rate",
-        format!("sum without (clause, bound) ((1 - {}) / (1 - {}))", att("joint", Some("estimate")), num(s.objective)),
+        format!(
+            "sum without (clause, bound) ((1 - {}) / (1 - {}))",
+            att("joint", Some("estimate")),
+            num(s.objective.get())
+        ),
         &[("slo", &s.name), ("window", &wl)],
     ));
 }
