@@ -31,13 +31,20 @@ pub fn run(args: Args) -> CliResult {
         );
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(async move {
+    let code = rt.block_on(async move {
         let d = daemon::start(config, Arc::new(SystemClock)).await?;
         shutdown_signal().await;
-        tracing::info!("shutting down");
-        d.shutdown().await;
+        tracing::info!(within = ?daemon::SHUTDOWN_GRACE, "shutting down");
+        tokio::select! {
+            _ = d.shutdown() => {}
+            _ = shutdown_signal() => tracing::warn!("second signal: exiting without finishing the shutdown"),
+        }
         Ok(0)
-    })
+    });
+    // Dropping the runtime would wait for an abandoned evaluation on a blocking thread,
+    // which is what made shutdown take minutes; exiting the process ends it instead.
+    rt.shutdown_background();
+    code
 }
 
 /// Resolves on SIGTERM (Kubernetes) or SIGINT (Ctrl-C).

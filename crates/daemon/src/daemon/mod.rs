@@ -1,5 +1,10 @@
 //! The running daemon: one scrape task per target, an evaluator that publishes a
 //! [`Report`] every tick, and the HTTP server, all stopped together on shutdown.
+//!
+//! Shutdown is bounded by [`SHUTDOWN_GRACE`] (docs/deploy.md, docs/limits.md): scraping
+//! stops at once, an evaluation in progress is abandoned (its report would be published to
+//! nobody), queued alert notifications get [`ALERT_FLUSH`] to go out, and whatever is still
+//! running at the deadline is dropped.
 
 pub mod clock;
 pub mod gpu;
@@ -9,6 +14,7 @@ mod tests;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -42,18 +48,38 @@ impl Daemon {
         self.shared.report.load_full()
     }
 
-    /// Stops scraping, evaluation and serving; in-flight HTTP requests finish first.
+    /// Stops scraping, evaluation and serving within [`SHUTDOWN_GRACE`]: queued alerts are
+    /// flushed for up to [`ALERT_FLUSH`], in-flight HTTP requests may finish, and anything
+    /// still running at the deadline is dropped. An evaluation running on a blocking thread
+    /// is not waited for; the process exit ends it.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
-        while let Some(r) = self.tasks.join_next().await {
-            if let Err(e) = r
-                && e.is_panic()
-            {
-                tracing::error!("a daemon task panicked: {e}");
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        loop {
+            match tokio::time::timeout_at(deadline, self.tasks.join_next()).await {
+                Ok(Some(Err(e))) if e.is_panic() => tracing::error!("a daemon task panicked: {e}"),
+                Ok(Some(_)) => {}
+                Ok(None) => return,
+                Err(_) => {
+                    tracing::warn!(
+                        tasks = self.tasks.len(),
+                        "shutdown took longer than {SHUTDOWN_GRACE:?}; dropping what is still running"
+                    );
+                    self.tasks.abort_all();
+                    return;
+                }
             }
         }
     }
 }
+
+/// The longest [`Daemon::shutdown`] takes. Kubernetes' `terminationGracePeriodSeconds` must
+/// be longer (docs/deploy.md).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long queued alert notifications get to reach their destinations on shutdown; within
+/// [`SHUTDOWN_GRACE`], leaving the rest of it to the HTTP server.
+pub const ALERT_FLUSH: Duration = Duration::from_secs(3);
 
 /// Binds the listener, starts every task and returns. Errors only on setup (the listen
 /// address is taken, a client cannot be built); target trouble is never an error.
@@ -128,22 +154,57 @@ async fn evaluate_loop(
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
-            _ = stop.changed() => {
-                // Resolutions and firing alerts still queued get a last chance to go out.
-                post.delivery.flush(std::time::Duration::from_secs(5)).await;
-                return;
-            }
+            _ = stop.changed() => return last_flush(&post.delivery).await,
         }
         let now_ms = clock.now_ms();
         let (t, e) = (targets.clone(), eval.clone());
-        // Window math over long windows is CPU work; run it beside the reactor.
-        match tokio::task::spawn_blocking(move || build_report(&t, now_ms, &e)).await {
+        // Window math over long windows is CPU work; run it beside the reactor. It can take
+        // seconds, so shutdown does not wait for it: dropping the handle abandons it.
+        let job = tokio::task::spawn_blocking(move || {
+            #[cfg(feature = "test-hooks")]
+            test_hooks::slow_evaluation();
+            build_report(&t, now_ms, &e)
+        });
+        let outcome = tokio::select! {
+            r = job => r,
+            _ = stop.changed() => {
+                tracing::info!("shutting down: abandoning the evaluation in progress");
+                return last_flush(&post.delivery).await;
+            }
+        };
+        match outcome {
             Ok(mut report) => {
                 let notifications = post.enricher.apply(&mut report, post.gpus.latest());
                 post.delivery.submit(&notifications);
                 shared.publish(report);
             }
             Err(err) => tracing::error!("evaluation failed; keeping the previous report: {err}"),
+        }
+    }
+}
+
+/// Gives queued resolutions and firing alerts a last chance to go out.
+async fn last_flush(delivery: &Delivery) {
+    if !delivery.flush(ALERT_FLUSH).await {
+        tracing::warn!("shutting down with alert notifications still queued after {ALERT_FLUSH:?}");
+    }
+}
+
+/// Hooks the integration tests use to reproduce conditions too slow or too rare to build
+/// for real; compiled only with the `test-hooks` feature, which `cargo test` turns on.
+#[cfg(feature = "test-hooks")]
+mod test_hooks {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// With `GOODPUT_TEST_EVALUATION_DELAY=<duration>`, every evaluation after the first
+    /// takes that much longer, standing in for a huge target's evaluation.
+    pub fn slow_evaluation() {
+        static FIRST_DONE: AtomicBool = AtomicBool::new(false);
+        let Some(delay) = std::env::var("GOODPUT_TEST_EVALUATION_DELAY").ok() else { return };
+        let Ok(delay) = crate::duration::parse_duration(&delay) else { return };
+        if FIRST_DONE.swap(true, Ordering::Relaxed) {
+            tracing::info!(?delay, "test hook: this evaluation is held");
+            std::thread::sleep(delay);
         }
     }
 }

@@ -113,6 +113,8 @@ struct Destination {
     label: String,
     queue: Mutex<Queue>,
     wake: Notify,
+    /// Cuts a retry backoff short: on shutdown there is no time left to wait it out.
+    retry_now: Notify,
     stats: Mutex<DestinationStats>,
 }
 
@@ -172,6 +174,7 @@ impl Delivery {
             let d = Arc::new(Destination {
                 queue: Mutex::new(Queue::new(opts.queue_capacity)),
                 wake: Notify::new(),
+                retry_now: Notify::new(),
                 stats: Mutex::new(DestinationStats {
                     url: crate::redact::url_str(&url),
                     label: label.clone(),
@@ -216,9 +219,13 @@ impl Delivery {
     }
 
     /// Waits until everything queued is delivered or `deadline` passes (for shutdown);
-    /// returns whether it all went out.
+    /// returns whether it all went out. A destination waiting out a retry backoff is
+    /// retried at once.
     pub async fn flush(&self, deadline: Duration) -> bool {
         let end = tokio::time::Instant::now() + deadline;
+        for d in &self.dests {
+            d.retry_now.notify_one();
+        }
         while !self.idle() {
             if tokio::time::Instant::now() >= end {
                 return false;
@@ -301,7 +308,10 @@ async fn worker(d: Arc<Destination>, client: reqwest::Client, opts: DeliveryOpti
                     s.retried_notifications += batch.notifications.len() as u64;
                     s.last_error = Some(e);
                 }
-                tokio::time::sleep(backoff).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = d.retry_now.notified() => {}
+                }
                 backoff = (backoff * 2).min(opts.max_backoff);
             }
         }
