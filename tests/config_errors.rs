@@ -37,6 +37,24 @@ fn unknown_key_in_scrape() {
 }
 
 #[test]
+fn server_limits_point_at_the_value() {
+    one_error(
+        &format!("{OK_TARGETS}server:\n  max_connections: 0\n"),
+        5,
+        20,
+        &["server.max_connections must be at least 1, got 0"],
+    );
+    one_error(&format!("{OK_TARGETS}server: {{idle_timeout: 0s}}\n"), 4, 24, &["server.idle_timeout: "]);
+    one_error(
+        &format!("{OK_TARGETS}server: {{header_read_timeout: soon}}\n"),
+        4,
+        31,
+        &["server.header_read_timeout: "],
+    );
+    one_error(&format!("{OK_TARGETS}server: {{max_conns: 5}}\n"), 4, 10, &["unknown key \"max_conns\" in server"]);
+}
+
+#[test]
 fn unknown_top_level_key() {
     let yaml = format!("listen: 127.0.0.1:9464\nlisten_addr: x\n{OK_TARGETS}");
     one_error(&yaml, 2, 1, &[r#"unknown key "listen_addr" in the top level"#, "listen, evaluation_interval, scrape"]);

@@ -12,6 +12,7 @@ const FULL: &str = r#"
 listen: 0.0.0.0:9000
 evaluation_interval: 2s
 scrape: {interval: 10s, timeout: 4s, body_limit: 1048576, gzip: false}
+server: {max_connections: 32, header_read_timeout: 5s, idle_timeout: 2m}
 targets:
   - name: llama
     url: http://10.0.0.1:8000/metrics
@@ -49,6 +50,11 @@ fn every_key_is_read() {
     assert_eq!(c.scrape.timeout, Duration::from_secs(4));
     assert_eq!(c.scrape.body_limit, 1_048_576);
     assert!(!c.scrape.gzip);
+    assert_eq!(c.server.max_connections, 32);
+    assert_eq!(
+        (c.server.header_read_timeout, c.server.idle_timeout),
+        (Duration::from_secs(5), Duration::from_secs(120))
+    );
 
     let (llama, tgi) = (&c.targets[0], &c.targets[1]);
     assert_eq!(llama.engine, EngineHint::Auto);
@@ -102,6 +108,12 @@ fn defaults() {
     assert_eq!(c.evaluation_interval, c.scrape.interval);
     assert_eq!(c.scrape.body_limit, 16 << 20);
     assert!(c.scrape.gzip);
+    assert_eq!(c.server, config::ServerConfig::default());
+    assert_eq!(c.server.max_connections, 256);
+    assert_eq!(
+        (c.server.header_read_timeout, c.server.idle_timeout),
+        (Duration::from_secs(10), Duration::from_secs(60))
+    );
     let windows: Vec<String> = c.windows.iter().map(|w| w.label()).collect();
     assert_eq!(windows, ["1m", "5m", "15m", "1h"]);
     assert_eq!(c.quantiles, [0.5, 0.9, 0.95, 0.99]);

@@ -45,6 +45,7 @@ pub struct Config {
     /// How often the daemon evaluates windows and publishes a report.
     pub evaluation_interval: Duration,
     pub scrape: ScrapeConfig,
+    pub server: ServerConfig,
     pub targets: Vec<Target>,
     /// Sorted shortest first, no duplicates, never empty.
     pub windows: Vec<Window>,
@@ -71,6 +72,29 @@ pub struct ScrapeConfig {
     pub body_limit: usize,
     /// Ask for and accept gzip-compressed bodies.
     pub gzip: bool,
+}
+
+/// The HTTP server's guards against idle and slow clients (docs/limits.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServerConfig {
+    /// Most client connections open at once; lowered at start when the descriptor limit
+    /// leaves less room after the scrapes' reserve.
+    pub max_connections: usize,
+    /// A connection without a complete request header this long after it became ready
+    /// for one (accepted, or done with its previous request) is closed.
+    pub header_read_timeout: Duration,
+    /// A connection with no request in progress and no traffic this long is closed.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
 }
 
 /// One scraped endpoint. `Debug` masks the URL's credentials (crate::redact).
@@ -114,6 +138,12 @@ pub const DEFAULT_SCRAPE_TIMEOUT: Duration = Duration::from_secs(3);
 /// scrapes themselves. Set `evaluation_interval` explicitly to go faster.
 pub const MIN_DEFAULT_EVALUATION_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
+/// Prometheus, a dashboard or two and an operator's curl need a handful.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// A real client sends its request header in one packet; Prometheus times its own scrape
+/// of goodput out after 10 s by default.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_WINDOWS: &[&str] = &["1m", "5m", "15m", "1h"];
 pub const DEFAULT_QUANTILES: &[f64] = &[0.5, 0.9, 0.95, 0.99];
 

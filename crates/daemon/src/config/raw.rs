@@ -17,6 +17,7 @@ pub struct RawConfig {
     pub listen: Option<S<String>>,
     pub evaluation_interval: Option<S<String>>,
     pub scrape: Option<RawScrape>,
+    pub server: Option<RawServer>,
     pub targets: Option<S<Vec<RawTarget>>>,
     pub windows: Option<S<Vec<S<String>>>>,
     pub quantiles: Option<S<Vec<S<f64>>>>,
@@ -41,6 +42,14 @@ pub struct RawScrape {
     pub timeout: Option<S<String>>,
     pub body_limit: Option<S<Scalar>>,
     pub gzip: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawServer {
+    pub max_connections: Option<S<u64>>,
+    pub header_read_timeout: Option<S<String>>,
+    pub idle_timeout: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use url::Url;
 
 use super::error::{ConfigErrors, Diagnostics, Pos};
-use super::raw::{RawKv, RawScrape, RawSlo, RawSpecDecode, RawTarget, S};
+use super::raw::{RawKv, RawScrape, RawServer, RawSlo, RawSpecDecode, RawTarget, S};
 use super::yaml::Read;
 use super::*;
 use crate::adapt::EngineHint;
@@ -42,6 +42,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
     };
 
     let scrape = scrape_section(&mut d, raw.scrape.as_ref());
+    let server = server_section(&mut d, raw.server.as_ref());
     let evaluation_interval = raw
         .evaluation_interval
         .as_ref()
@@ -73,6 +74,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
         listen,
         evaluation_interval,
         scrape,
+        server,
         targets,
         windows,
         quantiles,
@@ -156,6 +158,26 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
     }
     if let Some(g) = raw.gzip {
         out.gzip = g;
+    }
+    out
+}
+
+fn server_section(d: &mut Diagnostics, raw: Option<&RawServer>) -> ServerConfig {
+    let mut out = ServerConfig::default();
+    let Some(raw) = raw else { return out };
+    if let Some(s) = &raw.max_connections {
+        match usize::try_from(s.value) {
+            Ok(n) if n >= 1 => out.max_connections = n,
+            _ => d.error(pos(s), format!("server.max_connections must be at least 1, got {}", s.value)),
+        }
+    }
+    if let Some(v) =
+        raw.header_read_timeout.as_ref().and_then(|s| positive_duration(d, s, "server.header_read_timeout"))
+    {
+        out.header_read_timeout = v;
+    }
+    if let Some(v) = raw.idle_timeout.as_ref().and_then(|s| positive_duration(d, s, "server.idle_timeout")) {
+        out.idle_timeout = v;
     }
     out
 }

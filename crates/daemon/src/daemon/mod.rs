@@ -84,6 +84,11 @@ pub const ALERT_FLUSH: Duration = Duration::from_secs(3);
 /// Binds the listener, starts every task and returns. Errors only on setup (the listen
 /// address is taken, a client cannot be built); target trouble is never an error.
 pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Daemon> {
+    // Before anything opens a descriptor, so that the connection cap is sized to the
+    // raised limit.
+    if let Some(n) = serve::fds::raise_nofile_limit() {
+        tracing::debug!(limit = n, "open file descriptor limit");
+    }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.listen)))?;
@@ -116,18 +121,28 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
         stop_rx.clone(),
     ));
 
-    let app = serve::router(shared.clone());
-    let mut server_stop = stop_rx;
-    tasks.spawn(async move {
-        let graceful = async move {
-            let _ = server_stop.wait_for(|s| *s).await;
-        };
-        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(graceful).await {
-            tracing::error!("HTTP server failed: {e}");
-        }
-    });
+    let limits = server_limits(&config);
+    tasks.spawn(serve::server::serve(listener, serve::router(shared.clone()), limits, shared.http.clone(), stop_rx));
     tracing::info!(%addr, targets = config.targets.len(), "goodput is listening");
     Ok(Daemon { addr, shared, stop, tasks })
+}
+
+/// The HTTP server's guards, the connection cap fitted under the descriptor limit with a
+/// reserve for every outbound destination (serve::fds).
+fn server_limits(config: &Config) -> serve::server::ServerLimits {
+    let s = config.server;
+    // The 1 is the webhook or the dcgm-exporter, should there be one.
+    let destinations = config.targets.len() + config.alerting.alertmanager_urls().len() + 1;
+    let (max_connections, lowered) =
+        serve::fds::connection_cap(s.max_connections, serve::fds::nofile_limit(), destinations);
+    if let Some(why) = lowered {
+        tracing::warn!("{why}");
+    }
+    serve::server::ServerLimits {
+        max_connections,
+        header_read_timeout: s.header_read_timeout,
+        idle_timeout: s.idle_timeout,
+    }
 }
 
 /// What happens to each report after evaluation: GPU join, alert rules, delivery.

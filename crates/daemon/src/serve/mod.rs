@@ -1,9 +1,11 @@
 //! The HTTP side of the daemon (axum): `/metrics`, `/healthz`, `/readyz` and
 //! `/api/v1/report`, all read from the latest published [`Report`] without blocking the
-//! evaluator.
+//! evaluator. [`server`] serves them with timeouts and a connection cap.
 
 pub mod exposition;
+pub mod fds;
 pub mod process;
+pub mod server;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,14 +22,16 @@ use crate::deliver::metrics as delivery_metrics;
 use crate::export;
 use crate::report::Report;
 use exposition::Line;
+use server::{Closed, ConnStats};
 
 /// What the handlers read: the latest report, whether one has been published yet, and the
-/// alert-delivery counters, which are live rather than part of a report.
+/// alert-delivery and HTTP server counters, which are live rather than part of a report.
 #[derive(Clone)]
 pub struct Shared {
     pub report: Arc<ArcSwap<Report>>,
     pub ready: Arc<AtomicBool>,
     pub delivery: Option<DeliveryMetrics>,
+    pub http: Arc<ConnStats>,
 }
 
 impl Shared {
@@ -36,6 +40,7 @@ impl Shared {
             report: Arc::new(ArcSwap::from_pointee(Report::default())),
             ready: Arc::new(AtomicBool::new(false)),
             delivery: None,
+            http: Arc::default(),
         }
     }
 
@@ -64,9 +69,31 @@ pub fn router(shared: Shared) -> Router {
         .with_state(shared)
 }
 
-/// The full /metrics body for a report: the exported families, the alert-delivery
-/// counters, then process metrics.
-pub fn render_metrics(report: &Report, delivery: Option<&DeliveryMetrics>) -> String {
+/// The HTTP server's families on /metrics (docs/metrics.md), with HELP and TYPE.
+pub const HTTP_FAMILIES: &[(&str, &str, &str)] = &[
+    ("llm_slo_http_connections", "Client connections open to this daemon's HTTP server.", "gauge"),
+    (
+        "llm_slo_http_connections_limit",
+        "The connection cap in force: server.max_connections, lowered to fit the descriptor limit.",
+        "gauge",
+    ),
+    (
+        "llm_slo_http_connections_closed_total",
+        "Client connections the server closed, by reason: header_timeout, idle_timeout, evicted (to make room at the cap) or refused (at the cap, all busy).",
+        "counter",
+    ),
+];
+
+fn http_lines(stats: &ConnStats) -> Vec<(&'static str, Option<&'static str>, f64)> {
+    let mut out =
+        vec![(HTTP_FAMILIES[0].0, None, stats.open() as f64), (HTTP_FAMILIES[1].0, None, stats.limit() as f64)];
+    out.extend(Closed::ALL.iter().map(|c| (HTTP_FAMILIES[2].0, Some(c.as_str()), stats.closed(*c) as f64)));
+    out
+}
+
+/// The full /metrics body for a report: the exported families, the alert-delivery and
+/// HTTP server counters, then process metrics.
+pub fn render_metrics(report: &Report, delivery: Option<&DeliveryMetrics>, http: &ConnStats) -> String {
     let samples = export::samples(report);
     let mut lines: Vec<Line<'_>> = samples
         .iter()
@@ -82,12 +109,19 @@ pub fn render_metrics(report: &Report, delivery: Option<&DeliveryMetrics>) -> St
         labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
         value: s.value,
     }));
+    let served = http_lines(http);
+    lines.extend(served.iter().map(|(name, reason, value)| Line {
+        name,
+        labels: reason.iter().map(|r| ("reason", *r)).collect(),
+        value: *value,
+    }));
     let process = process::process_metrics();
     lines.extend(process.iter().map(|(name, _, _, v)| Line { name, labels: Vec::new(), value: *v }));
     let mut out = String::with_capacity(lines.len() * 96);
     exposition::write(&mut out, &lines, |name| {
         export::family_meta(name)
             .or_else(|| delivery_metrics::family_meta(name))
+            .or_else(|| HTTP_FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)))
             .or_else(|| process.iter().find(|p| p.0 == name).map(|p| (p.1, p.2)))
     });
     out
@@ -95,7 +129,7 @@ pub fn render_metrics(report: &Report, delivery: Option<&DeliveryMetrics>) -> St
 
 async fn metrics(State(s): State<Shared>) -> Response {
     let report = s.report.load_full();
-    let body = render_metrics(&report, s.delivery.as_ref());
+    let body = render_metrics(&report, s.delivery.as_ref(), &s.http);
     ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT)], body).into_response()
 }
 

@@ -42,6 +42,9 @@ pub fn process_metrics() -> Vec<(&'static str, &'static str, &'static str, f64)>
     if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
         out.push(("process_open_fds", "Number of open file descriptors.", "gauge", dir.count() as f64));
     }
+    if let Some(max) = super::fds::nofile_limit() {
+        out.push(("process_max_fds", "Maximum number of open file descriptors.", "gauge", max as f64));
+    }
     out
 }
 
