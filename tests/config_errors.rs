@@ -32,7 +32,9 @@ fn unknown_key_in_scrape() {
         &yaml,
         6,
         3,
-        &[r#"unknown key "intervall" in scrape; expected one of interval, timeout, body_limit, gzip"#],
+        &[
+            r#"unknown key "intervall" in scrape; expected one of interval, timeout, body_limit, gzip, follow_redirects"#,
+        ],
     );
 }
 

@@ -24,6 +24,7 @@ targets:
     headers: {X-Tenant: infra}
     interval: 20s
     timeout: 15s
+    follow_redirects: false
 windows: [1h, 1m]
 quantiles: [0.99, 0.5]
 slos:
@@ -69,6 +70,8 @@ fn every_key_is_read() {
     // Header values are secrets: a Debug of the config never shows them.
     assert!(!format!("{c:?}").contains("infra"), "{c:?}");
     assert_eq!((tgi.interval, tgi.timeout), (Duration::from_secs(20), Duration::from_secs(15)));
+    assert!(c.scrape.follow_redirects && llama.follow_redirects, "on by default, as in Prometheus");
+    assert!(!tgi.follow_redirects);
 
     let windows: Vec<String> = c.windows.iter().map(|w| w.label()).collect();
     assert_eq!(windows, ["1m", "1h"], "sorted shortest first");

@@ -81,6 +81,7 @@ fn spec(addr: std::net::SocketAddr) -> FetchSpec {
         timeout: Duration::from_secs(2),
         body_limit: 1 << 20,
         gzip: true,
+        follow_redirects: true,
     }
 }
 
@@ -133,4 +134,102 @@ async fn body_limit_counts_decoded_bytes() {
     let err = plain.fetch().await.unwrap_err();
     assert_eq!(err.reason(), "body_too_large");
     assert!(err.message().contains(&format!("{} bytes", body.len())), "{err}");
+}
+
+/// A server on `ip` that answers `/metrics` with `status` and `Location: location`, and
+/// `/final` with a small exposition; it keeps the headers of every request.
+async fn redirector(
+    ip: &str,
+    status: u16,
+    location: impl Fn(std::net::SocketAddr) -> String,
+) -> (std::net::SocketAddr, Seen) {
+    let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let location = location(addr);
+    let seen: Seen = Arc::default();
+    let (s1, s2) = (seen.clone(), seen.clone());
+    let status = axum::http::StatusCode::from_u16(status).unwrap();
+    let router = Router::new()
+        .route(
+            "/metrics",
+            get(move |headers: HeaderMap| {
+                s1.lock().unwrap().push(headers);
+                let location = location.clone();
+                async move { (status, [(header::LOCATION, location)], "moved\n") }
+            }),
+        )
+        .route(
+            "/final",
+            get(move |headers: HeaderMap| {
+                s2.lock().unwrap().push(headers);
+                async { "x_total 1\n" }
+            }),
+        );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    (addr, seen)
+}
+
+/// A fetcher for `addr` with a bearer token and a custom header, both secrets.
+fn with_credentials(addr: std::net::SocketAddr, dir: &std::path::Path, follow: bool) -> Fetcher {
+    let token = dir.join("token");
+    std::fs::write(&token, "s3cret-token").unwrap();
+    Fetcher::new(FetchSpec { bearer_token_file: Some(token), follow_redirects: follow, ..spec(addr) }).unwrap()
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_host_is_followed_without_the_credentials() {
+    goodput::scrape::install_crypto_provider();
+    // 127.0.0.2 is another host as far as origins go, though it is loopback too.
+    let (other, other_seen) = redirector("127.0.0.2", 307, |_| String::new()).await;
+    let (addr, seen) = redirector("127.0.0.1", 307, move |_| format!("http://{other}/final")).await;
+    let dir = tempfile::tempdir().unwrap();
+
+    let body = with_credentials(addr, dir.path(), true).fetch().await.unwrap();
+    assert_eq!(body, b"x_total 1\n");
+    let first = seen.lock().unwrap()[0].clone();
+    assert_eq!(first["authorization"], "Bearer s3cret-token");
+    assert_eq!(first["x-tenant"], "infra");
+    let second = other_seen.lock().unwrap().clone();
+    assert_eq!(second.len(), 1);
+    assert!(second[0].get("authorization").is_none(), "{:?}", second[0]);
+    assert!(second[0].get("x-tenant").is_none(), "{:?}", second[0]);
+    assert_eq!(second[0]["accept"], ACCEPT, "the non-secret headers still go");
+
+    // Off, the redirect is a scrape error that says where it pointed and what to do.
+    let err = with_credentials(addr, dir.path(), false).fetch().await.unwrap_err();
+    assert_eq!(err.reason(), "redirect");
+    assert!(err.message().contains(&format!("HTTP 307 Temporary Redirect) to http://{other}/final")), "{err}");
+    assert!(err.message().contains("follow_redirects is off"), "{err}");
+    assert_eq!(other_seen.lock().unwrap().len(), 1, "nothing was sent to the other host");
+}
+
+#[tokio::test]
+async fn a_redirect_within_the_origin_keeps_the_credentials() {
+    goodput::scrape::install_crypto_provider();
+    let (addr, seen) = redirector("127.0.0.1", 301, |_| "/final".to_string()).await;
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(with_credentials(addr, dir.path(), true).fetch().await.unwrap(), b"x_total 1\n");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1]["authorization"], "Bearer s3cret-token");
+    assert_eq!(seen[1]["x-tenant"], "infra");
+}
+
+#[tokio::test]
+async fn redirects_to_link_local_addresses_and_loops_are_refused() {
+    goodput::scrape::install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    for metadata in ["http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/", "http://[::ffff:169.254.1.1]/"] {
+        let (addr, _) = redirector("127.0.0.1", 307, |_| metadata.to_string()).await;
+        let err = with_credentials(addr, dir.path(), true).fetch().await.unwrap_err();
+        assert_eq!(err.reason(), "redirect", "{metadata}: {err}");
+        assert!(err.message().contains("refusing the redirect to the link-local address"), "{err}");
+    }
+    let (addr, seen) = redirector("127.0.0.1", 302, |a| format!("http://{a}/metrics")).await;
+    let err = with_credentials(addr, dir.path(), true).fetch().await.unwrap_err();
+    assert_eq!(err.reason(), "redirect");
+    assert!(err.message().contains("more than 10 redirects"), "{err}");
+    assert_eq!(seen.lock().unwrap().len(), 11);
 }

@@ -63,6 +63,7 @@ pub fn run(args: Args) -> CliResult {
         timeout: args.timeout.unwrap_or(args.interval).min(args.interval),
         body_limit: args.body_limit,
         gzip: true,
+        follow_redirects: true,
     })?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let (ok, failed) = rt.block_on(record(&fetcher, &dir, args.interval, args.duration));

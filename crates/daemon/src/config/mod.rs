@@ -72,6 +72,8 @@ pub struct ScrapeConfig {
     pub body_limit: usize,
     /// Ask for and accept gzip-compressed bodies.
     pub gzip: bool,
+    /// Follow HTTP redirects, as Prometheus does by default (docs/config.md, "Redirects").
+    pub follow_redirects: bool,
 }
 
 /// The HTTP server's guards against idle and slow clients (docs/limits.md).
@@ -112,6 +114,7 @@ pub struct Target {
     pub headers: Vec<(String, Secret)>,
     pub interval: Duration,
     pub timeout: Duration,
+    pub follow_redirects: bool,
 }
 
 impl std::fmt::Debug for Target {
@@ -125,6 +128,7 @@ impl std::fmt::Debug for Target {
             .field("headers", &self.headers)
             .field("interval", &self.interval)
             .field("timeout", &self.timeout)
+            .field("follow_redirects", &self.follow_redirects)
             .finish()
     }
 }

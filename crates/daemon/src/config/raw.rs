@@ -42,6 +42,7 @@ pub struct RawScrape {
     pub timeout: Option<S<String>>,
     pub body_limit: Option<S<Scalar>>,
     pub gzip: Option<bool>,
+    pub follow_redirects: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -63,6 +64,7 @@ pub struct RawTarget {
     pub headers: Option<BTreeMap<String, S<String>>>,
     pub interval: Option<S<String>>,
     pub timeout: Option<S<String>>,
+    pub follow_redirects: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -124,6 +124,7 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
         timeout: DEFAULT_SCRAPE_TIMEOUT,
         body_limit: DEFAULT_BODY_LIMIT,
         gzip: true,
+        follow_redirects: true,
     };
     let Some(raw) = raw else { return out };
     let interval = raw.interval.as_ref().map(|s| duration(d, s, "scrape.interval", parse_interval));
@@ -158,6 +159,9 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
     }
     if let Some(g) = raw.gzip {
         out.gzip = g;
+    }
+    if let Some(f) = raw.follow_redirects {
+        out.follow_redirects = f;
     }
     out
 }
@@ -273,7 +277,18 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
             ),
         );
     }
-    Some(Target { name, url: url?, engine: engine?, model, bearer_token_file, headers, interval, timeout })
+    let follow_redirects = t.follow_redirects.unwrap_or(scrape.follow_redirects);
+    Some(Target {
+        name,
+        url: url?,
+        engine: engine?,
+        model,
+        bearer_token_file,
+        headers,
+        interval,
+        timeout,
+        follow_redirects,
+    })
 }
 
 fn windows_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<String>>>>, targets: &[Target]) -> Vec<Window> {

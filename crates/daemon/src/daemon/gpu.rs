@@ -38,6 +38,7 @@ impl GpuSources {
                     timeout: cfg.scrape.timeout,
                     body_limit: cfg.scrape.body_limit,
                     gzip: cfg.scrape.gzip,
+                    follow_redirects: cfg.scrape.follow_redirects,
                 })
             }) {
                 Ok(fetcher) => {

@@ -64,6 +64,7 @@ pub fn fetcher_for(cfg: &Config, t: &Target) -> Result<Fetcher, String> {
         timeout: t.timeout,
         body_limit: cfg.scrape.body_limit,
         gzip: cfg.scrape.gzip,
+        follow_redirects: t.follow_redirects,
     })
 }
 

@@ -18,6 +18,7 @@ impl ScrapeError {
         "body_too_large",
         "read_error",
         "token_file",
+        "redirect",
         "parse_error",
         "too_many_samples",
         "label_limit",

@@ -1,13 +1,20 @@
 //! The HTTP side of a scrape: reqwest on rustls/ring, no proxy, with the whole request
 //! (connect, headers and body) under one deadline and the body read in chunks so that an
 //! oversized response is dropped as soon as it passes the limit.
+//!
+//! Redirects are followed here rather than by reqwest, so that credentials (the bearer
+//! token, every configured header, a URL's `user:password`) go only to the configured
+//! target's own origin, and a redirect to a link-local address (a cloud metadata service)
+//! is refused (docs/config.md, "Redirects").
 
 use std::path::PathBuf;
 use std::sync::Once;
 use std::time::Duration;
 
-use reqwest::header::{ACCEPT as ACCEPT_HEADER, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
-use url::Url;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use reqwest::header::{ACCEPT as ACCEPT_HEADER, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue, LOCATION};
+use url::{Host, Url};
 
 use super::ScrapeError;
 use crate::redact::Secret;
@@ -27,7 +34,12 @@ pub struct FetchSpec {
     /// Largest body accepted, counted after gzip decoding.
     pub body_limit: usize,
     pub gzip: bool,
+    /// Follow HTTP redirects (at most [`MAX_REDIRECTS`]); off, a redirect is a scrape error.
+    pub follow_redirects: bool,
 }
+
+/// Most redirects followed in one scrape, as Go's HTTP client (Prometheus) allows.
+pub const MAX_REDIRECTS: usize = 10;
 
 impl std::fmt::Debug for FetchSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -38,6 +50,7 @@ impl std::fmt::Debug for FetchSpec {
             .field("timeout", &self.timeout)
             .field("body_limit", &self.body_limit)
             .field("gzip", &self.gzip)
+            .field("follow_redirects", &self.follow_redirects)
             .finish()
     }
 }
@@ -56,7 +69,10 @@ pub fn install_crypto_provider() {
 #[derive(Debug, Clone)]
 pub struct Fetcher {
     client: reqwest::Client,
+    /// Sent on every request: `Accept` and the scrape timeout.
     headers: HeaderMap,
+    /// The configured headers: sent only to the target's own origin.
+    secret_headers: HeaderMap,
     spec: FetchSpec,
 }
 
@@ -69,22 +85,24 @@ impl Fetcher {
         if let Ok(v) = HeaderValue::from_str(&secs) {
             headers.insert("x-prometheus-scrape-timeout-seconds", v);
         }
+        let mut secret_headers = HeaderMap::new();
         for (k, v) in &spec.headers {
             let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?;
             let mut value = HeaderValue::from_str(v.expose()).map_err(|e| format!("header {k:?}: {e}"))?;
             // Sensitive values print as "Sensitive" in any Debug of the request or headers.
             value.set_sensitive(true);
-            headers.insert(name, value);
+            secret_headers.insert(name, value);
         }
         let client = reqwest::Client::builder()
             .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
             .gzip(spec.gzip)
             .user_agent(concat!("goodput/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(spec.timeout)
             .timeout(spec.timeout)
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        Ok(Fetcher { client, headers, spec })
+        Ok(Fetcher { client, headers, secret_headers, spec })
     }
 
     pub fn spec(&self) -> &FetchSpec {
@@ -103,22 +121,41 @@ impl Fetcher {
         }
     }
 
+    /// The `Authorization` value from `bearer_token_file`, read afresh.
+    async fn bearer_token(&self) -> Result<Option<HeaderValue>, ScrapeError> {
+        let Some(path) = &self.spec.bearer_token_file else { return Ok(None) };
+        let token = tokio::fs::read_to_string(path).await.map_err(|e| {
+            ScrapeError::new("token_file", format!("cannot read bearer_token_file {}: {e}", path.display()))
+        })?;
+        let mut value = HeaderValue::from_str(&format!("Bearer {}", token.trim())).map_err(|_| {
+            ScrapeError::new(
+                "token_file",
+                format!("bearer_token_file {} holds characters not allowed in a header", path.display()),
+            )
+        })?;
+        value.set_sensitive(true);
+        Ok(Some(value))
+    }
+
     async fn fetch_unbounded(&self) -> Result<Vec<u8>, ScrapeError> {
-        let mut req = self.client.get(self.spec.url.clone()).headers(self.headers.clone());
-        if let Some(path) = &self.spec.bearer_token_file {
-            let token = tokio::fs::read_to_string(path).await.map_err(|e| {
-                ScrapeError::new("token_file", format!("cannot read bearer_token_file {}: {e}", path.display()))
-            })?;
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", token.trim())).map_err(|_| {
-                ScrapeError::new(
-                    "token_file",
-                    format!("bearer_token_file {} holds characters not allowed in a header", path.display()),
-                )
-            })?;
-            value.set_sensitive(true);
-            req = req.header(AUTHORIZATION, value);
-        }
-        let mut resp = req.send().await.map_err(|e| ScrapeError::from_reqwest(&e))?;
+        let token = self.bearer_token().await?;
+        let mut url = self.spec.url.clone();
+        let mut hops = 0;
+        let mut resp = loop {
+            let mut req = self.client.get(url.clone()).headers(self.headers.clone());
+            // Credentials stay with the origin they were configured for.
+            if url.origin() == self.spec.url.origin() {
+                req = req.headers(self.secret_headers.clone());
+                if let Some(t) = &token {
+                    req = req.header(AUTHORIZATION, t.clone());
+                }
+            }
+            let resp = req.send().await.map_err(|e| ScrapeError::from_reqwest(&e))?;
+            match self.redirect(&url, &resp, hops)? {
+                Some(next) => (url, hops) = (next, hops + 1),
+                None => break resp,
+            }
+        };
         let status = resp.status();
         if !status.is_success() {
             return Err(ScrapeError::new("http_status", format!("server returned HTTP {status}")));
@@ -146,6 +183,60 @@ impl Fetcher {
             body.extend_from_slice(&chunk);
         }
         Ok(body)
+    }
+}
+
+impl Fetcher {
+    /// Where a redirect response sends the scrape next, `None` for any other response, or
+    /// why it is not followed.
+    fn redirect(&self, from: &Url, resp: &reqwest::Response, hops: usize) -> Result<Option<Url>, ScrapeError> {
+        let status = resp.status();
+        if !matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
+            return Ok(None);
+        }
+        // Without a Location it is an ordinary non-2xx answer.
+        let Some(location) = resp.headers().get(LOCATION) else { return Ok(None) };
+        let refuse = |why: String| Err(ScrapeError::new("redirect", why));
+        let to = match location.to_str().ok().map(|l| from.join(l)) {
+            Some(Ok(u)) => u,
+            _ => return refuse(format!("the target redirected (HTTP {status}) to an invalid Location")),
+        };
+        let shown = crate::redact::url(&to);
+        if !self.spec.follow_redirects {
+            return refuse(format!(
+                "the target redirected (HTTP {status}) to {shown} and follow_redirects is off; \
+                 set the target's url to the final address, or turn follow_redirects on"
+            ));
+        }
+        if hops >= MAX_REDIRECTS {
+            return refuse(format!("more than {MAX_REDIRECTS} redirects (the last to {shown}); is there a loop?"));
+        }
+        if to.scheme() != "http" && to.scheme() != "https" {
+            return refuse(format!("the target redirected to {shown}, which is not http or https"));
+        }
+        if is_link_local(&to) && to.host() != self.spec.url.host() {
+            return refuse(format!(
+                "refusing the redirect to the link-local address {shown}, where cloud metadata services answer; \
+                 if that really is the target, put it in the target's url"
+            ));
+        }
+        Ok(Some(to))
+    }
+}
+
+/// Whether `u` names a link-local IP literally: 169.254.0.0/16 or fe80::/10 (also as an
+/// IPv4-mapped IPv6 address). A host name that resolves there is not caught.
+fn is_link_local(u: &Url) -> bool {
+    let v4 = |a: Ipv4Addr| a.is_link_local();
+    let v6 = |a: Ipv6Addr| (a.segments()[0] & 0xffc0) == 0xfe80 || a.to_ipv4_mapped().is_some_and(v4);
+    match u.host() {
+        Some(Host::Ipv4(a)) => v4(a),
+        Some(Host::Ipv6(a)) => v6(a),
+        Some(Host::Domain(d)) => d.parse::<IpAddr>().is_ok_and(|ip| match ip {
+            IpAddr::V4(a) => v4(a),
+            IpAddr::V6(a) => v6(a),
+        }),
+        None => false,
     }
 }
 
