@@ -136,7 +136,7 @@ fn snapshot_json(s: &Snapshot) -> Value {
         "samples": s.samples,
         "models": models,
         "absent": s.absent(),
-        "warnings": s.warnings,
+        "warnings": s.warnings.iter().map(|w| w.message.as_str()).collect::<Vec<_>>(),
     })
 }
 

@@ -267,8 +267,60 @@ pub struct Snapshot {
     /// Number of metric families and samples in the scrape.
     pub families: usize,
     pub samples: usize,
-    /// Things a user should know: unknown versions, ignored series, duplicates.
-    pub warnings: Vec<String>,
+    /// What was wrong with the scrape but did not fail it: ignored duplicates, unusable
+    /// histograms (docs/config.md, "Scrape warnings").
+    pub warnings: Vec<ScrapeWarning>,
+}
+
+/// A problem in an accepted scrape, for logs, `goodput inspect` and
+/// `llm_slo_scrape_warnings_total{reason}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScrapeWarning {
+    pub reason: WarningReason,
+    pub message: String,
+}
+
+/// Why a scrape was accepted with a warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WarningReason {
+    /// A series appeared more than once; the first sample was kept, as Prometheus does.
+    DuplicateSeries,
+    /// A latency histogram had no `le="+Inf"` bucket, so it was ignored: its quantiles are
+    /// undefined (PromQL returns NaN) and its request count unknown.
+    HistogramWithoutInf,
+    /// A latency histogram had a NaN bucket count, so it was ignored.
+    NanBucket,
+    /// A bucket without a numeric `le` label was ignored.
+    BucketWithoutLe,
+    /// A histogram had `_count` but no buckets, so it was ignored.
+    HistogramWithoutBuckets,
+}
+
+impl WarningReason {
+    pub const ALL: &'static [WarningReason] = &[
+        WarningReason::DuplicateSeries,
+        WarningReason::HistogramWithoutInf,
+        WarningReason::NanBucket,
+        WarningReason::BucketWithoutLe,
+        WarningReason::HistogramWithoutBuckets,
+    ];
+
+    /// The `reason` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WarningReason::DuplicateSeries => "duplicate_series",
+            WarningReason::HistogramWithoutInf => "histogram_without_inf",
+            WarningReason::NanBucket => "nan_bucket",
+            WarningReason::BucketWithoutLe => "bucket_without_le",
+            WarningReason::HistogramWithoutBuckets => "histogram_without_buckets",
+        }
+    }
+}
+
+impl ScrapeWarning {
+    pub fn new(reason: WarningReason, message: impl Into<String>) -> Self {
+        ScrapeWarning { reason, message: message.into() }
+    }
 }
 
 impl Snapshot {

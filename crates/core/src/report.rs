@@ -41,6 +41,9 @@ pub struct Health {
     /// Failed scrapes by machine-readable reason (`timeout`, `connect`, `http_status`,
     /// `body_too_large`, `parse_error`, …), since the daemon started.
     pub errors_total: BTreeMap<String, u64>,
+    /// Scrapes accepted with a problem, by [`WarningReason`](crate::canonical::WarningReason)
+    /// label (`duplicate_series`, `histogram_without_inf`, …), since the daemon started.
+    pub warnings_total: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -229,7 +232,8 @@ pub struct SloReport {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum SloStatus {
     Evaluated(SloValues),
-    /// The engine lacks a quantity a clause needs (TGI has no TTFT); never silently passed.
+    /// The engine lacks a quantity a clause needs (TGI has no TTFT), or the scrape's
+    /// histogram was unusable (no `+Inf` bucket, NaN counts); never silently passed.
     NotEvaluable {
         reason: String,
     },

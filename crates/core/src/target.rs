@@ -80,6 +80,12 @@ impl TargetState {
         self.seen = true;
         match outcome {
             Ok(snapshot) => {
+                let mut reasons: Vec<_> = snapshot.warnings.iter().map(|w| w.reason).collect();
+                reasons.sort();
+                reasons.dedup();
+                for r in reasons {
+                    *self.health.warnings_total.entry(r.as_str().to_string()).or_insert(0) += 1;
+                }
                 self.windows.push(t_ms, snapshot);
                 self.health.up = true;
                 self.health.last_error = None;
@@ -151,5 +157,23 @@ mod tests {
         assert_eq!(t.health.last_scrape_duration_seconds, Some(0.005));
 
         assert_eq!(t.observe(6_000, None, fail("timeout", "slow")), Transition::WentDown);
+    }
+
+    #[test]
+    fn warnings_count_scrapes_per_reason() {
+        use crate::canonical::{ScrapeWarning, WarningReason};
+        let mut t = TargetState::new(Duration::from_secs(60));
+        let mut s = (*snapshot()).clone();
+        s.warnings = vec![
+            ScrapeWarning::new(WarningReason::HistogramWithoutInf, "ttft"),
+            ScrapeWarning::new(WarningReason::HistogramWithoutInf, "e2e"),
+            ScrapeWarning::new(WarningReason::DuplicateSeries, "dup"),
+        ];
+        let s = Arc::new(s);
+        t.observe(1_000, None, Ok(s.clone()));
+        t.observe(2_000, None, Ok(s));
+        t.observe(3_000, None, Ok(snapshot()));
+        let got: Vec<(&str, u64)> = t.health.warnings_total.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(got, [("duplicate_series", 2), ("histogram_without_inf", 2)]);
     }
 }

@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::table::{EngineTable, Slot, Target};
 use crate::canonical::{
-    Bucket, CounterValue, Engine, FinishReason, Histogram, ModelSnapshot, Shard, ShardKey, Snapshot,
+    Bucket, CounterValue, Engine, FinishReason, Histogram, ModelSnapshot, ScrapeWarning, Shard, ShardKey, Snapshot,
+    WarningReason,
 };
 use crate::parse::{Exposition, Label, Sample, parse_f64, render_series};
 
@@ -66,12 +67,15 @@ pub(super) fn build(exp: &Exposition<'_>, engine: Engine, table: &EngineTable, d
     let models = resolve(table, acc, &created, &mut warnings);
     if !exp.duplicates.is_empty() {
         let d = &exp.duplicates[0];
-        warnings.push(format!(
-            "{} duplicate series ignored (first: {} on line {}, already on line {})",
-            exp.duplicates.len(),
-            d.series,
-            d.line,
-            d.first_line
+        warnings.push(ScrapeWarning::new(
+            WarningReason::DuplicateSeries,
+            format!(
+                "{} duplicate series ignored (first: {} on line {}, already on line {})",
+                exp.duplicates.len(),
+                d.series,
+                d.line,
+                d.first_line
+            ),
         ));
     }
     Snapshot { engine, models, process_start, families: exp.families.len(), samples: exp.samples.len(), warnings }
@@ -151,7 +155,7 @@ fn file_sample(
     model: &str,
     model_label: Option<&'static str>,
     acc: &mut BTreeMap<Key, Acc>,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<ScrapeWarning>,
 ) {
     let target = table.mappings[mapping].target;
     let label = |name: &str| labels.iter().find(|l| l.name == name).map(|l| l.value.as_ref());
@@ -193,10 +197,9 @@ fn file_sample(
         Target::Histogram(_) => match part {
             Part::Bucket => match label("le").and_then(parse_f64) {
                 Some(le) if !le.is_nan() => e.buckets.push(Bucket { le, count: s.value }),
-                _ => warnings.push(format!(
-                    "line {}: bucket without a numeric le label ignored: {}",
-                    s.line,
-                    exp.series_string(s)
+                _ => warnings.push(ScrapeWarning::new(
+                    WarningReason::BucketWithoutLe,
+                    format!("line {}: bucket without a numeric le label ignored: {}", s.line, exp.series_string(s)),
                 )),
             },
             Part::Sum => e.sum = Some(s.value),
@@ -224,7 +227,7 @@ fn resolve(
     table: &EngineTable,
     acc: BTreeMap<Key, Acc>,
     created: &HashMap<(&'static str, String, ShardKey), f64>,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<ScrapeWarning>,
 ) -> BTreeMap<String, ModelSnapshot> {
     let mut present: BTreeSet<(String, usize)> = BTreeSet::new();
     for (i, model, _) in acc.keys() {
@@ -288,17 +291,35 @@ fn resolve(
     models
 }
 
-fn finish_histogram(mut a: Acc, model: &str, source: &str, warnings: &mut Vec<String>) -> Option<Histogram> {
+/// The histogram, or `None` (with a warning) when it cannot be read honestly: without
+/// buckets, without `+Inf` (PromQL's quantile is NaN, and the request count unknown), or
+/// with a NaN count. Dropping it makes the SLO clauses that read it `not_evaluable`
+/// rather than `no_traffic`.
+fn finish_histogram(mut a: Acc, model: &str, source: &str, warnings: &mut Vec<ScrapeWarning>) -> Option<Histogram> {
+    let ignored = "ignored, so its quantiles and SLO clauses are not evaluated";
     if a.buckets.is_empty() {
         if a.count.is_some() {
-            warnings.push(format!("{source} for model {model:?} has _count but no buckets; ignored"));
+            warnings.push(ScrapeWarning::new(
+                WarningReason::HistogramWithoutBuckets,
+                format!("{source} for model {model:?} has _count but no buckets; ignored"),
+            ));
         }
         return None;
     }
     a.buckets.sort_by(|x, y| x.le.total_cmp(&y.le));
-    let inf = a.buckets.last().filter(|b| b.le == f64::INFINITY).map(|b| b.count);
-    if inf.is_none() {
-        warnings.push(format!("{source} for model {model:?} has no le=\"+Inf\" bucket; its quantiles are undefined"));
+    if let Some(b) = a.buckets.iter().find(|b| b.count.is_nan()) {
+        warnings.push(ScrapeWarning::new(
+            WarningReason::NanBucket,
+            format!("{source} for model {model:?} has a NaN count in bucket le=\"{}\"; {ignored}", b.le),
+        ));
+        return None;
     }
-    Some(Histogram { count: a.count.or(inf).unwrap_or(f64::NAN), sum: a.sum.unwrap_or(f64::NAN), buckets: a.buckets })
+    let Some(inf) = a.buckets.last().filter(|b| b.le == f64::INFINITY).map(|b| b.count) else {
+        warnings.push(ScrapeWarning::new(
+            WarningReason::HistogramWithoutInf,
+            format!("{source} for model {model:?} has no le=\"+Inf\" bucket; {ignored}"),
+        ));
+        return None;
+    };
+    Some(Histogram { count: a.count.unwrap_or(inf), sum: a.sum.unwrap_or(f64::NAN), buckets: a.buckets })
 }

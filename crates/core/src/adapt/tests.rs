@@ -1,5 +1,5 @@
 use super::*;
-use crate::canonical::{CounterKind, FinishReason, GaugeKind, HistogramKind};
+use crate::canonical::{CounterKind, FinishReason, GaugeKind, HistogramKind, WarningReason};
 use crate::parse::{Limits, parse};
 
 fn snap(body: &str, hint: EngineHint) -> Snapshot {
@@ -115,4 +115,62 @@ fn tgi_uses_the_default_model_and_has_no_ttft() {
         .sum();
     assert_eq!(failed, 2.0);
     assert!(s.absent().contains(&"ttft"));
+}
+
+/// A vLLM TTFT histogram with `buckets` (le, count) and an E2E histogram that is sound.
+fn ttft_with(buckets: &[(&str, &str)]) -> String {
+    let mut s = String::from("# TYPE vllm:time_to_first_token_seconds histogram\n");
+    for (le, c) in buckets {
+        s.push_str(&format!("vllm:time_to_first_token_seconds_bucket{{le=\"{le}\",model_name=\"m\"}} {c}\n"));
+    }
+    s.push_str("vllm:time_to_first_token_seconds_count{model_name=\"m\"} 10\n");
+    s.push_str("vllm:time_to_first_token_seconds_sum{model_name=\"m\"} 1.5\n");
+    s.push_str("# TYPE vllm:e2e_request_latency_seconds histogram\n");
+    s.push_str("vllm:e2e_request_latency_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 10\n");
+    s.push_str("vllm:e2e_request_latency_seconds_count{model_name=\"m\"} 10\n");
+    s
+}
+
+fn reasons(s: &Snapshot) -> Vec<WarningReason> {
+    s.warnings.iter().map(|w| w.reason).collect()
+}
+
+#[test]
+fn a_histogram_without_inf_is_dropped_with_a_warning() {
+    // With the +Inf bucket missing, the last bucket (le=0.5) would pass for the request
+    // count; the histogram is unusable instead, so its SLO clauses are not evaluated.
+    let s = snap(&ttft_with(&[("0.1", "4"), ("0.5", "8")]), EngineHint::Auto);
+    assert_eq!(reasons(&s), [WarningReason::HistogramWithoutInf]);
+    assert!(s.warnings[0].message.contains("vllm:time_to_first_token_seconds for model \"m\""), "{:?}", s.warnings);
+    assert!(!s.models["m"].has_histogram(HistogramKind::Ttft));
+    assert!(s.models["m"].has_histogram(HistogramKind::E2e), "the sound histogram stays");
+
+    let sound = snap(&ttft_with(&[("0.1", "4"), ("+Inf", "10")]), EngineHint::Auto);
+    assert!(sound.warnings.is_empty(), "{:?}", sound.warnings);
+    assert!(sound.models["m"].has_histogram(HistogramKind::Ttft));
+}
+
+#[test]
+fn a_nan_bucket_drops_the_histogram_with_a_warning() {
+    let s = snap(&ttft_with(&[("0.1", "NaN"), ("+Inf", "10")]), EngineHint::Auto);
+    assert_eq!(reasons(&s), [WarningReason::NanBucket]);
+    assert!(s.warnings[0].message.contains("NaN count in bucket le=\"0.1\""), "{:?}", s.warnings);
+    assert!(!s.models["m"].has_histogram(HistogramKind::Ttft));
+}
+
+#[test]
+fn duplicate_series_are_a_warning_and_the_first_sample_wins() {
+    let mut body = ttft_with(&[("0.1", "4"), ("+Inf", "10")]);
+    body.push_str("vllm:e2e_request_latency_seconds_count{model_name=\"m\"} 99\n");
+    let s = snap(&body, EngineHint::Auto);
+    assert_eq!(reasons(&s), [WarningReason::DuplicateSeries]);
+    assert!(s.warnings[0].message.starts_with("1 duplicate series ignored"), "{:?}", s.warnings);
+    assert_eq!(s.models["m"].histogram_total(HistogramKind::E2e).unwrap().count, 10.0);
+}
+
+#[test]
+fn warning_reasons_are_distinct_label_values() {
+    let names: std::collections::BTreeSet<&str> = WarningReason::ALL.iter().map(|r| r.as_str()).collect();
+    assert_eq!(names.len(), WarningReason::ALL.len());
+    assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
 }

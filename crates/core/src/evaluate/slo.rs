@@ -55,7 +55,10 @@ fn status(
         let kind = histogram_of(clause);
         let threshold = threshold.as_secs_f64();
         let Some(h) = ratios::histogram(view, model, kind) else {
-            return SloStatus::NotEvaluable { reason: format!("{}: {}", clause.as_str(), missing_reason(kind)) };
+            // The adapter also drops a histogram it cannot read honestly (no +Inf bucket,
+            // NaN counts): that is counted in llm_slo_scrape_warnings_total.
+            let reason = format!("{}: {}, or none usable (see scrape warnings)", clause.as_str(), missing_reason(kind));
+            return SloStatus::NotEvaluable { reason };
         };
         match attainment(&h, threshold) {
             Some(a) => {

@@ -51,6 +51,7 @@ pub const PREFIX_HIT: &str = "llm_slo_prefix_cache_hit_ratio";
 pub const TARGET_UP: &str = "llm_slo_target_up";
 pub const SCRAPE_DURATION: &str = "llm_slo_scrape_duration_seconds";
 pub const SCRAPE_ERRORS: &str = "llm_slo_scrape_errors_total";
+pub const SCRAPE_WARNINGS: &str = "llm_slo_scrape_warnings_total";
 
 /// Every family this module emits, in output order, with HELP and TYPE.
 pub const FAMILIES: &[(&str, &str, &str)] = &[
@@ -121,6 +122,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
     (TARGET_UP, "1 when the last scrape of the target succeeded.", "gauge"),
     (SCRAPE_DURATION, "Duration of the last scrape of the target.", "gauge"),
     (SCRAPE_ERRORS, "Failed scrapes of the target since start, by reason.", "counter"),
+    (
+        SCRAPE_WARNINGS,
+        "Scrapes of the target accepted with a problem since start, by reason (duplicate series, an unusable histogram).",
+        "counter",
+    ),
 ];
 
 /// HELP text and TYPE of an exported family (this module's, the alert and GPU ones).
@@ -174,6 +180,11 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
             let mut l = target();
             l.push(("reason", reason.clone()));
             emit(SCRAPE_ERRORS, l, *n as f64);
+        }
+        for (reason, n) in &t.health.warnings_total {
+            let mut l = target();
+            l.push(("reason", reason.clone()));
+            emit(SCRAPE_WARNINGS, l, *n as f64);
         }
     }
     let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();

@@ -21,6 +21,7 @@ fn report() -> Report {
                 last_error: Some("timeout".into()),
                 last_scrape_duration_seconds: Some(0.25),
                 errors_total: BTreeMap::from([("timeout".to_string(), 3)]),
+                warnings_total: BTreeMap::from([("duplicate_series".to_string(), 2)]),
             },
             models: vec![ModelReport {
                 model: "m".into(),
@@ -63,6 +64,7 @@ fn every_value_lands_under_its_family_and_labels() {
     assert_eq!(find(&s, TARGET_UP, &[("target", "a")]).unwrap().value, 0.0);
     assert_eq!(find(&s, SCRAPE_DURATION, &[]).unwrap().value, 0.25);
     assert_eq!(find(&s, SCRAPE_ERRORS, &[("reason", "timeout")]).unwrap().value, 3.0);
+    assert_eq!(find(&s, SCRAPE_WARNINGS, &[("target", "a"), ("reason", "duplicate_series")]).unwrap().value, 2.0);
 }
 
 #[test]

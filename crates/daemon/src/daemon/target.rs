@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::canonical::Snapshot;
+use crate::canonical::{ScrapeWarning, Snapshot};
 use crate::config::{Config, Target};
 use crate::parse::Limits;
 use crate::scrape::{FetchSpec, Fetcher, ScrapeError, ingest};
@@ -41,6 +41,7 @@ impl TargetRuntime {
             .map_err(|e| ScrapeFailure { reason: e.reason().to_string(), message: e.message().to_string() });
         let mut st = self.lock();
         let engine = outcome.as_ref().ok().map(|s| s.engine);
+        let first_warnings = outcome.as_ref().ok().map(|s| first_of_each_reason(s, &st)).unwrap_or_default();
         match st.observe(start_ms, Some(took), outcome) {
             Transition::CameUp => {
                 tracing::info!(target_name = %name, engine = engine.map(|e| e.as_str()), "target is up")
@@ -52,7 +53,28 @@ impl TargetRuntime {
             Transition::StillDown => tracing::debug!(target_name = %name, "scrape failed again"),
             Transition::StillUp => {}
         }
+        // Once per target and reason: a target with a duplicate series has it in every
+        // scrape, and llm_slo_scrape_warnings_total counts the rest.
+        for w in first_warnings {
+            tracing::warn!(
+                target_name = %name,
+                reason = w.reason.as_str(),
+                "scrape accepted with a problem: {}; not logged again for this target, counted in llm_slo_scrape_warnings_total",
+                w.message
+            );
+        }
     }
+}
+
+/// The first warning of each reason in `s` that the target has never had before.
+fn first_of_each_reason(s: &Snapshot, st: &TargetState) -> Vec<ScrapeWarning> {
+    let mut out: Vec<ScrapeWarning> = Vec::new();
+    for w in &s.warnings {
+        if !st.health.warnings_total.contains_key(w.reason.as_str()) && !out.iter().any(|o| o.reason == w.reason) {
+            out.push(w.clone());
+        }
+    }
+    out
 }
 
 /// How a target is fetched and parsed, from the global and per-target config.
