@@ -73,7 +73,7 @@ pub struct ConnStats {
 }
 
 impl ConnStats {
-    /// Connections open now.
+    /// Connections open now, not counting those evicted and about to close.
     pub fn open(&self) -> u64 {
         self.open.load(Ordering::Relaxed)
     }
@@ -174,6 +174,7 @@ pub async fn serve(
         let full = table.lock().len() >= limits.max_connections;
         if full {
             if table.evict_idlest() {
+                stats.open.fetch_sub(1, Ordering::Relaxed);
                 stats.count(Closed::Evicted);
             } else {
                 stats.count(Closed::Refused);
@@ -255,8 +256,10 @@ impl Connection {
         if let Some(why) = closed {
             self.stats.count(why);
         }
-        self.table.lock().remove(&self.id);
-        self.stats.open.fetch_sub(1, Ordering::Relaxed);
+        // An evicted connection left the table (and the open count) when it was evicted.
+        if self.table.lock().remove(&self.id).is_some() {
+            self.stats.open.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
