@@ -136,8 +136,14 @@ fn a_decrease_is_a_reset() {
         w.push(5_000 + i as i64 * 10_000, snap(&[s], 1.0));
     }
     let view = RangeView::collect(&w, 60_000, 60_000);
-    let acc =
-        view.series.iter().find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None)).unwrap().1;
+    let acc = view
+        .model("m")
+        .unwrap()
+        .series()
+        .iter()
+        .find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None))
+        .unwrap()
+        .1;
     assert_eq!(acc.raw_increase(), 450.0);
     // First value 1000 > 450: zero point far, so 450 × 60/50 / 60 s = 9.
     let r = evaluate_target(&w, 60_000, &cfg(60));
@@ -160,7 +166,9 @@ fn a_changed_created_or_process_start_is_a_reset_even_without_a_decrease() {
         }
         let view = RangeView::collect(&w, 60_000, 60_000);
         let acc = view
-            .series
+            .model("m")
+            .unwrap()
+            .series()
             .iter()
             .find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None))
             .unwrap()
@@ -273,4 +281,38 @@ fn evaluating_a_full_hour_reads_every_point_once_per_window() {
     assert_eq!(r[0].windows.len(), 4);
     // 4 latency histograms × 4 quantiles in every window.
     assert!(r[0].windows.iter().all(|w| w.latency.len() == 16));
+}
+
+/// `models` models, each with the two shards of [`shard`] at scrape `i`.
+fn many_models(models: usize, i: f64) -> Arc<Snapshot> {
+    let one = snap(&[shard(0, i), shard(1, i)], 1.0);
+    let m = one.models["m"].clone();
+    let models = (0..models).map(|n| (format!("model-{n:06}"), m.clone())).collect();
+    Arc::new(Snapshot { models, ..(*one).clone() })
+}
+
+#[test]
+fn evaluation_visits_each_series_a_bounded_number_of_times() {
+    // Issue 12: with a per-model re-scan of the window's series, 10× the models was 100×
+    // the work. Each model must read only its own series: the count of series handed to
+    // per-model evaluation grows exactly with the model count.
+    let mut c = cfg(60);
+    c.slos = vec![slo("edge", Some(0.1), None)];
+    let visits = |models: usize| {
+        let mut w = TargetWindows::new(Duration::from_secs(60));
+        for i in 0..6 {
+            w.push(5_000 + i * 10_000, many_models(models, i as f64));
+        }
+        range::visits::take();
+        let r = evaluate_target(&w, 60_000, &c);
+        assert_eq!(r.len(), models);
+        assert!(r.iter().all(|m| m.windows[0].slos.len() == 1 && m.windows[0].requests_per_second.is_some()));
+        range::visits::take()
+    };
+    let (ten, thousand) = (visits(10), visits(1_000));
+    assert!(ten > 0, "the count is wired to evaluation");
+    assert_eq!(thousand, 100 * ten, "series visits per model must not grow with the model count");
+    // A bounded number per series: 2 shards × (3 buckets + 1 counter + 1 finish counter
+    // + sum + count) = 14 series per model, read a handful of times each.
+    assert!(ten <= 10 * 14 * 16, "{ten} visits for 10 models");
 }
