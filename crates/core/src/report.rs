@@ -31,7 +31,7 @@ pub struct TargetReport {
     pub models: Vec<ModelReport>,
 }
 
-/// Scrape health of one target.
+/// Scrape health of one target, and how fresh its results are.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Health {
     pub up: bool,
@@ -39,8 +39,14 @@ pub struct Health {
     pub last_error: Option<String>,
     pub last_scrape_duration_seconds: Option<f64>,
     /// Failed scrapes by machine-readable reason (`timeout`, `connect`, `http_status`,
-    /// `body_too_large`, `parse_error`, …), since the daemon started.
+    /// `body_too_large`, `parse_error`, `too_many_models`, …), since the daemon started.
     pub errors_total: BTreeMap<String, u64>,
+    /// When the last successful scrape started, Unix milliseconds; `None` before the first.
+    pub last_successful_scrape_ms: Option<i64>,
+    /// The instant this target's models were evaluated at, Unix milliseconds: the report's
+    /// `t_ms`, or earlier when its evaluation is late and the previous results are shown
+    /// (docs/limits.md#evaluation). `None` until its first evaluation completes.
+    pub last_evaluation_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

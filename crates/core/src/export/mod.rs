@@ -51,6 +51,8 @@ pub const PREFIX_HIT: &str = "llm_slo_prefix_cache_hit_ratio";
 pub const TARGET_UP: &str = "llm_slo_target_up";
 pub const SCRAPE_DURATION: &str = "llm_slo_scrape_duration_seconds";
 pub const SCRAPE_ERRORS: &str = "llm_slo_scrape_errors_total";
+pub const LAST_SCRAPE_SUCCESS: &str = "llm_slo_target_last_scrape_success_timestamp_seconds";
+pub const LAST_EVALUATION: &str = "llm_slo_target_last_evaluation_timestamp_seconds";
 
 /// Every family this module emits, in output order, with HELP and TYPE.
 pub const FAMILIES: &[(&str, &str, &str)] = &[
@@ -121,6 +123,12 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
     (TARGET_UP, "1 when the last scrape of the target succeeded.", "gauge"),
     (SCRAPE_DURATION, "Duration of the last scrape of the target.", "gauge"),
     (SCRAPE_ERRORS, "Failed scrapes of the target since start, by reason.", "counter"),
+    (LAST_SCRAPE_SUCCESS, "Unix time the last successful scrape of the target started.", "gauge"),
+    (
+        LAST_EVALUATION,
+        "Unix time the target's exported values were evaluated at; behind the other targets when its evaluation is late.",
+        "gauge",
+    ),
 ];
 
 /// HELP text and TYPE of an exported family (this module's, the alert and GPU ones).
@@ -174,6 +182,12 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
             let mut l = target();
             l.push(("reason", reason.clone()));
             emit(SCRAPE_ERRORS, l, *n as f64);
+        }
+        if let Some(ms) = t.health.last_successful_scrape_ms {
+            emit(LAST_SCRAPE_SUCCESS, target(), ms as f64 / 1000.0);
+        }
+        if let Some(ms) = t.health.last_evaluation_ms {
+            emit(LAST_EVALUATION, target(), ms as f64 / 1000.0);
         }
     }
     let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();

@@ -21,6 +21,8 @@ fn report() -> Report {
                 last_error: Some("timeout".into()),
                 last_scrape_duration_seconds: Some(0.25),
                 errors_total: BTreeMap::from([("timeout".to_string(), 3)]),
+                last_successful_scrape_ms: Some(1_700_000_000_250),
+                last_evaluation_ms: Some(1_700_000_004_000),
             },
             models: vec![ModelReport {
                 model: "m".into(),
@@ -63,6 +65,9 @@ fn every_value_lands_under_its_family_and_labels() {
     assert_eq!(find(&s, TARGET_UP, &[("target", "a")]).unwrap().value, 0.0);
     assert_eq!(find(&s, SCRAPE_DURATION, &[]).unwrap().value, 0.25);
     assert_eq!(find(&s, SCRAPE_ERRORS, &[("reason", "timeout")]).unwrap().value, 3.0);
+    // Timestamps in seconds, as Prometheus's own `*_timestamp_seconds` are.
+    assert_eq!(find(&s, LAST_SCRAPE_SUCCESS, &[("target", "a")]).unwrap().value, 1_700_000_000.25);
+    assert_eq!(find(&s, LAST_EVALUATION, &[("target", "a")]).unwrap().value, 1_700_000_004.0);
 }
 
 #[test]

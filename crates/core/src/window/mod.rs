@@ -48,7 +48,10 @@ struct Point {
 ///
 /// Invariant: the oldest point is always a raw keyframe, and a delta point follows a
 /// point with the same layout.
-#[derive(Debug, Default)]
+///
+/// A clone shares every point's layout and values: it costs a few words per stored
+/// scrape, so the daemon evaluates a clone and holds the target's lock only to take it.
+#[derive(Debug, Default, Clone)]
 pub struct TargetWindows {
     max_window_ms: i64,
     points: VecDeque<Point>,

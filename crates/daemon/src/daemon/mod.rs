@@ -2,6 +2,7 @@
 //! [`Report`] every tick, and the HTTP server, all stopped together on shutdown.
 
 pub mod clock;
+pub mod evaluator;
 pub mod gpu;
 pub mod target;
 #[cfg(test)]
@@ -17,10 +18,10 @@ use tokio::time::MissedTickBehavior;
 use crate::config::Config;
 use crate::deliver::Delivery;
 use crate::enrich::Enricher;
-use crate::evaluate::{EvalConfig, evaluate_target};
-use crate::report::{Report, TargetReport};
+use crate::report::Report;
 use crate::serve::{self, Shared};
 use clock::Clock;
+use evaluator::Evaluator;
 use target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
 
 /// A started daemon. Drop does not stop it; call [`Daemon::shutdown`].
@@ -81,8 +82,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     let delivery = Delivery::start(&config.alerting).map_err(std::io::Error::other)?;
     shared.delivery = Some(delivery.metrics());
     tasks.spawn(evaluate_loop(
-        Arc::new(targets),
-        eval,
+        Evaluator::new(targets, eval),
         Post { enricher, gpus, delivery },
         config.evaluation_interval,
         clock,
@@ -113,16 +113,17 @@ struct Post {
 
 /// Evaluates every target each interval and publishes the report. The first report
 /// comes one interval after start, when each target has had its first scrape.
+///
+/// A tick waits for its evaluations at most half an interval: a target evaluating longer
+/// is shown with its previous results (the `evaluator` module).
 async fn evaluate_loop(
-    targets: Arc<Vec<Arc<TargetRuntime>>>,
-    eval: EvalConfig,
+    evaluator: Evaluator,
     mut post: Post,
     every: std::time::Duration,
     clock: Arc<dyn Clock>,
     shared: Shared,
     mut stop: watch::Receiver<bool>,
 ) {
-    let eval = Arc::new(eval);
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
     loop {
@@ -134,47 +135,9 @@ async fn evaluate_loop(
                 return;
             }
         }
-        let now_ms = clock.now_ms();
-        let (t, e) = (targets.clone(), eval.clone());
-        // Window math over long windows is CPU work; run it beside the reactor.
-        match tokio::task::spawn_blocking(move || build_report(&t, now_ms, &e)).await {
-            Ok(mut report) => {
-                let notifications = post.enricher.apply(&mut report, post.gpus.latest());
-                post.delivery.submit(&notifications);
-                shared.publish(report);
-            }
-            Err(err) => tracing::error!("evaluation failed; keeping the previous report: {err}"),
-        }
+        let mut report: Report = evaluator.tick(clock.now_ms(), every / 2).await;
+        let notifications = post.enricher.apply(&mut report, post.gpus.latest());
+        post.delivery.submit(&notifications);
+        shared.publish(report);
     }
-}
-
-/// One report at `now_ms` from the targets' current state, in config order.
-///
-/// Evaluation reads every stored scrape of every window, so an aggregator's tick is CPU
-/// work proportional to targets × window length: it is split over the machine's cores.
-pub fn build_report(targets: &[Arc<TargetRuntime>], now_ms: i64, eval: &EvalConfig) -> Report {
-    let evaluate = |rt: &Arc<TargetRuntime>| {
-        let st = rt.lock();
-        TargetReport {
-            target: rt.config.name.clone(),
-            engine: st.engine(),
-            health: st.health.clone(),
-            models: evaluate_target(&st.windows, now_ms, &eval.for_target(&rt.config.name)),
-        }
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(targets.len().max(1));
-    let targets = if threads <= 1 {
-        targets.iter().map(evaluate).collect()
-    } else {
-        let chunk = targets.len().div_ceil(threads);
-        std::thread::scope(|s| {
-            let parts: Vec<_> = targets
-                .chunks(chunk)
-                .map(|part| s.spawn(move || part.iter().map(evaluate).collect::<Vec<_>>()))
-                .collect();
-            // A panic in one target's evaluation is a bug; re-raise it rather than drop targets.
-            parts.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-        })
-    };
-    Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new() }
 }

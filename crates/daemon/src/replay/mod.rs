@@ -18,7 +18,7 @@ use crate::canonical::Snapshot;
 use crate::enrich::Enricher;
 use crate::evaluate::{EvalConfig, RateMode, evaluate_target_with};
 use crate::export::{ExportSample, samples};
-use crate::report::{Report, TargetReport};
+use crate::report::{Health, Report, TargetReport};
 pub use crate::target::ScrapeFailure;
 use crate::target::TargetState;
 
@@ -97,7 +97,8 @@ impl VirtualDaemon {
             .map(|t| TargetReport {
                 target: t.name.clone(),
                 engine: t.state.engine(),
-                health: t.state.health.clone(),
+                // Virtual time waits for every evaluation: none is ever late.
+                health: Health { last_evaluation_ms: Some(now_ms), ..t.state.health.clone() },
                 models: evaluate_target_with(&t.state.windows, now_ms, &self.cfg.for_target(&t.name), self.mode),
             })
             .collect();
