@@ -11,7 +11,7 @@ use goodput::config;
 const FULL: &str = r#"
 listen: 0.0.0.0:9000
 evaluation_interval: 2s
-scrape: {interval: 10s, timeout: 4s, body_limit: 1048576, gzip: false}
+scrape: {interval: 10s, timeout: 4s, body_limit: 1048576, gzip: false, max_models: 50, max_series: 20000}
 targets:
   - name: llama
     url: http://10.0.0.1:8000/metrics
@@ -23,6 +23,7 @@ targets:
     headers: {X-Tenant: infra}
     interval: 20s
     timeout: 15s
+    max_models: 2000
 windows: [1h, 1m]
 quantiles: [0.99, 0.5]
 slos:
@@ -49,6 +50,7 @@ fn every_key_is_read() {
     assert_eq!(c.scrape.timeout, Duration::from_secs(4));
     assert_eq!(c.scrape.body_limit, 1_048_576);
     assert!(!c.scrape.gzip);
+    assert_eq!((c.scrape.cardinality.max_models, c.scrape.cardinality.max_series), (50, 20_000));
 
     let (llama, tgi) = (&c.targets[0], &c.targets[1]);
     assert_eq!(llama.engine, EngineHint::Auto);
@@ -56,6 +58,9 @@ fn every_key_is_read() {
     assert_eq!((llama.interval, llama.timeout), (Duration::from_secs(10), Duration::from_secs(4)));
     assert_eq!(tgi.engine, EngineHint::Is(Engine::Tgi));
     assert_eq!(tgi.model, "mistral-7b");
+    // A target's own limit overrides the global one; the other falls back to it.
+    assert_eq!(llama.cardinality, c.scrape.cardinality);
+    assert_eq!((tgi.cardinality.max_models, tgi.cardinality.max_series), (2000, 20_000));
     assert_eq!(tgi.url.as_str(), "https://tgi.internal:3000/metrics");
     assert_eq!(tgi.bearer_token_file.as_deref(), Some(std::path::Path::new("/run/secrets/token")));
     let headers: Vec<(&str, &str)> = tgi.headers.iter().map(|(k, v)| (k.as_str(), v.expose())).collect();
@@ -102,6 +107,8 @@ fn defaults() {
     assert_eq!(c.evaluation_interval, c.scrape.interval);
     assert_eq!(c.scrape.body_limit, 16 << 20);
     assert!(c.scrape.gzip);
+    assert_eq!((c.scrape.cardinality.max_models, c.scrape.cardinality.max_series), (1_000, 100_000));
+    assert_eq!(c.targets[0].cardinality, c.scrape.cardinality);
     let windows: Vec<String> = c.windows.iter().map(|w| w.label()).collect();
     assert_eq!(windows, ["1m", "5m", "15m", "1h"]);
     assert_eq!(c.quantiles, [0.5, 0.9, 0.95, 0.99]);

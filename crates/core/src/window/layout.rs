@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::canonical::{CounterKind, FinishReason, GaugeKind, HistogramKind, ShardKey, Snapshot};
+use crate::canonical::{CounterKind, FinishReason, GaugeKind, HistogramKind, ModelSnapshot, ShardKey, Snapshot};
 
 /// Histograms with exported quantiles (docs/metrics.md#latency-promql-exact).
 pub const LATENCY_HISTOGRAMS: &[HistogramKind] =
@@ -66,6 +66,21 @@ pub struct Layout {
     /// The series' `_created` timestamp, when the engine exposes one.
     pub created: Box<[Option<f64>]>,
     pub process_start: Option<f64>,
+}
+
+/// How many series [`Layout::extract`] keeps of one model: what a stored scrape costs,
+/// and what `scrape.max_series` limits, counted without building the layout.
+pub fn stored_series(m: &ModelSnapshot) -> usize {
+    let buckets: usize = STORED_HISTOGRAMS
+        .iter()
+        .flat_map(|k| m.histograms.get(k).into_iter().flatten())
+        .map(|shard| shard.value.buckets.len())
+        .sum();
+    let sum_count: usize = m.histograms.values().map(|shards| 2 * shards.len()).sum();
+    let spec: usize = m.spec_accepted_per_position.values().map(Vec::len).sum();
+    let counters: usize = STORED_COUNTERS.iter().filter_map(|k| m.counters.get(k)).map(Vec::len).sum();
+    let gauges: usize = STORED_GAUGES.iter().filter_map(|k| m.gauges.get(k)).map(Vec::len).sum();
+    buckets + sum_count + spec + counters + gauges
 }
 
 impl Layout {

@@ -25,7 +25,9 @@ use std::time::Duration;
 use crate::canonical::{Engine, Snapshot};
 
 pub use column::Column;
-pub use layout::{LATENCY_HISTOGRAMS, Layout, Quantity, STORED_COUNTERS, STORED_GAUGES, STORED_HISTOGRAMS, SeriesKey};
+pub use layout::{
+    LATENCY_HISTOGRAMS, Layout, Quantity, STORED_COUNTERS, STORED_GAUGES, STORED_HISTOGRAMS, SeriesKey, stored_series,
+};
 
 /// Hard cap on stored scrapes per target (e.g. 1 h at 100 ms). Beyond it the oldest go
 /// first, so a very long window at a very short interval loses its oldest part rather

@@ -41,6 +41,8 @@ pub struct RawScrape {
     pub timeout: Option<S<String>>,
     pub body_limit: Option<S<Scalar>>,
     pub gzip: Option<bool>,
+    pub max_models: Option<S<u64>>,
+    pub max_series: Option<S<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -54,6 +56,8 @@ pub struct RawTarget {
     pub headers: Option<BTreeMap<String, S<String>>>,
     pub interval: Option<S<String>>,
     pub timeout: Option<S<String>>,
+    pub max_models: Option<S<u64>>,
+    pub max_series: Option<S<u64>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -122,6 +122,7 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
         timeout: DEFAULT_SCRAPE_TIMEOUT,
         body_limit: DEFAULT_BODY_LIMIT,
         gzip: true,
+        cardinality: Cardinality::default(),
     };
     let Some(raw) = raw else { return out };
     let interval = raw.interval.as_ref().map(|s| duration(d, s, "scrape.interval", parse_interval));
@@ -157,7 +158,30 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
     if let Some(g) = raw.gzip {
         out.gzip = g;
     }
+    out.cardinality = cardinality(d, raw.max_models.as_ref(), raw.max_series.as_ref(), "scrape.", out.cardinality);
     out
+}
+
+/// `max_models` and `max_series` over `base`; each at least 1 (0 would refuse every scrape).
+fn cardinality(
+    d: &mut Diagnostics,
+    max_models: Option<&S<u64>>,
+    max_series: Option<&S<u64>>,
+    prefix: &str,
+    base: Cardinality,
+) -> Cardinality {
+    let mut limit = |s: Option<&S<u64>>, key: &str, default: usize| match s {
+        None => default,
+        Some(s) if s.value == 0 => {
+            d.error(pos(s), format!("{prefix}{key} is 0, which would refuse every scrape; give a limit of at least 1"));
+            default
+        }
+        Some(s) => usize::try_from(s.value).unwrap_or(usize::MAX),
+    };
+    Cardinality {
+        max_models: limit(max_models, "max_models", base.max_models),
+        max_series: limit(max_series, "max_series", base.max_series),
+    }
 }
 
 fn targets_section(d: &mut Diagnostics, raw: Option<&S<Vec<RawTarget>>>, scrape: &ScrapeConfig) -> Vec<Target> {
@@ -251,7 +275,8 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
             ),
         );
     }
-    Some(Target { name, url: url?, engine: engine?, model, bearer_token_file, headers, interval, timeout })
+    let cardinality = cardinality(d, t.max_models.as_ref(), t.max_series.as_ref(), "", scrape.cardinality);
+    Some(Target { name, url: url?, engine: engine?, model, bearer_token_file, headers, interval, timeout, cardinality })
 }
 
 fn windows_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<String>>>>, targets: &[Target]) -> Vec<Window> {

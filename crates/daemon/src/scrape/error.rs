@@ -22,6 +22,8 @@ impl ScrapeError {
         "too_many_samples",
         "label_limit",
         "adapt_error",
+        "too_many_models",
+        "too_many_series",
         "internal",
     ];
 
