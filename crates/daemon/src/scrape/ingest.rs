@@ -1,6 +1,6 @@
 //! A scrape body → a canonical snapshot. Pure: no I/O, no clock.
 
-use crate::adapt::{EngineHint, adapt};
+use crate::adapt::{AdaptError, EngineHint, adapt_bounded};
 use crate::canonical::Snapshot;
 use crate::config::Cardinality;
 use crate::parse::{Limits, parse};
@@ -19,27 +19,34 @@ pub fn ingest(
 ) -> Result<Snapshot, ScrapeError> {
     let exposition =
         parse(body, limits).map_err(|e| ScrapeError::new(e.reason(), format!("cannot parse the exposition: {e}")))?;
-    let snapshot = adapt(&exposition, hint, default_model)
-        .map_err(|e| ScrapeError::new("adapt_error", format!("no usable engine metrics: {e}")))?;
+    let snapshot = adapt_bounded(&exposition, hint, default_model, cardinality.max_models).map_err(|e| match e {
+        AdaptError::TooManyModels { found, limit } => too_many_models(found, limit),
+        AdaptError::NoEngineMetrics(_) => ScrapeError::new("adapt_error", format!("no usable engine metrics: {e}")),
+    })?;
     check_cardinality(&snapshot, cardinality)?;
     Ok(snapshot)
 }
 
+fn too_many_models(found: usize, limit: usize) -> ScrapeError {
+    ScrapeError::new(
+        "too_many_models",
+        format!(
+            "the scrape holds {found} models, more than max_models ({limit}); if the engine really serves that \
+             many, raise scrape.max_models or the target's max_models, else fix the label that varies \
+             (docs/limits.md)"
+        ),
+    )
+}
+
 /// Like Prometheus's `sample_limit`: a scrape over a limit is a failed scrape, and nothing
 /// of it is stored. A label gone wrong (a request id as `model_name`) must not make the
-/// daemon evaluate and export thousands of "models" (issue 12).
+/// daemon evaluate and export thousands of "models" (issue 12). Most such scrapes are
+/// refused while adapting, before their models are built; this catches the rest (series
+/// without a model label attached to a default model).
 fn check_cardinality(snapshot: &Snapshot, c: Cardinality) -> Result<(), ScrapeError> {
     let models = snapshot.models.len();
     if models > c.max_models {
-        return Err(ScrapeError::new(
-            "too_many_models",
-            format!(
-                "the scrape holds {models} models, more than max_models ({}); if the engine really serves that \
-                 many, raise scrape.max_models or the target's max_models, else fix the label that varies \
-                 (docs/limits.md)",
-                c.max_models
-            ),
-        ));
+        return Err(too_many_models(models, c.max_models));
     }
     let mut series = 0usize;
     for m in snapshot.models.values() {
