@@ -37,6 +37,10 @@ pub struct AlertingConfig {
     /// Most distinct alerts held per destination while it is unreachable.
     #[serde(default = "default_queue_capacity")]
     pub queue_capacity: usize,
+    /// Share of each window a rule reads that must be covered by data before the rule may
+    /// fire (docs/alerts.md#after-a-restart); a rule's own `min_coverage` overrides it.
+    #[serde(default = "default_min_window_coverage")]
+    pub min_window_coverage: f64,
     #[serde(default)]
     pub rules: RulesConfig,
 }
@@ -51,6 +55,7 @@ impl Default for AlertingConfig {
             runbook_base_url: None,
             webhook: None,
             queue_capacity: default_queue_capacity(),
+            min_window_coverage: default_min_window_coverage(),
             rules: RulesConfig::default(),
         }
     }
@@ -70,6 +75,12 @@ fn default_timeout() -> Duration {
 }
 fn default_queue_capacity() -> usize {
     1024
+}
+/// A "6h" burn rate then spans at least 5h24m of data: the SRE workbook's factors keep
+/// their meaning within 10%, and a fresh daemon says nothing it cannot back.
+pub const DEFAULT_MIN_WINDOW_COVERAGE: f64 = 0.9;
+fn default_min_window_coverage() -> f64 {
+    DEFAULT_MIN_WINDOW_COVERAGE
 }
 
 /// `alerting.rules`: one optional override per alert.
@@ -128,6 +139,7 @@ pub struct WindowedRule {
     pub threshold: Option<f64>,
     #[serde(default, deserialize_with = "de_opt_window")]
     pub window: Option<Window>,
+    pub min_coverage: Option<f64>,
 }
 
 /// p99 against the SLO's own threshold.
@@ -140,6 +152,7 @@ pub struct LatencyRule {
     pub severity: Option<Severity>,
     #[serde(default, deserialize_with = "de_opt_window")]
     pub window: Option<Window>,
+    pub min_coverage: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -155,6 +168,7 @@ pub struct DivergenceRule {
     pub window: Option<Window>,
     /// Output tokens/s that must be exceeded, so idle engines stay quiet.
     pub throughput_floor: Option<f64>,
+    pub min_coverage: Option<f64>,
 }
 
 /// A multi-window, multi-burn-rate pair.
@@ -172,6 +186,8 @@ pub struct BurnRule {
     pub short_window: Option<Window>,
     /// Requests that must have finished in *each* window before the rule may fire.
     pub min_requests: Option<f64>,
+    /// Coverage each of the two windows needs; defaults to `alerting.min_window_coverage`.
+    pub min_coverage: Option<f64>,
 }
 
 fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
@@ -196,19 +212,32 @@ fn win(secs: u64) -> Window {
     Window::new(Duration::from_secs(secs)).unwrap_or_else(|| unreachable!("non-zero constant"))
 }
 
-/// Fills a rule's common knobs from the override or the rule's defaults.
-fn rule(
-    name: AlertName,
+/// A rule's knobs that every kind has, as the user wrote them.
+struct Common {
     enabled: Option<bool>,
     for_: Option<Duration>,
-    sev: Option<Severity>,
-    kind: RuleKind,
-) -> Option<Rule> {
-    if enabled == Some(false) {
-        return None;
+    severity: Option<Severity>,
+    min_coverage: Option<f64>,
+}
+
+impl AlertingConfig {
+    /// Fills a rule's common knobs from the override or the defaults. Rules that read no
+    /// window need no coverage.
+    fn rule(&self, name: AlertName, c: Common, kind: RuleKind) -> Option<Rule> {
+        if c.enabled == Some(false) {
+            return None;
+        }
+        let (default_for, default_sev) = name.defaults();
+        let min_coverage =
+            if kind.windows().is_empty() { 0.0 } else { c.min_coverage.unwrap_or(self.min_window_coverage) };
+        Some(Rule {
+            name,
+            for_: c.for_.unwrap_or(default_for),
+            severity: c.severity.unwrap_or(default_sev),
+            kind,
+            min_coverage,
+        })
     }
-    let (default_for, default_sev) = name.defaults();
-    Some(Rule { name, for_: for_.unwrap_or(default_for), severity: sev.unwrap_or(default_sev), kind })
 }
 
 impl AlertName {
@@ -237,19 +266,15 @@ impl AlertingConfig {
         let r = &self.rules;
         let mut rules = Vec::new();
         let k = &r.kv_cache_saturated;
-        rules.extend(rule(
+        rules.extend(self.rule(
             AlertName::KvCacheSaturated,
-            k.enabled,
-            k.for_,
-            k.severity,
+            Common { enabled: k.enabled, for_: k.for_, severity: k.severity, min_coverage: None },
             RuleKind::KvCacheSaturated { threshold: k.threshold.unwrap_or(0.90) },
         ));
         let g = &r.goodput_divergence;
-        rules.extend(rule(
+        rules.extend(self.rule(
             AlertName::GoodputDivergence,
-            g.enabled,
-            g.for_,
-            g.severity,
+            Common { enabled: g.enabled, for_: g.for_, severity: g.severity, min_coverage: g.min_coverage },
             RuleKind::GoodputDivergence {
                 threshold: g.threshold.unwrap_or(0.90),
                 window: g.window.unwrap_or(win(300)),
@@ -260,11 +285,9 @@ impl AlertingConfig {
             (AlertName::TtftAboveSlo, &r.ttft_above_slo, LatencyClause::Ttft),
             (AlertName::TpotAboveSlo, &r.tpot_above_slo, LatencyClause::Tpot),
         ] {
-            rules.extend(rule(
+            rules.extend(self.rule(
                 name,
-                l.enabled,
-                l.for_,
-                l.severity,
+                Common { enabled: l.enabled, for_: l.for_, severity: l.severity, min_coverage: l.min_coverage },
                 RuleKind::LatencyAboveSlo { clause, window: l.window.unwrap_or(win(300)) },
             ));
         }
@@ -272,11 +295,9 @@ impl AlertingConfig {
             (AlertName::ErrorBudgetBurnFast, &r.burn_fast, (14.4, 3600, 300)),
             (AlertName::ErrorBudgetBurnSlow, &r.burn_slow, (6.0, 6 * 3600, 1800)),
         ] {
-            rules.extend(rule(
+            rules.extend(self.rule(
                 name,
-                b.enabled,
-                b.for_,
-                b.severity,
+                Common { enabled: b.enabled, for_: b.for_, severity: b.severity, min_coverage: b.min_coverage },
                 RuleKind::ErrorBudgetBurn {
                     factor: b.factor.unwrap_or(factor),
                     long_window: b.long_window.unwrap_or(win(long)),
@@ -286,24 +307,24 @@ impl AlertingConfig {
             ));
         }
         let t = &r.target_down;
-        rules.extend(rule(AlertName::TargetDown, t.enabled, t.for_, t.severity, RuleKind::TargetDown));
+        rules.extend(self.rule(
+            AlertName::TargetDown,
+            Common { enabled: t.enabled, for_: t.for_, severity: t.severity, min_coverage: None },
+            RuleKind::TargetDown,
+        ));
         let p = &r.preemptions;
-        rules.extend(rule(
+        rules.extend(self.rule(
             AlertName::PreemptionsSustained,
-            p.enabled,
-            p.for_,
-            p.severity,
+            Common { enabled: p.enabled, for_: p.for_, severity: p.severity, min_coverage: p.min_coverage },
             RuleKind::PreemptionsSustained {
                 per_second: p.threshold.unwrap_or(0.1),
                 window: p.window.unwrap_or(win(300)),
             },
         ));
         let q = &r.queue_growing;
-        rules.extend(rule(
+        rules.extend(self.rule(
             AlertName::QueueGrowing,
-            q.enabled,
-            q.for_,
-            q.severity,
+            Common { enabled: q.enabled, for_: q.for_, severity: q.severity, min_coverage: q.min_coverage },
             RuleKind::QueueGrowing { min_waiting: q.threshold.unwrap_or(10.0), window: q.window.unwrap_or(win(300)) },
         ));
         RuleSet { rules }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::input::{AlertInput, Clause, SloSpec};
 use crate::duration::Window;
+use crate::report::RuleReadiness;
 
 /// Every alert this daemon raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -125,6 +126,39 @@ pub struct Rule {
     pub for_: Duration,
     pub severity: Severity,
     pub kind: RuleKind,
+    /// Share of each window it reads that must be covered by data before the rule may
+    /// judge a target and model (docs/alerts.md#after-a-restart).
+    pub min_coverage: f64,
+}
+
+impl RuleKind {
+    /// The windows the rule reads; none for the rules on the last scrape or scrape health.
+    pub fn windows(&self) -> Vec<Window> {
+        match *self {
+            RuleKind::GoodputDivergence { window, .. }
+            | RuleKind::LatencyAboveSlo { window, .. }
+            | RuleKind::PreemptionsSustained { window, .. }
+            | RuleKind::QueueGrowing { window, .. } => vec![window],
+            RuleKind::ErrorBudgetBurn { long_window, short_window, .. } => vec![long_window, short_window],
+            RuleKind::KvCacheSaturated { .. } | RuleKind::TargetDown => Vec::new(),
+        }
+    }
+}
+
+impl Rule {
+    /// How long a fresh daemon scrapes before this rule may judge anything: until its
+    /// longest window is covered to `min_coverage`. Zero for rules that read no window.
+    pub fn warmup(&self) -> Duration {
+        let longest = self.kind.windows().iter().map(|w| w.millis()).max().unwrap_or_default();
+        // Whole milliseconds, so that 90% of 6h prints as 5h24m, not 5h23m59s999ms.
+        Duration::from_millis((longest as f64 * self.min_coverage.clamp(0.0, 1.0)).round() as u64)
+    }
+
+    /// Whether every window the rule reads is covered enough in `input`. A rule that reads
+    /// no window is always ready.
+    pub fn ready_for(&self, input: &AlertInput) -> bool {
+        self.kind.windows().iter().all(|&w| input.window(w).is_some_and(|x| x.coverage >= self.min_coverage))
+    }
 }
 
 /// The enabled rules.
@@ -214,7 +248,36 @@ fn secs(x: f64) -> String {
     if x < 1.0 { format!("{:.0}ms", x * 1000.0) } else { format!("{x:.3}s") }
 }
 
-/// Every condition that holds for these inputs. Missing or NaN measurements never fire.
+/// Per enabled rule, target and model that is up, and window the rule reads: how much of
+/// the window is covered and whether that is enough for the rule to judge it.
+pub fn readiness(rules: &RuleSet, inputs: &[AlertInput]) -> Vec<RuleReadiness> {
+    let mut out = Vec::new();
+    for input in inputs.iter().filter(|i| i.up) {
+        for rule in &rules.rules {
+            let mut windows = rule.kind.windows();
+            windows.dedup();
+            for w in windows {
+                let coverage = input.window(w).map_or(0.0, |x| x.coverage);
+                let ready = coverage >= rule.min_coverage;
+                let missing = if ready { 0.0 } else { (rule.min_coverage - coverage) * w.duration().as_secs_f64() };
+                out.push(RuleReadiness {
+                    alertname: rule.name.as_str(),
+                    target: input.target.clone(),
+                    model: input.model.clone(),
+                    window: w,
+                    coverage,
+                    min_coverage: rule.min_coverage,
+                    ready,
+                    ready_in_seconds: missing.max(0.0),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Every condition that holds for these inputs. Missing or NaN measurements never fire, and
+/// neither does a rule whose windows are not yet covered enough ([`Rule::ready_for`]).
 pub fn conditions(
     rules: &RuleSet,
     slos: &[SloSpec],
@@ -223,7 +286,7 @@ pub fn conditions(
 ) -> Vec<Condition> {
     let mut out = Vec::new();
     for input in inputs {
-        for rule in &rules.rules {
+        for rule in rules.rules.iter().filter(|r| r.ready_for(input)) {
             let cx = Ctx { rule, input, runbook_base_url };
             eval_rule(&cx, slos, &mut out);
         }

@@ -3,6 +3,11 @@
 //! SLO alerts read the fleet-wide recorded series and carry `target="fleet"`; alerts about
 //! one pod (KV cache, down, preemptions, queue) keep that pod's labels and copy `instance`
 //! to `target`.
+//!
+//! The SLO alerts also wait until their windows are covered by data, as the daemon's do
+//! (docs/alerts.md#after-a-restart). The per-pod preemption and queue alerts do not: their
+//! default `for` (10m) is longer than their window (5m), so they cannot fire before it is
+//! full anyway.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +15,7 @@ use super::expr::{KV_USAGE, Metrics, PREEMPTIONS, WAITING, num, to_model, to_tar
 use super::recording::latency_family;
 use super::{PromRule, RulesSpec};
 use crate::alert::rule::{LatencyClause, Rule, RuleKind, effective_factor, runbook_url};
-use crate::duration::format_duration;
+use crate::duration::{Window, format_duration};
 
 /// Labels the recorded series carry that an alert should not.
 const DROP: &str = "max without (window, clause, bound, quantile, direction)";
@@ -54,6 +59,18 @@ impl Builder<'_> {
     }
 }
 
+/// ` and on (model) llm_slo:window_coverage_ratio{window="w"} >= min` for each window, so a
+/// fleet rule waits for data as the daemon's does; nothing when the rule needs no coverage.
+fn covered(rule: &Rule, windows: &[Window]) -> String {
+    if rule.min_coverage <= 0.0 {
+        return String::new();
+    }
+    windows
+        .iter()
+        .map(|w| format!(" and on (model) llm_slo:window_coverage_ratio{{window=\"{w}\"}} >= {}", num(rule.min_coverage)))
+        .collect()
+}
+
 /// `>` normally; `>=` at a factor clamped to the highest possible burn.
 fn burn_op(factor: f64, objective: f64) -> (String, &'static str) {
     let (f, clamped) = effective_factor(factor, objective);
@@ -78,10 +95,11 @@ pub fn rules(spec: &RulesSpec, m: &Metrics) -> Vec<PromRule> {
             RuleKind::GoodputDivergence { threshold, window, throughput_floor } => {
                 for s in &spec.slos {
                     let expr = format!(
-                        "{DROP} (llm_slo:attainment_ratio{{slo=\"{}\", clause=\"joint\", bound=\"estimate\", window=\"{window}\"}} < {} and on (model) llm_slo:tokens_per_second{{direction=\"output\", window=\"{window}\"}} > {})",
+                        "{DROP} (llm_slo:attainment_ratio{{slo=\"{}\", clause=\"joint\", bound=\"estimate\", window=\"{window}\"}} < {} and on (model) llm_slo:tokens_per_second{{direction=\"output\", window=\"{window}\"}} > {}{})",
                         s.name,
                         num(*threshold),
-                        num(*throughput_floor)
+                        num(*throughput_floor),
+                        covered(rule, &[*window])
                     );
                     b.alert(
                         rule,
@@ -106,9 +124,10 @@ pub fn rules(spec: &RulesSpec, m: &Metrics) -> Vec<PromRule> {
                     };
                     let Some(limit) = limit else { continue };
                     let expr = format!(
-                        "{DROP} ({}{{quantile=\"0.99\", window=\"{window}\"}} > {})",
+                        "{DROP} ({}{{quantile=\"0.99\", window=\"{window}\"}} > {}{})",
                         latency_family(*clause),
-                        num(limit)
+                        num(limit),
+                        covered(rule, &[*window])
                     );
                     b.alert(
                         rule,
@@ -132,11 +151,12 @@ pub fn rules(spec: &RulesSpec, m: &Metrics) -> Vec<PromRule> {
                         |w| format!("llm_slo:error_budget_burn_rate{{slo=\"{}\", window=\"{w}\"}} {op} {f}", s.name);
                     let enough = |w| format!("llm_slo:requests_finished{{window=\"{w}\"}} >= {}", num(*min_requests));
                     let expr = format!(
-                        "{DROP} ({} and on (model) {} and on (model) {} and on (model) {})",
+                        "{DROP} ({} and on (model) {} and on (model) {} and on (model) {}{})",
                         burn(short_window),
                         burn(long_window),
                         enough(short_window),
-                        enough(long_window)
+                        enough(long_window),
+                        covered(rule, &[*long_window, *short_window])
                     );
                     b.alert(
                         rule,
