@@ -181,7 +181,9 @@ impl HeldRules {
             .filter(|r| !r.ready)
             .map(|r| (r.alertname, r.target.clone(), r.model.clone()))
             .collect();
-        let judged = |k: &(&str, String, String)| report.alert_readiness.iter().any(|r| (r.alertname, &r.target, &r.model) == (k.0, &k.1, &k.2));
+        let judged = |k: &(&str, String, String)| {
+            report.alert_readiness.iter().any(|r| (r.alertname, &r.target, &r.model) == (k.0, &k.1, &k.2))
+        };
         for k in self.0.difference(&now).filter(|k| judged(k)) {
             tracing::info!(alertname = k.0, target_name = %k.1, model = %k.2, "alert rule armed: its windows are covered by data");
         }

@@ -67,7 +67,9 @@ fn covered(rule: &Rule, windows: &[Window]) -> String {
     }
     windows
         .iter()
-        .map(|w| format!(" and on (model) llm_slo:window_coverage_ratio{{window=\"{w}\"}} >= {}", num(rule.min_coverage)))
+        .map(|w| {
+            format!(" and on (model) llm_slo:window_coverage_ratio{{window=\"{w}\"}} >= {}", num(rule.min_coverage))
+        })
         .collect()
 }
 

@@ -50,7 +50,11 @@ impl Metrics {
             "min_over_time(min by (model) ({})[{w}:{step_ms}ms])",
             to_model(&format!("timestamp({})", self.series(FINISHED, "")))
         );
-        format!("clamp_max((time() - {oldest} + {}) / {}, 1)", num(step_ms as f64 / 1000.0), num(w.millis() as f64 / 1000.0))
+        format!(
+            "clamp_max((time() - {oldest} + {}) / {}, 1)",
+            num(step_ms as f64 / 1000.0),
+            num(w.millis() as f64 / 1000.0)
+        )
     }
 
     /// `sum by (by) (gauge{…})` with `model_name` copied to `model`.
