@@ -47,8 +47,9 @@ impl Metrics {
     pub fn coverage(&self, w: Window) -> String {
         let step_ms = (w.millis() / 100).max(1);
         let oldest = format!(
-            "min_over_time(min by (model) ({})[{w}:{step_ms}ms])",
-            to_model(&format!("timestamp({})", self.series(FINISHED, "")))
+            "min_over_time(min by (model) ({})[{w}:{}])",
+            to_model(&format!("timestamp({})", self.series(FINISHED, ""))),
+            crate::duration::format_duration(std::time::Duration::from_millis(step_ms as u64))
         );
         format!(
             "clamp_max((time() - {oldest} + {}) / {}, 1)",
