@@ -18,6 +18,9 @@ pub struct Report {
     pub targets: Vec<TargetReport>,
     /// Pending and firing alerts after this evaluation.
     pub alerts: Vec<AlertJson>,
+    /// Per alert rule, target, model and window it reads: whether the window is covered
+    /// enough for the rule to judge it yet (docs/alerts.md#after-a-restart).
+    pub alert_readiness: Vec<RuleReadiness>,
     /// The GPUs of this engine (NVML and/or dcgm-exporter), latest readings.
     pub gpus: Vec<crate::gpu::reading::GpuReading>,
 }
@@ -53,6 +56,10 @@ pub struct ModelReport {
 pub struct WindowReport {
     #[serde(serialize_with = "serialize_window")]
     pub window: Window,
+    /// Share of the window covered by this model's data, in [0, 1]: below 1 until the
+    /// daemon has scraped for a whole window (docs/metrics.md#window-coverage). Alert rules
+    /// reading the window wait until it reaches `alerting.min_window_coverage`.
+    pub coverage: f64,
     /// PromQL-exact quantiles of every latency histogram the engine has.
     pub latency: Vec<LatencyQuantile>,
     /// `rate(prompt_tokens[w])`, summed over shards.
@@ -137,6 +144,7 @@ impl WindowReport {
     pub fn empty(window: Window) -> WindowReport {
         WindowReport {
             window,
+            coverage: 0.0,
             latency: Vec::new(),
             input_tokens_per_second: None,
             output_tokens_per_second: None,
@@ -247,6 +255,23 @@ pub struct SloValues {
     /// Requests finished in the window (raw increase), and how many of them failed.
     pub requests: f64,
     pub failed: f64,
+}
+
+/// Whether one alert rule may judge one target and model yet, for one window it reads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleReadiness {
+    pub alertname: &'static str,
+    pub target: String,
+    pub model: String,
+    #[serde(serialize_with = "serialize_window")]
+    pub window: Window,
+    /// Share of the window covered by data.
+    pub coverage: f64,
+    /// Share the rule needs (`alerting.min_window_coverage` or the rule's `min_coverage`).
+    pub min_coverage: f64,
+    pub ready: bool,
+    /// Seconds of further scraping until `min_coverage` is reached; 0 once ready.
+    pub ready_in_seconds: f64,
 }
 
 /// One pending or firing alert, shaped like an entry of Prometheus's `/api/v1/alerts`.

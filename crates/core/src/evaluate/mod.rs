@@ -136,6 +136,7 @@ fn window_report(
         .collect();
     WindowReport {
         window,
+        coverage: view.span(model).map_or(0.0, |s| s.coverage(now_ms, range_ms)),
         latency,
         input_tokens_per_second: counter_rate(CounterKind::PromptTokens),
         output_tokens_per_second,

@@ -20,6 +20,38 @@ pub struct RangeView {
     /// shards present at that scrape: KV-cache usage is their mean (each data-parallel
     /// rank owns its own pool), the others (requests, capacity) their sum.
     pub gauges: BTreeMap<(Arc<str>, GaugeKind), Vec<f64>>,
+    /// Per model, the scrapes in the range that carried any of its series.
+    pub spans: Vec<(Arc<str>, Span)>,
+}
+
+/// Where a model's data inside a range begins and ends (docs/metrics.md#window-coverage).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// The oldest and newest scrape in the range that carried the model, Unix ms.
+    pub first_ms: i64,
+    pub last_ms: i64,
+    /// How many scrapes in the range carried it.
+    pub scrapes: usize,
+}
+
+impl Span {
+    /// The share of the range (now − range, now] that the data covers, in [0, 1]: the time
+    /// since the oldest scrape, plus one mean spacing between scrapes (the oldest scrape
+    /// stands for the interval before it, as Prometheus's `rate` extrapolation assumes), over
+    /// the range. A full window reads 1 whatever the scrape phase; a daemon that started 3
+    /// minutes ago reads about 0.05 on a 1h window.
+    ///
+    /// Gaps inside the span (a target that was down for a while) do not lower it: counters
+    /// carry what happened during a gap across it, so the window's rates and ratios still
+    /// describe the whole span (docs/metrics.md#window-coverage).
+    pub fn coverage(&self, now_ms: i64, range_ms: i64) -> f64 {
+        if range_ms <= 0 {
+            return 1.0;
+        }
+        let spacing =
+            if self.scrapes >= 2 { (self.last_ms - self.first_ms) as f64 / (self.scrapes - 1) as f64 } else { 0.0 };
+        (((now_ms - self.first_ms) as f64 + spacing) / range_ms as f64).clamp(0.0, 1.0)
+    }
 }
 
 struct Slot<'a> {
@@ -42,6 +74,9 @@ impl RangeView {
         let mut gauges: BTreeMap<(Arc<str>, GaugeKind), Vec<f64>> = BTreeMap::new();
         let mut map: Vec<usize> = Vec::new();
         let mut current: Option<&Arc<Layout>> = None;
+        let mut spans: Vec<(Arc<str>, Span)> = Vec::new();
+        // Index into `spans` of each model the current layout carries.
+        let mut layout_models: Vec<usize> = Vec::new();
         store.for_each_in_range(now_ms, range_ms, |t_ms, layout, values| {
             if !current.is_some_and(|l| Arc::ptr_eq(l, layout)) {
                 // Column → slot, resolved once per run of points sharing a layout.
@@ -54,7 +89,25 @@ impl RangeView {
                     });
                     map.push(slot);
                 }
+                layout_models.clear();
+                for key in layout.keys.iter() {
+                    let i = match spans.iter().position(|(m, _)| *m == key.model) {
+                        Some(i) => i,
+                        None => {
+                            spans.push((key.model.clone(), Span { first_ms: t_ms, last_ms: t_ms, scrapes: 0 }));
+                            spans.len() - 1
+                        }
+                    };
+                    if !layout_models.contains(&i) {
+                        layout_models.push(i);
+                    }
+                }
                 current = Some(layout);
+            }
+            for &i in &layout_models {
+                let span = &mut spans[i].1;
+                span.last_ms = t_ms;
+                span.scrapes += 1;
             }
             let mut point_gauges: Vec<(&Arc<str>, GaugeKind, f64, usize)> = Vec::new();
             for (col, &v) in values.iter().enumerate() {
@@ -86,7 +139,12 @@ impl RangeView {
             }
         });
         let series = keys.into_iter().zip(slots).filter_map(|(k, s)| s.acc.map(|a| (k.clone(), a))).collect();
-        RangeView { series, gauges }
+        RangeView { series, gauges, spans }
+    }
+
+    /// The span of `model`'s data in the range; `None` when no scrape in it carried the model.
+    pub fn span(&self, model: &str) -> Option<Span> {
+        self.spans.iter().find(|(m, _)| &**m == model).map(|(_, s)| *s)
     }
 
     /// Every model with any series or KV sample in the range.

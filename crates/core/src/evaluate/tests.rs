@@ -274,3 +274,38 @@ fn evaluating_a_full_hour_reads_every_point_once_per_window() {
     // 4 latency histograms × 4 quantiles in every window.
     assert!(r[0].windows.iter().all(|w| w.latency.len() == 16));
 }
+
+#[test]
+fn coverage_is_time_since_the_oldest_scrape_plus_one_spacing() {
+    // Scrapes every 10 s from t = 5 s: the daemon started at 5 s.
+    let mut w = TargetWindows::new(Duration::from_secs(3600));
+    for i in 0..=40 {
+        w.push(5_000 + i * 10_000, snap(&[shard(0, i as f64)], 1.0));
+    }
+    let cov = |now_ms: i64, secs: u64| evaluate_target(&w, now_ms, &cfg(secs))[0].windows[0].coverage;
+    // At 185 s on a 1h window: (185 − 5 + 10) / 3600.
+    assert!(close(cov(185_000, 3600), 190.0 / 3600.0), "{}", cov(185_000, 3600));
+    // A 60 s window holding 6 scrapes (125…175 s, or 135…185 s) is full whatever the phase.
+    assert_eq!(cov(185_000, 60), 1.0);
+    assert_eq!(cov(180_000, 60), 1.0);
+    // A 5m window, 4 minutes after start: (245 − 5 + 10) / 300.
+    assert!(close(cov(245_000, 300), 250.0 / 300.0));
+    // A gap (the target was down from 105 s to 345 s) does not lower it: counters carry
+    // what happened in between.
+    let mut gap = TargetWindows::new(Duration::from_secs(3600));
+    for i in (0..=40).filter(|i| !(11..=33).contains(i)) {
+        gap.push(5_000 + i * 10_000, snap(&[shard(0, i as f64)], 1.0));
+    }
+    let r = evaluate_target(&gap, 405_000, &cfg(3600));
+    // The 1h window reaches back to the first scrape at 5 s: 18 scrapes over 400 s, so
+    // the mean spacing is 400/17 s.
+    assert!(close(r[0].windows[0].coverage, (400.0 + 400.0 / 17.0) / 3600.0), "{}", r[0].windows[0].coverage);
+    // The 5m window (105, 405] begins inside the gap: its data starts at 345 s, as after a
+    // fresh start.
+    let r = evaluate_target(&gap, 405_000, &cfg(300));
+    assert!(close(r[0].windows[0].coverage, 70.0 / 300.0), "{}", r[0].windows[0].coverage);
+    // An empty window and a single scrape.
+    let mut one = TargetWindows::new(Duration::from_secs(60));
+    one.push(10_000, snap(&[shard(0, 0.0)], 1.0));
+    assert!(close(evaluate_target(&one, 16_000, &cfg(60))[0].windows[0].coverage, 0.1));
+}

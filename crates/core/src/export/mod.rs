@@ -48,6 +48,7 @@ pub const SPEC_ACCEPTED_LENGTH: &str = "llm_slo_spec_decode_mean_accepted_length
 pub const SPEC_POSITION: &str = "llm_slo_spec_decode_position_acceptance_ratio";
 pub const SPEC_SPEEDUP: &str = "llm_slo_spec_decode_speedup_estimate";
 pub const PREFIX_HIT: &str = "llm_slo_prefix_cache_hit_ratio";
+pub const WINDOW_COVERAGE: &str = "llm_slo_window_coverage_ratio";
 pub const TARGET_UP: &str = "llm_slo_target_up";
 pub const SCRAPE_DURATION: &str = "llm_slo_scrape_duration_seconds";
 pub const SCRAPE_ERRORS: &str = "llm_slo_scrape_errors_total";
@@ -118,6 +119,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "gauge",
     ),
     (PREFIX_HIT, "Prefix-cache hits / queries over the window.", "gauge"),
+    (
+        WINDOW_COVERAGE,
+        "Share of the window covered by scrape data (0-1): time since the model's oldest scrape in the window plus one scrape spacing, over the window. Below 1 until the daemon has scraped for a whole window.",
+        "gauge",
+    ),
     (TARGET_UP, "1 when the last scrape of the target succeeded.", "gauge"),
     (SCRAPE_DURATION, "Duration of the last scrape of the target.", "gauge"),
     (SCRAPE_ERRORS, "Failed scrapes of the target since start, by reason.", "counter"),
@@ -127,6 +133,9 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
 pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
     if name == alerts::ALERT_FAMILY {
         return Some((alerts::ALERT_HELP, "gauge"));
+    }
+    if name == alerts::READY_FAMILY {
+        return Some((alerts::READY_HELP, "gauge"));
     }
     FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)).or_else(|| gpu::family_meta(name))
 }
@@ -178,6 +187,7 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
     }
     let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();
     out.extend(alerts::samples_of(&report.alerts));
+    out.extend(alerts::readiness_samples(&report.alert_readiness));
     out.extend(gpu::gpu_samples(&report.gpus, None));
     for t in &report.targets {
         for m in &t.models {
@@ -237,6 +247,7 @@ fn window_samples(
     }
     slo_samples(&with, w, emit);
     other_samples(&with, w, emit);
+    emit(WINDOW_COVERAGE, with(&[]), w.coverage);
 }
 
 fn slo_samples(

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::duration::Window;
-use crate::report::{Health, KvReport, LatencyQuantile, ModelReport, TargetReport};
+use crate::report::{Health, KvReport, LatencyQuantile, ModelReport, RuleReadiness, TargetReport};
 
 fn report() -> Report {
     let w = Window::new(Duration::from_secs(300)).unwrap();
@@ -35,9 +35,20 @@ fn report() -> Report {
                     output_tokens_per_second: None,
                     requests_per_second: Some(0.5),
                     kv_cache: Some(KvReport { last: 0.8, mean: 0.82, max: 0.88, band: KvBand::Target, band_time }),
+                    coverage: 0.65,
                     ..WindowReport::empty(w)
                 }],
             }],
+        }],
+        alert_readiness: vec![RuleReadiness {
+            alertname: "LLMGoodputDivergence",
+            target: "a".into(),
+            model: "m".into(),
+            window: w,
+            coverage: 0.65,
+            min_coverage: 0.9,
+            ready: false,
+            ready_in_seconds: 75.0,
         }],
         ..Report::default()
     }
@@ -63,6 +74,17 @@ fn every_value_lands_under_its_family_and_labels() {
     assert_eq!(find(&s, TARGET_UP, &[("target", "a")]).unwrap().value, 0.0);
     assert_eq!(find(&s, SCRAPE_DURATION, &[]).unwrap().value, 0.25);
     assert_eq!(find(&s, SCRAPE_ERRORS, &[("reason", "timeout")]).unwrap().value, 3.0);
+    let cov = find(&s, WINDOW_COVERAGE, &[]).unwrap();
+    assert_eq!(cov.value, 0.65);
+    assert_eq!(cov.labels.iter().map(|l| l.0).collect::<Vec<_>>(), ["target", "model", "window"]);
+    let ready = find(&s, alerts::READY_FAMILY, &[("alertname", "LLMGoodputDivergence")]).unwrap();
+    assert_eq!(ready.value, 0.0);
+    assert_eq!(
+        ready.labels,
+        [("alertname", "LLMGoodputDivergence"), ("target", "a"), ("model", "m"), ("window", "5m")]
+            .map(|(k, v)| (k, v.to_string()))
+    );
+    assert_eq!(family_meta(alerts::READY_FAMILY).unwrap().1, "gauge");
 }
 
 #[test]
@@ -79,8 +101,11 @@ fn nan_and_infinite_values_are_absent() {
 #[test]
 fn families_come_out_grouped_in_a_stable_order_with_meta() {
     let s = samples(&report());
-    let order: Vec<usize> = s.iter().map(|x| FAMILIES.iter().position(|f| f.0 == x.name).unwrap()).collect();
+    // The window families in table order; the alert families (not in the table) after them.
+    let order: Vec<usize> =
+        s.iter().map(|x| FAMILIES.iter().position(|f| f.0 == x.name).unwrap_or(FAMILIES.len())).collect();
     assert!(order.windows(2).all(|p| p[0] <= p[1]), "{order:?}");
+    assert!(s.iter().all(|x| family_meta(x.name).is_some()));
     for (name, _, _) in FAMILIES {
         assert!(family_meta(name).is_some());
     }

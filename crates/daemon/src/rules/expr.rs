@@ -39,6 +39,25 @@ impl Metrics {
         format!("sum by ({by}) ({})", to_model(&format!("{f}({}[{w}])", self.series(name, extra))))
     }
 
+    /// Share of window `w` covered by the model's data, like the daemon's
+    /// `llm_slo_window_coverage_ratio` (docs/metrics.md#window-coverage): the time since
+    /// the oldest sample of its finished-requests counter in the window, found by a
+    /// subquery at a resolution of w/100, plus that resolution, over the window, capped
+    /// at 1. Pods that came and went count: the model's history is what is covered.
+    pub fn coverage(&self, w: Window) -> String {
+        let step_ms = (w.millis() / 100).max(1);
+        let oldest = format!(
+            "min_over_time(min by (model) ({})[{w}:{}])",
+            to_model(&format!("timestamp({})", self.series(FINISHED, ""))),
+            crate::duration::format_duration(std::time::Duration::from_millis(step_ms as u64))
+        );
+        format!(
+            "clamp_max((time() - {oldest} + {}) / {}, 1)",
+            num(step_ms as f64 / 1000.0),
+            num(w.millis() as f64 / 1000.0)
+        )
+    }
+
     /// `sum by (by) (gauge{…})` with `model_name` copied to `model`.
     pub fn sum_gauge_by(&self, by: &str, name: &str) -> String {
         format!("sum by ({by}) ({})", to_model(&self.series(name, "")))

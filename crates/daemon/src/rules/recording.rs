@@ -3,6 +3,8 @@
 //! Names mirror the daemon's families with a `:` (`llm_slo_attainment_ratio` →
 //! `llm_slo:attainment_ratio`) and carry the same `window`, `slo`, `clause`, `bound` and
 //! `quantile` labels. Rules are ordered so each reads only series recorded before it.
+//! `llm_slo:window_coverage_ratio` records how much of each window holds data, so that
+//! the alerts can wait for it as the daemon does (docs/alerts.md#after-a-restart).
 
 use std::collections::BTreeMap;
 
@@ -63,6 +65,7 @@ pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<P
     for w in &wins {
         let wl = w.label();
         let win = [("window", wl.as_str())];
+        out.push(record("llm_slo:window_coverage_ratio", m.coverage(*w), &win));
         out.push(record(
             "llm_slo:tokens_per_second",
             m.sum_by("model", "rate", GENERATION_TOKENS, "", *w),
