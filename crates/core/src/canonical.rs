@@ -20,10 +20,13 @@ pub enum Engine {
     Tgi,
     Trtllm,
     Nim,
+    /// The NVIDIA Dynamo HTTP frontend, in front of vLLM, SGLang or TensorRT-LLM workers.
+    Dynamo,
 }
 
 impl Engine {
-    pub const ALL: [Engine; 5] = [Engine::Vllm, Engine::Sglang, Engine::Tgi, Engine::Trtllm, Engine::Nim];
+    pub const ALL: [Engine; 6] =
+        [Engine::Vllm, Engine::Sglang, Engine::Tgi, Engine::Trtllm, Engine::Nim, Engine::Dynamo];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -32,6 +35,7 @@ impl Engine {
             Engine::Tgi => "tgi",
             Engine::Trtllm => "trtllm",
             Engine::Nim => "nim",
+            Engine::Dynamo => "dynamo",
         }
     }
 
