@@ -14,7 +14,8 @@
 //! Beside the flow: [`canonical`] (the engine-neutral vocabulary), [`duration`] (windows and
 //! the one duration syntax), [`slo`] (SLO math: thresholds, brackets, joint bounds),
 //! [`alert`] (rules and their state machine), [`gpu`] (GPU readings and MFU/HBM/cost math),
-//! [`probe`] (what `goodput check --probe` says about one scrape).
+//! [`probe`] (what `goodput check --probe` says about one scrape), [`kahan`] (Prometheus's
+//! compensated float sum, used wherever series are added).
 
 pub mod parse;
 
@@ -35,6 +36,7 @@ pub mod gpu;
 pub mod export;
 
 pub mod duration;
+pub mod kahan;
 pub mod probe;
 
 pub use adapt::{EngineHint, adapt};

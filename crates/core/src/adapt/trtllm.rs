@@ -6,7 +6,7 @@
 //! of the same name).
 
 use super::table::{EngineTable, Mapping, Target::*, m};
-use crate::canonical::{CounterKind as C, GaugeKind as G, HistogramKind as H};
+use crate::canonical::{GaugeKind as G, HistogramKind as H};
 
 const MAPPINGS: &[Mapping] = &[
     m("trtllm_time_to_first_token_seconds", Histogram(H::Ttft)),

@@ -102,6 +102,30 @@ fn rates_sum_over_shards() {
 }
 
 #[test]
+fn shards_are_added_with_prometheus_compensated_sum() {
+    // Three ranks whose token rates come out as 0.1, 0.2 and 0.3 (increases 5, 10, 15 over
+    // 50 s, extrapolated to 60 s). Added naively in series order they give
+    // 0.6000000000000001; Prometheus 3.x's Kahan–Neumaier sum gives 0.6.
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for i in 0..6 {
+        let shards: Vec<S> =
+            (0..3).map(|e| S { tokens: 1000.0 + f64::from(e + 1) * i as f64, ..shard(e, i as f64) }).collect();
+        w.push(5_000 + i * 10_000, snap(&shards, 1.0));
+    }
+    let view = RangeView::collect(&w, 60_000, 60_000);
+    let rates: Vec<f64> = view
+        .series
+        .iter()
+        .filter(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None))
+        .map(|(_, acc)| promql::extrapolated_rate(acc, 60_000, 60_000).unwrap())
+        .collect();
+    assert_eq!(rates, [0.1, 0.2, 0.3]);
+    assert_eq!(rates.iter().copied().reduce(|a, b| a + b), Some(0.6000000000000001), "naive differs");
+    let r = evaluate_target(&w, 60_000, &cfg(60));
+    assert_eq!(r[0].windows[0].input_tokens_per_second, Some(0.6));
+}
+
+#[test]
 fn quantiles_sum_buckets_before_interpolating() {
     let r = evaluate_target(&steady(), 60_000, &cfg(60));
     let lat = &r[0].windows[0].latency;
