@@ -161,13 +161,13 @@ def templating(single_target):
 
 def latency_panel(lay, metric, title, quantiles, by, w=12):
     fam = f"llm_slo_{metric}_seconds"
-    qsel = f'quantile=~"{quantiles}"'
+    qsel = f'q=~"{quantiles}"'
     return panel(
         lay, "timeseries", title,
-        [q(f"max by ({by}, quantile) ({fam}{{{SEL}, {qsel}, {WIN}}})",
-           "{{%s}} p{{quantile}}" % by.split(",")[0], "A"),
-         q(f'max by ({by}, quantile, side) (llm_slo_quantile_bracket_seconds{{{SEL}, metric="{metric}", {qsel}, {WIN}}})',
-           "{{%s}} p{{quantile}} bucket {{side}}" % by.split(",")[0], "B")],
+        [q(f"max by ({by}, q) ({fam}{{{SEL}, {qsel}, {WIN}}})",
+           "{{%s}} p{{q}}" % by.split(",")[0], "A"),
+         q(f'max by ({by}, q, side) (llm_slo_quantile_bracket_seconds{{{SEL}, metric="{metric}", {qsel}, {WIN}}})',
+           "{{%s}} p{{q}} bucket {{side}}" % by.split(",")[0], "B")],
         w=w, unit="s", custom=ts(), overrides=bounds_style(),
         desc=(f"PromQL-exact {metric.upper()} quantiles over the selected window, with the histogram "
               "bucket bounds that contain each one (dashed): the true quantile lies between them."),
@@ -203,7 +203,7 @@ def gpu_row(lay, panels, target_sel):
     panels.append(panel(lay, "timeseries", "Decode TPOT floor vs measured p50 TPOT",
                         [q(f"max by (target) (llm_slo_decode_tpot_floor_seconds{{{target_sel}, model=~\"$model\", {WIN}}})",
                            "{{target}} floor (bytes per step / HBM bandwidth)", "A", GPU),
-                         q(f'max by (target) (llm_slo_tpot_seconds{{{target_sel}, model=~"$model", quantile="0.5", {WIN}}})',
+                         q(f'max by (target) (llm_slo_tpot_seconds{{{target_sel}, model=~"$model", q="0.5", {WIN}}})',
                            "{{target}} measured p50", "B")],
                         w=12, unit="s", minv=0, custom=ts(),
                         desc="How far decode is from the memory-bandwidth floor. Far above it: batching, scheduling or contention, not the GPU."))
@@ -332,7 +332,7 @@ def overview():
     panels.append(latency_panel(lay, "itl", "p99 ITL (per step)", "0.99", "target, model", w=8))
     panels.append(panel(
         lay, "timeseries", "E2E latency p50 / p90 / p99",
-        [q(f'max by (quantile) (llm_slo_e2e_seconds{{{SEL}, quantile=~"0.5|0.9|0.99", {WIN}}})', "p{{quantile}}", "A")],
+        [q(f'max by (q) (llm_slo_e2e_seconds{{{SEL}, q=~"0.5|0.9|0.99", {WIN}}})', "p{{q}}", "A")],
         unit="s", custom=ts()))
     panels.append(panel(
         lay, "timeseries", "Token throughput by direction",

@@ -176,16 +176,16 @@ fn check_engine_values(name: &str, value: &impl Fn(&str, &[(&str, &str)]) -> Opt
     };
     // TTFT: half the requests in (0.05, 0.1], half in (0.1, 0.25].
     // q=0.5 → rank 5 of 10 ends bucket (0.05, 0.1]: 0.1. q=0.9 → 0.1 + 0.15·(9−5)/5.
-    close(value("llm_slo_ttft_seconds", &at(&[("quantile", "0.5")])), 0.1, "ttft p50");
-    close(value("llm_slo_ttft_seconds", &at(&[("quantile", "0.9")])), 0.1 + 0.15 * 0.8, "ttft p90");
-    close(value("llm_slo_ttft_seconds", &at(&[("quantile", "0.99")])), 0.1 + 0.15 * 0.98, "ttft p99");
+    close(value("llm_slo_ttft_seconds", &at(&[("q", "0.5")])), 0.1, "ttft p50");
+    close(value("llm_slo_ttft_seconds", &at(&[("q", "0.9")])), 0.1 + 0.15 * 0.8, "ttft p90");
+    close(value("llm_slo_ttft_seconds", &at(&[("q", "0.99")])), 0.1 + 0.15 * 0.98, "ttft p99");
     let bracket = |side| {
-        value("llm_slo_quantile_bracket_seconds", &at(&[("metric", "ttft"), ("quantile", "0.9"), ("side", side)]))
+        value("llm_slo_quantile_bracket_seconds", &at(&[("metric", "ttft"), ("q", "0.9"), ("side", side)]))
     };
     close(bracket("lower"), 0.1, "ttft p90 lower bracket");
     close(bracket("upper"), 0.25, "ttft p90 upper bracket");
     // E2E: every request in (1, 2.5]; q=0.5 → 1 + 1.5·0.5.
-    close(value("llm_slo_e2e_seconds", &at(&[("quantile", "0.5")])), 1.75, "e2e p50");
+    close(value("llm_slo_e2e_seconds", &at(&[("q", "0.5")])), 1.75, "e2e p50");
     // Throughput ratios: 1000 prompt and 500 generated tokens per 10 requests. A restart
     // never makes a rate negative.
     let input = value("llm_slo_tokens_per_second", &at(&[("direction", "input")])).expect("input tokens/s");

@@ -56,7 +56,7 @@ pub const SCRAPE_ERRORS: &str = "llm_slo_scrape_errors_total";
 pub const FAMILIES: &[(&str, &str, &str)] = &[
     (
         TTFT,
-        "Time to first token quantile over the window, PromQL-exact histogram_quantile of the engine's buckets.",
+        "Time to first token quantile q over the window, PromQL-exact histogram_quantile of the engine's buckets.",
         "gauge",
     ),
     (TPOT, "Per-request time per output token quantile over the window (PromQL-exact).", "gauge"),
@@ -108,7 +108,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "gauge",
     ),
     (REQUEST_TOKENS_MEAN, "Mean prompt (input) and output tokens per request finished in the window.", "gauge"),
-    (PROMPT_LENGTH_SHARE, "Share of requests finished in the window with a prompt of at most le tokens.", "gauge"),
+    (
+        PROMPT_LENGTH_SHARE,
+        "Share of requests finished in the window with a prompt of at most prompt_tokens_le tokens.",
+        "gauge",
+    ),
     (SPEC_ACCEPTANCE, "Speculative decoding: accepted / proposed draft tokens over the window.", "gauge"),
     (SPEC_ACCEPTED_LENGTH, "Speculative decoding: tokens per verification step, 1 + accepted / drafts.", "gauge"),
     (SPEC_POSITION, "Speculative decoding: accepted tokens at a draft position / drafts.", "gauge"),
@@ -142,7 +146,16 @@ pub fn latency_family(kind: HistogramKind) -> Option<&'static str> {
     }
 }
 
-/// The `quantile` label: shortest decimal that round-trips (`0.5`, `0.99`).
+/// The label that carries a latency gauge's quantile level, `q="0.99"`. Not `quantile`: in
+/// the exposition format that label belongs to summaries (with `_sum` and `_count`), and
+/// these are gauges over a window, so `promtool check metrics` rejects it.
+pub const QUANTILE_LABEL: &str = "q";
+
+/// The label of [`PROMPT_LENGTH_SHARE`]: the prompt length in tokens the share is at or
+/// under. Not `le`, which belongs to histogram buckets.
+pub const PROMPT_TOKENS_LE_LABEL: &str = "prompt_tokens_le";
+
+/// The [`QUANTILE_LABEL`] value: shortest decimal that round-trips (`0.5`, `0.99`).
 pub fn quantile_label(q: f64) -> String {
     format!("{q}")
 }
@@ -207,11 +220,11 @@ fn window_samples(
             continue;
         }
         let q = quantile_label(lq.quantile);
-        emit(family, with(&[("quantile", q.clone())]), lq.value);
+        emit(family, with(&[(QUANTILE_LABEL, q.clone())]), lq.value);
         if let Some((lower, upper)) = lq.bracket {
             for (side, v) in [("lower", lower), ("upper", upper)] {
                 let l =
-                    with(&[("metric", lq.metric.as_str().to_string()), ("quantile", q.clone()), ("side", side.into())]);
+                    with(&[("metric", lq.metric.as_str().to_string()), (QUANTILE_LABEL, q.clone()), ("side", side.into())]);
                 emit(BRACKET, l, v);
             }
         }
@@ -308,7 +321,7 @@ fn other_samples(
         }
     }
     for &(le, share) in &w.prompt_length_mix {
-        emit(PROMPT_LENGTH_SHARE, with(&[("le", format!("{le}"))]), share);
+        emit(PROMPT_LENGTH_SHARE, with(&[(PROMPT_TOKENS_LE_LABEL, format!("{le}"))]), share);
     }
     if let Some(sd) = &w.spec_decode {
         if let Some(v) = sd.acceptance_ratio {

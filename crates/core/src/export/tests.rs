@@ -50,11 +50,11 @@ fn find<'a>(s: &'a [ExportSample], name: &str, extra: &[(&str, &str)]) -> Option
 #[test]
 fn every_value_lands_under_its_family_and_labels() {
     let s = samples(&report());
-    let ttft = find(&s, TTFT, &[("quantile", "0.5"), ("window", "5m"), ("model", "m"), ("target", "a")]).unwrap();
+    let ttft = find(&s, TTFT, &[("q", "0.5"), ("window", "5m"), ("model", "m"), ("target", "a")]).unwrap();
     assert_eq!(ttft.value, 0.3);
-    assert_eq!(ttft.labels.iter().map(|l| l.0).collect::<Vec<_>>(), ["target", "model", "window", "quantile"]);
-    assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("quantile", "0.5"), ("side", "lower")]).unwrap().value, 0.25);
-    assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("quantile", "0.5"), ("side", "upper")]).unwrap().value, 0.5);
+    assert_eq!(ttft.labels.iter().map(|l| l.0).collect::<Vec<_>>(), ["target", "model", "window", "q"]);
+    assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("q", "0.5"), ("side", "lower")]).unwrap().value, 0.25);
+    assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("q", "0.5"), ("side", "upper")]).unwrap().value, 0.5);
     assert_eq!(find(&s, TOKENS, &[("direction", "input")]).unwrap().value, 10.0);
     assert_eq!(find(&s, REQUESTS, &[]).unwrap().value, 0.5);
     assert_eq!(find(&s, KV_UTILIZATION, &[("stat", "max")]).unwrap().value, 0.88);
@@ -71,8 +71,8 @@ fn nan_and_infinite_values_are_absent() {
     assert!(find(&s, TPOT, &[]).is_none(), "NaN quantile must be absent");
     assert!(find(&s, BRACKET, &[("metric", "tpot")]).is_none());
     assert!(find(&s, TOKENS, &[("direction", "output")]).is_none());
-    assert!(find(&s, BRACKET, &[("quantile", "0.99"), ("side", "upper")]).is_none());
-    assert_eq!(find(&s, BRACKET, &[("quantile", "0.99"), ("side", "lower")]).unwrap().value, 2.5);
+    assert!(find(&s, BRACKET, &[("q", "0.99"), ("side", "upper")]).is_none());
+    assert_eq!(find(&s, BRACKET, &[("q", "0.99"), ("side", "lower")]).unwrap().value, 2.5);
     assert!(s.iter().all(|x| x.value.is_finite()));
 }
 

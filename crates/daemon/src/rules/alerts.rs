@@ -13,7 +13,7 @@ use crate::alert::rule::{LatencyClause, Rule, RuleKind, effective_factor, runboo
 use crate::duration::format_duration;
 
 /// Labels the recorded series carry that an alert should not.
-const DROP: &str = "max without (window, clause, bound, quantile, direction)";
+const DROP: &str = "max without (window, clause, bound, q, direction)";
 
 struct Builder<'a> {
     spec: &'a RulesSpec,
@@ -106,7 +106,7 @@ pub fn rules(spec: &RulesSpec, m: &Metrics) -> Vec<PromRule> {
                     };
                     let Some(limit) = limit else { continue };
                     let expr = format!(
-                        "{DROP} ({}{{quantile=\"0.99\", window=\"{window}\"}} > {})",
+                        "{DROP} ({}{{q=\"0.99\", window=\"{window}\"}} > {})",
                         latency_family(*clause),
                         num(limit)
                     );

@@ -2,7 +2,7 @@
 //!
 //! Names mirror the daemon's families with a `:` (`llm_slo_attainment_ratio` →
 //! `llm_slo:attainment_ratio`) and carry the same `window`, `slo`, `clause`, `bound` and
-//! `quantile` labels. Rules are ordered so each reads only series recorded before it.
+//! `q` labels, so one dashboard query works on both. Rules are ordered so each reads only series recorded before it.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +11,7 @@ use super::{PromRule, RulesSpec};
 use crate::alert::rule::{LatencyClause, RuleKind};
 use crate::alert::validate::required_windows;
 use crate::duration::Window;
+use crate::export::QUANTILE_LABEL;
 
 pub const QUANTILES: [&str; 4] = ["0.5", "0.9", "0.95", "0.99"];
 
@@ -53,7 +54,7 @@ pub fn rules(spec: &RulesSpec, m: &Metrics) -> Vec<PromRule> {
                 out.push(record(
                     name,
                     format!("histogram_quantile({q}, {inner})"),
-                    &[("quantile", q), ("window", &wl)],
+                    &[(QUANTILE_LABEL, q), ("window", &wl)],
                 ));
             }
         }
