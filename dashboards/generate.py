@@ -17,6 +17,9 @@ HERE = Path(__file__).resolve().parent
 DS = {"type": "prometheus", "uid": "${datasource}"}
 SEL = 'target=~"$target", model=~"$model"'
 WIN = 'window="$window"'
+# Series of the last scrape (stat="last", the current KV band) carry no window label;
+# an empty-matching regex keeps them next to the selected window's mean and max.
+WIN_OR_LAST = 'window=~"$window|"'
 SLO = 'slo=~"$slo"'
 GPU = "gpu: needs GPU telemetry (NVML or dcgm-exporter); CI has no GPU"
 COST = "cost: needs cost.gpu_hour_dollars in the config"
@@ -219,7 +222,7 @@ def kv_panels(lay, panels, sel, w=12):
                    "high": "orange", "critical": "red"}
     panels.append(panel(
         lay, "timeseries", "KV cache utilization",
-        [q(f"max by (target, stat) (llm_slo_kv_cache_utilization_ratio{{{sel}, {WIN}}})", "{{target}} {{stat}}", "A")],
+        [q(f"max by (target, stat) (llm_slo_kv_cache_utilization_ratio{{{sel}, {WIN_OR_LAST}}})", "{{target}} {{stat}}", "A")],
         w=w, unit="percentunit", minv=0, maxv=1, custom=ts(threshold_style="area"),
         steps=[("transparent", None), ("blue", 0), ("transparent", 0.70), ("green", 0.75),
                ("orange", 0.85), ("red", 0.90)],
@@ -237,8 +240,8 @@ def kv_panels(lay, panels, sel, w=12):
 def saturation_panels(lay, panels, sel, w=8):
     panels.append(panel(
         lay, "timeseries", "Requests running and waiting",
-        [q(f'max by (target) (llm_slo_requests_running{{{sel}, stat="last", {WIN}}})', "{{target}} running", "A"),
-         q(f'max by (target) (llm_slo_requests_waiting{{{sel}, stat="last", {WIN}}})', "{{target}} waiting", "B")],
+        [q(f'max by (target) (llm_slo_requests_running{{{sel}, stat="last"}})', "{{target}} running", "A"),
+         q(f'max by (target) (llm_slo_requests_waiting{{{sel}, stat="last"}})', "{{target}} waiting", "B")],
         w=w, unit="short", minv=0, custom=ts(),
         desc="A waiting queue that keeps growing means arrivals exceed what the engine can batch."))
     panels.append(panel(

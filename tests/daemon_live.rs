@@ -179,9 +179,8 @@ fn check_engine_values(name: &str, value: &impl Fn(&str, &[(&str, &str)]) -> Opt
     close(value("llm_slo_ttft_seconds", &at(&[("q", "0.5")])), 0.1, "ttft p50");
     close(value("llm_slo_ttft_seconds", &at(&[("q", "0.9")])), 0.1 + 0.15 * 0.8, "ttft p90");
     close(value("llm_slo_ttft_seconds", &at(&[("q", "0.99")])), 0.1 + 0.15 * 0.98, "ttft p99");
-    let bracket = |side| {
-        value("llm_slo_quantile_bracket_seconds", &at(&[("metric", "ttft"), ("q", "0.9"), ("side", side)]))
-    };
+    let bracket =
+        |side| value("llm_slo_quantile_bracket_seconds", &at(&[("metric", "ttft"), ("q", "0.9"), ("side", side)]));
     close(bracket("lower"), 0.1, "ttft p90 lower bracket");
     close(bracket("upper"), 0.25, "ttft p90 upper bracket");
     // E2E: every request in (1, 2.5]; q=0.5 → 1 + 1.5·0.5.
@@ -195,9 +194,15 @@ fn check_engine_values(name: &str, value: &impl Fn(&str, &[(&str, &str)]) -> Opt
     close(Some(input / output), 2.0, "input/output token ratio");
     close(Some(output / requests), 50.0, "output tokens per request");
     // KV usage is a constant 0.8: inside the default target band (0.75–0.85) all the time.
-    for stat in ["last", "mean", "max"] {
+    for stat in ["mean", "max"] {
         close(value("llm_slo_kv_cache_utilization_ratio", &at(&[("stat", stat)])), 0.8, stat);
     }
+    // The last scrape's usage and band are exported once, without a window.
+    let once = [("target", name), ("model", "m"), ("stat", "last")];
+    close(value("llm_slo_kv_cache_utilization_ratio", &once), 0.8, "last");
+    assert_eq!(value("llm_slo_kv_cache_utilization_ratio", &at(&[("stat", "last")])), None, "{name}: last per window");
+    assert_eq!(value("llm_slo_kv_cache_band", &[("target", name), ("band", "target")]), Some(1.0), "{name}");
+    assert_eq!(value("llm_slo_kv_cache_band", &at(&[("band", "target")])), None, "{name}: band per window");
     close(value("llm_slo_kv_cache_band_time_ratio", &at(&[("band", "target")])), 1.0, "target band share");
     assert_eq!(value("llm_slo_kv_cache_band_time_ratio", &at(&[("band", "high")])), Some(0.0), "{name}");
     // SLO `fast` (TTFT ≤ 100 ms, a bucket boundary, so exact): half the requests meet it.

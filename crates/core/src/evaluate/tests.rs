@@ -151,6 +151,23 @@ fn kv_mean_is_over_ranks_then_scrapes() {
 }
 
 #[test]
+fn last_scrape_values_are_the_same_in_every_window() {
+    // What lets export show them once, without a window (docs/metrics.md).
+    let mut c = cfg(60);
+    c.windows.insert(0, Window::new(Duration::from_secs(20)).unwrap());
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for i in 0..6 {
+        let kv = 0.5 + 0.05 * i as f64;
+        w.push(5_000 + i * 10_000, snap(&[S { kv, ..shard(0, i as f64) }, S { kv, ..shard(1, i as f64) }], 1.0));
+    }
+    let r = evaluate_target(&w, 60_000, &c);
+    let [short, long] = &r[0].windows[..] else { panic!("two windows") };
+    let (a, b) = (short.kv_cache.as_ref().unwrap(), long.kv_cache.as_ref().unwrap());
+    assert_eq!((a.last, a.band), (b.last, b.band));
+    assert_ne!(a.mean, b.mean, "the window-dependent stats do differ");
+}
+
+#[test]
 fn a_decrease_is_a_reset() {
     let mut w = TargetWindows::new(Duration::from_secs(60));
     // Tokens 1000, 1100, 1200, then restart: 50, 150, 250. Raw increase 250 − 1000 + 1200 = 450.

@@ -73,7 +73,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "gauge",
     ),
     (REQUESTS, "Finished requests per second over the window, every finish reason.", "gauge"),
-    (KV_UTILIZATION, "KV-cache usage (0-1) over the window's scrapes: last, mean, max.", "gauge"),
+    (
+        KV_UTILIZATION,
+        "KV-cache usage (0-1): mean and max over the window's scrapes; stat=last, at the last scrape, has no window.",
+        "gauge",
+    ),
     (KV_BAND_TIME, "Share of the window's scrapes with KV-cache usage in each band.", "gauge"),
     (
         ATTAINMENT,
@@ -97,10 +101,18 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "Requests finished in the window (raw increase), and how many failed or were aborted (outcome label).",
         "gauge",
     ),
-    (KV_CURRENT_BAND, "1 for the KV-cache band of the last scrape, 0 for the others.", "gauge"),
-    (KV_CAPACITY, "KV-cache capacity in tokens at the last scrape.", "gauge"),
-    (RUNNING, "Requests in the running batch over the window's scrapes: last, mean, max.", "gauge"),
-    (WAITING, "Requests waiting in the queue over the window's scrapes: last, mean, max.", "gauge"),
+    (KV_CURRENT_BAND, "1 for the KV-cache band of the last scrape, 0 for the others (no window).", "gauge"),
+    (KV_CAPACITY, "KV-cache capacity in tokens at the last scrape (no window).", "gauge"),
+    (
+        RUNNING,
+        "Requests in the running batch: mean and max over the window's scrapes; stat=last has no window.",
+        "gauge",
+    ),
+    (
+        WAITING,
+        "Requests waiting in the queue: mean and max over the window's scrapes; stat=last has no window.",
+        "gauge",
+    ),
     (PREEMPTIONS, "Preemption events per second, sum over shards of rate(preemptions[window]).", "gauge"),
     (
         TTFT_COMPONENT,
@@ -173,8 +185,11 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
     };
     for t in &report.targets {
         for m in &t.models {
+            let model = vec![("target", t.target.clone()), ("model", m.model.clone())];
+            last_scrape_samples(&model, &m.windows, &mut emit);
             for w in &m.windows {
-                let base = vec![("target", t.target.clone()), ("model", m.model.clone()), ("window", w.window.label())];
+                let mut base = model.clone();
+                base.push(("window", w.window.label()));
                 window_samples(&base, w, &mut emit);
             }
         }
@@ -204,6 +219,40 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
     out
 }
 
+/// Series of the last scrape, exported once per target and model without a `window` label
+/// (docs/metrics.md#series-without-a-window): the KV-cache usage and band, the KV capacity,
+/// and the running and waiting requests, each `stat="last"`. Every window that holds a
+/// scrape ends with the same last scrape, so per window they would repeat one value. They
+/// come from the first window that has them; a window without any scrape has none.
+fn last_scrape_samples(
+    model: &[(&'static str, String)],
+    windows: &[WindowReport],
+    emit: &mut impl FnMut(&'static str, Vec<(&'static str, String)>, f64),
+) {
+    let with = |extra: &[(&'static str, String)]| {
+        let mut l = model.to_vec();
+        l.extend_from_slice(extra);
+        l
+    };
+    let last = || ("stat", "last".to_string());
+    if let Some(kv) = windows.iter().find_map(|w| w.kv_cache.as_ref()) {
+        emit(KV_UTILIZATION, with(&[last()]), kv.last);
+        for band in KvBand::ALL {
+            emit(KV_CURRENT_BAND, with(&[("band", band.as_str().into())]), if kv.band == band { 1.0 } else { 0.0 });
+        }
+    }
+    if let Some(v) = windows.iter().find_map(|w| w.kv_capacity_tokens) {
+        emit(KV_CAPACITY, with(&[]), v);
+    }
+    for (family, stats) in
+        [(RUNNING, windows.iter().find_map(|w| w.running)), (WAITING, windows.iter().find_map(|w| w.waiting))]
+    {
+        if let Some(s) = stats {
+            emit(family, with(&[last()]), s.last);
+        }
+    }
+}
+
 fn window_samples(
     base: &[(&'static str, String)],
     w: &WindowReport,
@@ -223,8 +272,11 @@ fn window_samples(
         emit(family, with(&[(QUANTILE_LABEL, q.clone())]), lq.value);
         if let Some((lower, upper)) = lq.bracket {
             for (side, v) in [("lower", lower), ("upper", upper)] {
-                let l =
-                    with(&[("metric", lq.metric.as_str().to_string()), (QUANTILE_LABEL, q.clone()), ("side", side.into())]);
+                let l = with(&[
+                    ("metric", lq.metric.as_str().to_string()),
+                    (QUANTILE_LABEL, q.clone()),
+                    ("side", side.into()),
+                ]);
                 emit(BRACKET, l, v);
             }
         }
@@ -239,13 +291,12 @@ fn window_samples(
         emit(REQUESTS, with(&[]), v);
     }
     if let Some(kv) = &w.kv_cache {
-        for (stat, v) in [("last", kv.last), ("mean", kv.mean), ("max", kv.max)] {
+        for (stat, v) in [("mean", kv.mean), ("max", kv.max)] {
             emit(KV_UTILIZATION, with(&[("stat", stat.into())]), v);
         }
         for band in KvBand::ALL {
             let share = kv.band_time.get(&band).copied().unwrap_or(0.0);
             emit(KV_BAND_TIME, with(&[("band", band.as_str().into())]), share);
-            emit(KV_CURRENT_BAND, with(&[("band", band.as_str().into())]), if kv.band == band { 1.0 } else { 0.0 });
         }
     }
     slo_samples(&with, w, emit);
@@ -296,11 +347,8 @@ fn other_samples(
     w: &WindowReport,
     emit: &mut impl FnMut(&'static str, Vec<(&'static str, String)>, f64),
 ) {
-    if let Some(v) = w.kv_capacity_tokens {
-        emit(KV_CAPACITY, with(&[]), v);
-    }
     for (family, stats) in [(RUNNING, w.running), (WAITING, w.waiting)] {
-        for (stat, v) in stats.iter().flat_map(|s| [("last", s.last), ("mean", s.mean), ("max", s.max)]) {
+        for (stat, v) in stats.iter().flat_map(|s| [("mean", s.mean), ("max", s.max)]) {
             emit(family, with(&[("stat", stat.into())]), v);
         }
     }
