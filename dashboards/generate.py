@@ -264,10 +264,11 @@ def health_panels(lay, panels, tsel, w=8):
     panels.append(panel(lay, "timeseries", "Scrape duration",
                         [q(f"max by (target) (llm_slo_scrape_duration_seconds{{{tsel}}})", "{{target}}", "A")],
                         w=w, unit="s", custom=ts()))
-    # The error counter only has series once an error happened; `or` shows 0 for healthy targets.
+    # Every reason exists at 0 from the start: one total per target, plus the reasons that
+    # are actually failing (not eleven flat zeros per target).
     panels.append(panel(lay, "timeseries", "Scrape errors",
-                        [q(f"sum by (target, reason) (rate(llm_slo_scrape_errors_total{{{tsel}}}[$__rate_interval]))"
-                           f" or sum by (target) (0 * llm_slo_target_up{{{tsel}}})",
+                        [q(f"sum by (target, reason) (rate(llm_slo_scrape_errors_total{{{tsel}}}[$__rate_interval])) > 0"
+                           f" or sum by (target) (rate(llm_slo_scrape_errors_total{{{tsel}}}[$__rate_interval]))",
                            "{{target}} {{reason}}", "A")],
                         w=w, unit="reqps", custom=ts()))
 

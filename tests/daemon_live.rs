@@ -145,6 +145,11 @@ async fn check_metrics(base: &str) {
     for name in ["healthy", "restarting"] {
         assert_eq!(value("llm_slo_target_up", &[("target", name)]), Some(1.0), "{name}\n{body}");
         assert!(value("llm_slo_scrape_duration_seconds", &[("target", name)]).is_some(), "{name}");
+        // The error counter is there at 0 before any error, for every reason.
+        for reason in goodput::report::SCRAPE_ERROR_REASONS {
+            let n = value("llm_slo_scrape_errors_total", &[("target", name), ("reason", reason)]);
+            assert_eq!(n, Some(0.0), "{name}/{reason}");
+        }
     }
     for (name, reason) in [
         ("hanging", "timeout"),

@@ -7,7 +7,7 @@
 //! bucket (JSON, which replay prints, has no Inf).
 
 use crate::canonical::HistogramKind;
-use crate::report::{KvBand, Report, SloStatus, WindowReport};
+use crate::report::{KvBand, Report, SCRAPE_ERROR_REASONS, SloStatus, WindowReport};
 
 pub mod alerts;
 pub mod gpu;
@@ -198,10 +198,14 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
         if let Some(d) = t.health.last_scrape_duration_seconds {
             emit(SCRAPE_DURATION, target(), d);
         }
-        for (reason, n) in &t.health.errors_total {
+        // Every known reason from the start, at 0 until it happens: a counter that appears
+        // only with its first increment hides that increment from rate() and increase().
+        let known = SCRAPE_ERROR_REASONS.iter().map(|r| (*r, t.health.errors_total.get(*r).copied().unwrap_or(0)));
+        let other = t.health.errors_total.iter().filter(|(r, _)| !SCRAPE_ERROR_REASONS.contains(&r.as_str()));
+        for (reason, n) in known.chain(other.map(|(r, n)| (r.as_str(), *n))) {
             let mut l = target();
-            l.push(("reason", reason.clone()));
-            emit(SCRAPE_ERRORS, l, *n as f64);
+            l.push(("reason", reason.to_string()));
+            emit(SCRAPE_ERRORS, l, n as f64);
         }
     }
     let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();

@@ -68,6 +68,32 @@ fn every_value_lands_under_its_family_and_labels() {
 }
 
 #[test]
+fn scrape_errors_exist_at_zero_for_every_known_reason() {
+    let mut r = report();
+    r.targets[0].health.errors_total.insert("something_new".into(), 2);
+    let mut healthy = r.targets[0].clone();
+    healthy.target = "b".into();
+    healthy.health = Health { up: true, ..Health::default() };
+    r.targets.push(healthy);
+    let s = samples(&r);
+    for target in ["a", "b"] {
+        let reasons: Vec<(&str, f64)> = s
+            .iter()
+            .filter(|x| x.name == SCRAPE_ERRORS && x.labels[0].1 == target)
+            .map(|x| (x.labels[1].1.as_str(), x.value))
+            .collect();
+        let known: Vec<&str> = reasons.iter().map(|r| r.0).take(SCRAPE_ERROR_REASONS.len()).collect();
+        assert_eq!(known, SCRAPE_ERROR_REASONS, "{target}");
+        let total: f64 = reasons.iter().map(|r| r.1).sum();
+        let want = if target == "a" { 5.0 } else { 0.0 };
+        assert_eq!(total, want, "{target}: {reasons:?}");
+    }
+    // A reason outside the list (a hand-made replay recording) still shows, after the known ones.
+    assert_eq!(find(&s, SCRAPE_ERRORS, &[("target", "a"), ("reason", "something_new")]).unwrap().value, 2.0);
+    assert_eq!(find(&s, SCRAPE_ERRORS, &[("target", "b"), ("reason", "connect")]).unwrap().value, 0.0);
+}
+
+#[test]
 fn nan_and_infinite_values_are_absent() {
     let s = samples(&report());
     assert!(find(&s, TPOT, &[]).is_none(), "NaN quantile must be absent");
