@@ -55,7 +55,7 @@ impl KahanSum {
     /// `sum(...)`: the running sum plus its compensation; `None` when nothing was added
     /// (PromQL then has no output series).
     pub fn sum(&self) -> Option<f64> {
-        (self.n > 0).then(|| self.sum + self.c)
+        (self.n > 0).then_some(self.sum + self.c)
     }
 
     /// `avg(...)` as Prometheus ≥ 3.5 computes it while the running sum stays finite:
