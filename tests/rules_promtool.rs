@@ -244,8 +244,8 @@ fn tests_file(rules: &str, fleet_bad: bool) -> String {
         "73",
     );
     exprs += &expr_test(
-        &format!("llm_slo:ttft_seconds{{model=\"bad\",quantile=\"0.99\",{w}}}"),
-        &format!("llm_slo:ttft_seconds{{model=\"bad\",quantile=\"0.99\",{w}}}"),
+        &format!("llm_slo:ttft_seconds{{model=\"bad\",q=\"0.99\",{w}}}"),
+        &format!("llm_slo:ttft_seconds{{model=\"bad\",q=\"0.99\",{w}}}"),
         "2.5",
     );
     exprs += &expr_test(

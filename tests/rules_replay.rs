@@ -256,8 +256,8 @@ fn pairs() -> Vec<Pair> {
             ] {
                 for q in ["0.5", "0.9", "0.95", "0.99"] {
                     let mut labels = base(w);
-                    labels.insert("quantile".into(), q.into());
-                    let promql = sel(rec, &format!(", quantile=\"{q}\""));
+                    labels.insert("q".into(), q.into());
+                    let promql = sel(rec, &format!(", q=\"{q}\""));
                     out.push(Pair { what: format!("{fam} q{q}"), tol: Tol::Exact, promql, family: fam, labels });
                 }
             }
@@ -485,7 +485,7 @@ fn recording_rules_in_prometheus_agree_with_replay() {
     );
     let labels = BTreeMap::from([
         ("model".to_string(), model.to_string()),
-        ("quantile".into(), "0.99".into()),
+        ("q".into(), "0.99".into()),
         ("target".into(), target.into()),
         ("window".into(), "1m".into()),
     ]);

@@ -13,6 +13,7 @@
 mod support;
 mod tools;
 
+use goodput::alert::rule::DEFAULT_RUNBOOK_PAGE;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -128,8 +129,9 @@ fn alert_tests(firing: &[(&str, &str)]) -> String {
         }
         for (slo, model) in firing {
             let (severity, summary, description) = texts(name, slo, model);
+            let runbook = format!("{DEFAULT_RUNBOOK_PAGE}#{}", name.to_lowercase());
             out.push_str(&format!(
-                "\n          - exp_labels: {{severity: {severity}, target: fleet, model: {model}, slo: {slo}}}\n            exp_annotations: {{summary: {summary:?}, description: {description:?}}}"
+                "\n          - exp_labels: {{severity: {severity}, target: fleet, model: {model}, slo: {slo}}}\n            exp_annotations: {{summary: {summary:?}, description: {description:?}, runbook_url: {runbook:?}}}"
             ));
         }
         out.push('\n');

@@ -42,7 +42,7 @@ pub(crate) fn parse_hint(s: &str) -> Result<EngineHint, String> {
     }
     Engine::parse(s)
         .map(EngineHint::Is)
-        .ok_or_else(|| format!("unknown engine {s:?}; expected auto, vllm, sglang, tgi, trtllm or nim"))
+        .ok_or_else(|| format!("unknown engine {s:?}; expected auto, vllm, sglang, tgi, trtllm, nim or dynamo"))
 }
 
 pub fn run(args: Args) -> CliResult {

@@ -41,10 +41,27 @@ pub struct Health {
     /// Why the last scrape failed, for humans.
     pub last_error: Option<String>,
     pub last_scrape_duration_seconds: Option<f64>,
-    /// Failed scrapes by machine-readable reason (`timeout`, `connect`, `http_status`,
-    /// `body_too_large`, `parse_error`, …), since the daemon started.
+    /// Failed scrapes by machine-readable reason (one of [`SCRAPE_ERROR_REASONS`]), since
+    /// the daemon started. Only reasons that happened are in the map.
     pub errors_total: BTreeMap<String, u64>,
 }
+
+/// Every reason a scrape can fail for, as `llm_slo_scrape_errors_total{reason}` names it
+/// (docs/metrics.md#target-health-and-the-daemon). /metrics shows each of them for every
+/// target from the start, at 0 until it happens.
+pub const SCRAPE_ERROR_REASONS: &[&str] = &[
+    "timeout",
+    "connect",
+    "http_status",
+    "body_too_large",
+    "read_error",
+    "token_file",
+    "parse_error",
+    "too_many_samples",
+    "label_limit",
+    "adapt_error",
+    "internal",
+];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelReport {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::promql::RangeAcc;
 use crate::canonical::GaugeKind;
+use crate::kahan::KahanSum;
 use crate::window::{Layout, Quantity, SeriesKey, TargetWindows};
 
 /// Everything one range of one target holds.
@@ -109,16 +110,13 @@ impl RangeView {
                 span.last_ms = t_ms;
                 span.scrapes += 1;
             }
-            let mut point_gauges: Vec<(&Arc<str>, GaugeKind, f64, usize)> = Vec::new();
+            let mut point_gauges: Vec<(&Arc<str>, GaugeKind, KahanSum)> = Vec::new();
             for (col, &v) in values.iter().enumerate() {
                 let key = &layout.keys[col];
                 if let Quantity::Gauge(kind) = key.quantity {
                     match point_gauges.iter_mut().find(|e| Arc::ptr_eq(e.0, &key.model) && e.1 == kind) {
-                        Some(e) => {
-                            e.2 += v;
-                            e.3 += 1;
-                        }
-                        None => point_gauges.push((&key.model, kind, v, 1)),
+                        Some(e) => e.2.add(v),
+                        None => point_gauges.push((&key.model, kind, [v].into_iter().collect())),
                     }
                     continue;
                 }
@@ -133,9 +131,10 @@ impl RangeView {
                 s.layout = layout;
                 s.col = col;
             }
-            for (model, kind, sum, n) in point_gauges {
-                let v = if kind == GaugeKind::KvCacheUsage { sum / n as f64 } else { sum };
-                gauges.entry((model.clone(), kind)).or_default().push(v);
+            for (model, kind, total) in point_gauges {
+                // `avg` for KV usage, `sum` for the rest, as PromQL computes them.
+                let v = if kind == GaugeKind::KvCacheUsage { total.mean() } else { total.sum() };
+                gauges.entry((model.clone(), kind)).or_default().push(v.unwrap_or(f64::NAN));
             }
         });
         let series = keys.into_iter().zip(slots).filter_map(|(k, s)| s.acc.map(|a| (k.clone(), a))).collect();

@@ -102,6 +102,30 @@ fn rates_sum_over_shards() {
 }
 
 #[test]
+fn shards_are_added_with_prometheus_compensated_sum() {
+    // Three ranks whose token rates come out as 0.1, 0.2 and 0.3 (increases 5, 10, 15 over
+    // 50 s, extrapolated to 60 s). Added naively in series order they give
+    // 0.6000000000000001; Prometheus 3.x's Kahan–Neumaier sum gives 0.6.
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for i in 0..6 {
+        let shards: Vec<S> =
+            (0..3).map(|e| S { tokens: 1000.0 + f64::from(e + 1) * i as f64, ..shard(e, i as f64) }).collect();
+        w.push(5_000 + i * 10_000, snap(&shards, 1.0));
+    }
+    let view = RangeView::collect(&w, 60_000, 60_000);
+    let rates: Vec<f64> = view
+        .series
+        .iter()
+        .filter(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None))
+        .map(|(_, acc)| promql::extrapolated_rate(acc, 60_000, 60_000).unwrap())
+        .collect();
+    assert_eq!(rates, [0.1, 0.2, 0.3]);
+    assert_eq!(rates.iter().copied().reduce(|a, b| a + b), Some(0.6000000000000001), "naive differs");
+    let r = evaluate_target(&w, 60_000, &cfg(60));
+    assert_eq!(r[0].windows[0].input_tokens_per_second, Some(0.6));
+}
+
+#[test]
 fn quantiles_sum_buckets_before_interpolating() {
     let r = evaluate_target(&steady(), 60_000, &cfg(60));
     let lat = &r[0].windows[0].latency;
@@ -124,6 +148,23 @@ fn kv_mean_is_over_ranks_then_scrapes() {
     // Each scrape: (0.8 + 0.6) / 2 = 0.7 → band low, every time.
     assert!(close(kv.last, 0.7) && close(kv.mean, 0.7) && close(kv.max, 0.7));
     assert_eq!(kv.band_time[&KvBand::Low], 1.0);
+}
+
+#[test]
+fn last_scrape_values_are_the_same_in_every_window() {
+    // What lets export show them once, without a window (docs/metrics.md).
+    let mut c = cfg(60);
+    c.windows.insert(0, Window::new(Duration::from_secs(20)).unwrap());
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for i in 0..6 {
+        let kv = 0.5 + 0.05 * i as f64;
+        w.push(5_000 + i * 10_000, snap(&[S { kv, ..shard(0, i as f64) }, S { kv, ..shard(1, i as f64) }], 1.0));
+    }
+    let r = evaluate_target(&w, 60_000, &c);
+    let [short, long] = &r[0].windows[..] else { panic!("two windows") };
+    let (a, b) = (short.kv_cache.as_ref().unwrap(), long.kv_cache.as_ref().unwrap());
+    assert_eq!((a.last, a.band), (b.last, b.band));
+    assert_ne!(a.mean, b.mean, "the window-dependent stats do differ");
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! bucket (JSON, which replay prints, has no Inf).
 
 use crate::canonical::HistogramKind;
-use crate::report::{KvBand, Report, SloStatus, WindowReport};
+use crate::report::{KvBand, Report, SCRAPE_ERROR_REASONS, SloStatus, WindowReport};
 
 pub mod alerts;
 pub mod gpu;
@@ -57,7 +57,7 @@ pub const SCRAPE_ERRORS: &str = "llm_slo_scrape_errors_total";
 pub const FAMILIES: &[(&str, &str, &str)] = &[
     (
         TTFT,
-        "Time to first token quantile over the window, PromQL-exact histogram_quantile of the engine's buckets.",
+        "Time to first token quantile q over the window, PromQL-exact histogram_quantile of the engine's buckets.",
         "gauge",
     ),
     (TPOT, "Per-request time per output token quantile over the window (PromQL-exact).", "gauge"),
@@ -74,7 +74,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "gauge",
     ),
     (REQUESTS, "Finished requests per second over the window, every finish reason.", "gauge"),
-    (KV_UTILIZATION, "KV-cache usage (0-1) over the window's scrapes: last, mean, max.", "gauge"),
+    (
+        KV_UTILIZATION,
+        "KV-cache usage (0-1): mean and max over the window's scrapes; stat=last, at the last scrape, has no window.",
+        "gauge",
+    ),
     (KV_BAND_TIME, "Share of the window's scrapes with KV-cache usage in each band.", "gauge"),
     (
         ATTAINMENT,
@@ -98,10 +102,18 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "Requests finished in the window (raw increase), and how many failed or were aborted (outcome label).",
         "gauge",
     ),
-    (KV_CURRENT_BAND, "1 for the KV-cache band of the last scrape, 0 for the others.", "gauge"),
-    (KV_CAPACITY, "KV-cache capacity in tokens at the last scrape.", "gauge"),
-    (RUNNING, "Requests in the running batch over the window's scrapes: last, mean, max.", "gauge"),
-    (WAITING, "Requests waiting in the queue over the window's scrapes: last, mean, max.", "gauge"),
+    (KV_CURRENT_BAND, "1 for the KV-cache band of the last scrape, 0 for the others (no window).", "gauge"),
+    (KV_CAPACITY, "KV-cache capacity in tokens at the last scrape (no window).", "gauge"),
+    (
+        RUNNING,
+        "Requests in the running batch: mean and max over the window's scrapes; stat=last has no window.",
+        "gauge",
+    ),
+    (
+        WAITING,
+        "Requests waiting in the queue: mean and max over the window's scrapes; stat=last has no window.",
+        "gauge",
+    ),
     (PREEMPTIONS, "Preemption events per second, sum over shards of rate(preemptions[window]).", "gauge"),
     (
         TTFT_COMPONENT,
@@ -109,7 +121,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "gauge",
     ),
     (REQUEST_TOKENS_MEAN, "Mean prompt (input) and output tokens per request finished in the window.", "gauge"),
-    (PROMPT_LENGTH_SHARE, "Share of requests finished in the window with a prompt of at most le tokens.", "gauge"),
+    (
+        PROMPT_LENGTH_SHARE,
+        "Share of requests finished in the window with a prompt of at most prompt_tokens_le tokens.",
+        "gauge",
+    ),
     (SPEC_ACCEPTANCE, "Speculative decoding: accepted / proposed draft tokens over the window.", "gauge"),
     (SPEC_ACCEPTED_LENGTH, "Speculative decoding: tokens per verification step, 1 + accepted / drafts.", "gauge"),
     (SPEC_POSITION, "Speculative decoding: accepted tokens at a draft position / drafts.", "gauge"),
@@ -151,7 +167,16 @@ pub fn latency_family(kind: HistogramKind) -> Option<&'static str> {
     }
 }
 
-/// The `quantile` label: shortest decimal that round-trips (`0.5`, `0.99`).
+/// The label that carries a latency gauge's quantile level, `q="0.99"`. Not `quantile`: in
+/// the exposition format that label belongs to summaries (with `_sum` and `_count`), and
+/// these are gauges over a window, so `promtool check metrics` rejects it.
+pub const QUANTILE_LABEL: &str = "q";
+
+/// The label of [`PROMPT_LENGTH_SHARE`]: the prompt length in tokens the share is at or
+/// under. Not `le`, which belongs to histogram buckets.
+pub const PROMPT_TOKENS_LE_LABEL: &str = "prompt_tokens_le";
+
+/// The [`QUANTILE_LABEL`] value: shortest decimal that round-trips (`0.5`, `0.99`).
 pub fn quantile_label(q: f64) -> String {
     format!("{q}")
 }
@@ -169,8 +194,11 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
     };
     for t in &report.targets {
         for m in &t.models {
+            let model = vec![("target", t.target.clone()), ("model", m.model.clone())];
+            last_scrape_samples(&model, &m.windows, &mut emit);
             for w in &m.windows {
-                let base = vec![("target", t.target.clone()), ("model", m.model.clone()), ("window", w.window.label())];
+                let mut base = model.clone();
+                base.push(("window", w.window.label()));
                 window_samples(&base, w, &mut emit);
             }
         }
@@ -179,10 +207,14 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
         if let Some(d) = t.health.last_scrape_duration_seconds {
             emit(SCRAPE_DURATION, target(), d);
         }
-        for (reason, n) in &t.health.errors_total {
+        // Every known reason from the start, at 0 until it happens: a counter that appears
+        // only with its first increment hides that increment from rate() and increase().
+        let known = SCRAPE_ERROR_REASONS.iter().map(|r| (*r, t.health.errors_total.get(*r).copied().unwrap_or(0)));
+        let other = t.health.errors_total.iter().filter(|(r, _)| !SCRAPE_ERROR_REASONS.contains(&r.as_str()));
+        for (reason, n) in known.chain(other.map(|(r, n)| (r.as_str(), *n))) {
             let mut l = target();
-            l.push(("reason", reason.clone()));
-            emit(SCRAPE_ERRORS, l, *n as f64);
+            l.push(("reason", reason.to_string()));
+            emit(SCRAPE_ERRORS, l, n as f64);
         }
     }
     let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();
@@ -201,6 +233,40 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
     out
 }
 
+/// Series of the last scrape, exported once per target and model without a `window` label
+/// (docs/metrics.md#series-without-a-window): the KV-cache usage and band, the KV capacity,
+/// and the running and waiting requests, each `stat="last"`. Every window that holds a
+/// scrape ends with the same last scrape, so per window they would repeat one value. They
+/// come from the first window that has them; a window without any scrape has none.
+fn last_scrape_samples(
+    model: &[(&'static str, String)],
+    windows: &[WindowReport],
+    emit: &mut impl FnMut(&'static str, Vec<(&'static str, String)>, f64),
+) {
+    let with = |extra: &[(&'static str, String)]| {
+        let mut l = model.to_vec();
+        l.extend_from_slice(extra);
+        l
+    };
+    let last = || ("stat", "last".to_string());
+    if let Some(kv) = windows.iter().find_map(|w| w.kv_cache.as_ref()) {
+        emit(KV_UTILIZATION, with(&[last()]), kv.last);
+        for band in KvBand::ALL {
+            emit(KV_CURRENT_BAND, with(&[("band", band.as_str().into())]), if kv.band == band { 1.0 } else { 0.0 });
+        }
+    }
+    if let Some(v) = windows.iter().find_map(|w| w.kv_capacity_tokens) {
+        emit(KV_CAPACITY, with(&[]), v);
+    }
+    for (family, stats) in
+        [(RUNNING, windows.iter().find_map(|w| w.running)), (WAITING, windows.iter().find_map(|w| w.waiting))]
+    {
+        if let Some(s) = stats {
+            emit(family, with(&[last()]), s.last);
+        }
+    }
+}
+
 fn window_samples(
     base: &[(&'static str, String)],
     w: &WindowReport,
@@ -217,11 +283,14 @@ fn window_samples(
             continue;
         }
         let q = quantile_label(lq.quantile);
-        emit(family, with(&[("quantile", q.clone())]), lq.value);
+        emit(family, with(&[(QUANTILE_LABEL, q.clone())]), lq.value);
         if let Some((lower, upper)) = lq.bracket {
             for (side, v) in [("lower", lower), ("upper", upper)] {
-                let l =
-                    with(&[("metric", lq.metric.as_str().to_string()), ("quantile", q.clone()), ("side", side.into())]);
+                let l = with(&[
+                    ("metric", lq.metric.as_str().to_string()),
+                    (QUANTILE_LABEL, q.clone()),
+                    ("side", side.into()),
+                ]);
                 emit(BRACKET, l, v);
             }
         }
@@ -236,13 +305,12 @@ fn window_samples(
         emit(REQUESTS, with(&[]), v);
     }
     if let Some(kv) = &w.kv_cache {
-        for (stat, v) in [("last", kv.last), ("mean", kv.mean), ("max", kv.max)] {
+        for (stat, v) in [("mean", kv.mean), ("max", kv.max)] {
             emit(KV_UTILIZATION, with(&[("stat", stat.into())]), v);
         }
         for band in KvBand::ALL {
             let share = kv.band_time.get(&band).copied().unwrap_or(0.0);
             emit(KV_BAND_TIME, with(&[("band", band.as_str().into())]), share);
-            emit(KV_CURRENT_BAND, with(&[("band", band.as_str().into())]), if kv.band == band { 1.0 } else { 0.0 });
         }
     }
     slo_samples(&with, w, emit);
@@ -294,11 +362,8 @@ fn other_samples(
     w: &WindowReport,
     emit: &mut impl FnMut(&'static str, Vec<(&'static str, String)>, f64),
 ) {
-    if let Some(v) = w.kv_capacity_tokens {
-        emit(KV_CAPACITY, with(&[]), v);
-    }
     for (family, stats) in [(RUNNING, w.running), (WAITING, w.waiting)] {
-        for (stat, v) in stats.iter().flat_map(|s| [("last", s.last), ("mean", s.mean), ("max", s.max)]) {
+        for (stat, v) in stats.iter().flat_map(|s| [("mean", s.mean), ("max", s.max)]) {
             emit(family, with(&[("stat", stat.into())]), v);
         }
     }
@@ -319,7 +384,7 @@ fn other_samples(
         }
     }
     for &(le, share) in &w.prompt_length_mix {
-        emit(PROMPT_LENGTH_SHARE, with(&[("le", format!("{le}"))]), share);
+        emit(PROMPT_LENGTH_SHARE, with(&[(PROMPT_TOKENS_LE_LABEL, format!("{le}"))]), share);
     }
     if let Some(sd) = &w.spec_decode {
         if let Some(v) = sd.acceptance_ratio {

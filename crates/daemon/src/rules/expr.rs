@@ -1,6 +1,7 @@
 //! PromQL building blocks: vLLM's series names, the user's selector, and the
 //! "sum across pods, relabelled to `model`" pattern every fleet-wide expression uses.
 
+use crate::alert::rule::LatencyClause;
 use crate::duration::Window;
 
 /// vLLM's names for what the rules read (vLLM ≥ 0.11 for the per-request TPOT histogram).
@@ -87,6 +88,14 @@ pub fn le_regex(threshold_seconds: f64) -> String {
 /// A float as a PromQL literal (shortest round-trip form).
 pub fn num(x: f64) -> String {
     format!("{x}")
+}
+
+/// Which recorded quantile family a latency alert reads.
+pub fn latency_family(c: LatencyClause) -> &'static str {
+    match c {
+        LatencyClause::Ttft => "llm_slo:ttft_seconds",
+        LatencyClause::Tpot => "llm_slo:tpot_seconds",
+    }
 }
 
 #[cfg(test)]
