@@ -1,4 +1,4 @@
-//! Issue 11 §2, window coverage: a daemon that starts while the engine is already burning
+//! Window coverage: a daemon that starts while the engine is already burning
 //! its error budget holds every window-based alert, not even pending, until the windows the
 //! rule reads are covered to `alerting.min_window_coverage`, and says so. Driven through the
 //! daemon's own evaluation path (window store, evaluation, alert engine, export) in virtual

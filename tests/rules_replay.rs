@@ -1,4 +1,4 @@
-//! Issue 6 must-show: on a recording, the recording rules `goodput rules` generates,
+//! On a recording, the recording rules `goodput rules` generates,
 //! evaluated by a real Prometheus, agree with `goodput replay` for the quantities both
 //! compute.
 //!

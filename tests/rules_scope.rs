@@ -28,6 +28,9 @@ slos:
   - {name: chat, ttft: 1s, tpot: 50ms, objective: 0.99, models: [llama]}
   - {name: batch, ttft: 1s, tpot: 50ms, objective: 0.99, targets: [pod-b]}
   - {name: edge, ttft: 1s, tpot: 50ms, objective: 0.99, targets: [pod-a]}
+# The series start burning at 0 and the test judges at 30m: scope is under test here, not
+# the wait for window coverage (tests/rules_promtool.rs covers that).
+alerting: {min_window_coverage: 0}
 "#;
 
 const MAPPING: [&str; 4] = ["--target-instance", "pod-a=a:8000", "--target-instance", "pod-b=b:8000"];

@@ -1,7 +1,7 @@
 //! `goodput inspect SOURCE [--format text|json]`: parse one exposition, detect the
 //! engine, and print what goodput reads from it on the canonical vocabulary.
 //!
-//! The JSON shape is a contract (issue 2):
+//! The JSON shape is a contract (docs/engines.md#canonical-quantities):
 //! `{"engine", "families", "samples", "models": {model: {canonical: value}}, "absent", "warnings"}`.
 
 use std::collections::BTreeMap;

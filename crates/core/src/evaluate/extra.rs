@@ -1,4 +1,4 @@
-//! The rest of the seed's per-window quantities (issue 5 §2): queue and batch, TTFT
+//! The rest of the seed's per-window quantities: queue and batch, TTFT
 //! decomposition, request shape, speculative decoding and prefix caching.
 
 use super::range::RangeView;

@@ -4,7 +4,7 @@
 //! their timestamps and answers a [`Report`] for any instant. [`replay`] feeds it a
 //! recording (docs/replay.md layout, see [`recording`]) and yields one [`Frame`] per
 //! evaluation instant: the multiples of `step` on the Unix epoch from the first to the
-//! last scrape. The lead's CLI glue prints [`Frame::json_line`].
+//! last scrape. `goodput replay` prints [`Frame::json_line`].
 
 pub mod recording;
 #[cfg(test)]
