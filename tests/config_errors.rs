@@ -97,7 +97,12 @@ fn bad_urls() {
 #[test]
 fn unknown_engine() {
     let yaml = "targets:\n  - name: a\n    url: http://127.0.0.1:8000/metrics\n    engine: llamacpp\n";
-    one_error(yaml, 4, 13, &["unknown engine \"llamacpp\"; expected one of auto, vllm, sglang, tgi, trtllm, nim"]);
+    one_error(
+        yaml,
+        4,
+        13,
+        &["unknown engine \"llamacpp\"; expected one of auto, vllm, sglang, tgi, trtllm, nim, dynamo"],
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@
 
 mod build;
 mod detect;
+mod dynamo;
 mod nim;
 mod sglang;
 pub mod table;
@@ -59,7 +60,7 @@ pub fn adapt_bounded(
         EngineHint::Is(e) => e,
         EngineHint::Auto => detect(exposition).ok_or_else(|| {
             AdaptError::NoEngineMetrics(
-                "no metrics of a known engine (vLLM, SGLang, TGI, TensorRT-LLM/Dynamo, NIM) in this scrape; \
+                "no metrics of a known engine (vLLM, SGLang, TGI, TensorRT-LLM, NIM, Dynamo frontend) in this scrape; \
                  check the URL points at the engine's /metrics, or set `engine:` on the target"
                     .into(),
             )
@@ -82,6 +83,7 @@ pub(crate) fn engine_table(engine: Engine) -> &'static EngineTable {
         Engine::Tgi => &tgi::TABLE,
         Engine::Trtllm => &trtllm::TABLE,
         Engine::Nim => &nim::TABLE,
+        Engine::Dynamo => &dynamo::TABLE,
     }
 }
 

@@ -1,9 +1,10 @@
-//! The rest of the seed's per-window quantities (issue 5 §2): queue and batch, TTFT
+//! The rest of the seed's per-window quantities: queue and batch, TTFT
 //! decomposition, request shape, speculative decoding and prefix caching.
 
 use super::range::ModelRange;
 use super::ratios::{self, ratio};
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
+use crate::kahan::KahanSum;
 use crate::report::{GaugeStats, SpecDecodeReport, TtftBreakdown};
 use crate::window::Quantity;
 
@@ -39,18 +40,18 @@ pub fn spec_decode(m: &ModelRange, draft_cost_ratio: Option<f64>) -> Option<Spec
     }
     let acceptance_ratio = ratio(accepted, draft_tokens);
     let mean_accepted_length = ratio(accepted, drafts).map(|a| 1.0 + a);
-    let mut per_position: Vec<(u32, f64)> = Vec::new();
+    let mut per_position: Vec<(u32, KahanSum)> = Vec::new();
     for (k, acc) in m.series() {
         if let Quantity::SpecAccepted(pos) = k.quantity {
             match per_position.iter_mut().find(|(p, _)| *p == pos) {
-                Some(e) => e.1 += acc.raw_increase(),
-                None => per_position.push((pos, acc.raw_increase())),
+                Some(e) => e.1.add(acc.raw_increase()),
+                None => per_position.push((pos, [acc.raw_increase()].into_iter().collect())),
             }
         }
     }
     per_position.sort_by_key(|e| e.0);
     let per_position = match drafts.filter(|&d| d > 0.0) {
-        Some(d) => per_position.into_iter().map(|(p, a)| (p, a / d)).collect(),
+        Some(d) => per_position.into_iter().filter_map(|(p, a)| Some((p, a.sum()? / d))).collect(),
         None => Vec::new(),
     };
     let k = ratio(draft_tokens, drafts);

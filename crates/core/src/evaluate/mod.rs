@@ -2,8 +2,9 @@
 //! KV-cache statistics.
 //!
 //! Latency quantiles are `histogram_quantile(q, sum by (le) (rate(x_bucket[w])))` over
-//! the series of one target and model; rates are `sum(rate(x[w]))` over its shards. The
-//! math is in [`promql`], the range selection in [`range`].
+//! the series of one target and model; rates are `sum(rate(x[w]))` over its shards, added
+//! as Prometheus adds them ([`crate::kahan`]). The math is in [`promql`], the range
+//! selection in [`range`].
 
 pub mod extra;
 pub mod kv;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 use crate::duration::Window;
+use crate::kahan::{self, KahanSum};
 use crate::report::{LatencyQuantile, ModelReport, WindowReport};
 use crate::slo::Slo;
 use crate::window::{LATENCY_HISTOGRAMS, Quantity, TargetWindows};
@@ -109,33 +111,31 @@ fn window_report(
         .collect();
     let mut latency = Vec::new();
     for &kind in LATENCY_HISTOGRAMS {
-        // sum by (le): one entry per bound, shards added in series order.
-        let mut buckets: Vec<(f64, f64)> = Vec::new();
+        // sum by (le): one group per bound, shards added in series order with Prometheus's
+        // compensated sum (docs/architecture.md#summing-series).
+        let mut groups: Vec<(f64, KahanSum)> = Vec::new();
         for &(q, r) in &rates {
             let Quantity::Bucket(k, _) = q else { continue };
             if k != kind {
                 continue;
             }
             let le = q.le().unwrap_or(f64::NAN);
-            match buckets.iter_mut().find(|b| b.0 == le) {
-                Some(b) => b.1 += r,
-                None => buckets.push((le, r)),
+            match groups.iter_mut().find(|b| b.0 == le) {
+                Some(b) => b.1.add(r),
+                None => groups.push((le, [r].into_iter().collect())),
             }
         }
-        if buckets.is_empty() {
+        if groups.is_empty() {
             continue; // PromQL returns no series at all: nothing to export.
         }
+        let buckets: Vec<(f64, f64)> = groups.iter().filter_map(|(le, s)| Some((*le, s.sum()?))).collect();
         for &q in &cfg.quantiles {
             let got = promql::histogram_quantile(q, &buckets);
             latency.push(LatencyQuantile { metric: kind, quantile: q, value: got.value, bracket: got.bracket });
         }
     }
     let counter_rate = |want: CounterKind| {
-        rates
-            .iter()
-            .filter(|(q, _)| matches!(q, Quantity::Counter(k, _) if *k == want))
-            .map(|&(_, r)| r)
-            .reduce(|a, b| a + b)
+        kahan::sum(rates.iter().filter(|(q, _)| matches!(q, Quantity::Counter(k, _) if *k == want)).map(|&(_, r)| r))
     };
     let requests_per_second = counter_rate(CounterKind::RequestsFinished);
     let output_tokens_per_second = counter_rate(CounterKind::GenerationTokens);
@@ -147,6 +147,7 @@ fn window_report(
         .collect();
     WindowReport {
         window,
+        coverage: m.span().map_or(0.0, |s| s.coverage(now_ms, range_ms)),
         latency,
         input_tokens_per_second: counter_rate(CounterKind::PromptTokens),
         output_tokens_per_second,

@@ -3,16 +3,17 @@
 //!
 //! Grouping once here is what keeps a target's evaluation linear in its series: each
 //! model's evaluation reads only its own [`ModelRange`], however many models the target
-//! serves (issue 12: a target with 20,000 models made a per-model re-scan quadratic).
+//! serves (a target with 20,000 models would make a per-model re-scan quadratic).
 //!
 //! Public so that other evaluators (SLO attainment, goodput) read the same ranges with
 //! the same reset rules, e.g. [`RangeAcc::raw_increase`] for ratio math.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::promql::RangeAcc;
 use crate::canonical::GaugeKind;
+use crate::kahan::KahanSum;
 use crate::window::{Layout, Quantity, SeriesKey, TargetWindows};
 
 /// Everything one range of one target holds, by model.
@@ -21,7 +22,7 @@ pub struct RangeView {
     models: BTreeMap<Arc<str>, ModelRange>,
 }
 
-/// The series and gauges of one model in one range.
+/// The series, gauges and span of one model in one range.
 #[derive(Debug, Default)]
 pub struct ModelRange {
     /// The model's series seen in the range, in first-seen order, with their accumulators.
@@ -31,6 +32,8 @@ pub struct ModelRange {
     /// present at that scrape: KV-cache usage is their mean (each data-parallel rank owns
     /// its own pool), the others (requests, capacity) their sum.
     gauges: BTreeMap<GaugeKind, Vec<f64>>,
+    /// The scrapes in the range that carried any of the model's series.
+    span: Option<Span>,
 }
 
 impl ModelRange {
@@ -43,6 +46,41 @@ impl ModelRange {
     /// One gauge at each point of the range, oldest first.
     pub fn gauge(&self, kind: GaugeKind) -> Option<&[f64]> {
         self.gauges.get(&kind).map(Vec::as_slice)
+    }
+
+    /// The span of the model's data in the range; `None` when no scrape in it carried it.
+    pub fn span(&self) -> Option<Span> {
+        self.span
+    }
+}
+
+/// Where a model's data inside a range begins and ends (docs/metrics.md#window-coverage).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// The oldest and newest scrape in the range that carried the model, Unix ms.
+    pub first_ms: i64,
+    pub last_ms: i64,
+    /// How many scrapes in the range carried it.
+    pub scrapes: usize,
+}
+
+impl Span {
+    /// The share of the range (now − range, now] that the data covers, in [0, 1]: the time
+    /// since the oldest scrape, plus one mean spacing between scrapes (the oldest scrape
+    /// stands for the interval before it, as Prometheus's `rate` extrapolation assumes), over
+    /// the range. A full window reads 1 whatever the scrape phase; a daemon that started 3
+    /// minutes ago reads about 0.05 on a 1h window.
+    ///
+    /// Gaps inside the span (a target that was down for a while) do not lower it: counters
+    /// carry what happened during a gap across it, so the window's rates and ratios still
+    /// describe the whole span (docs/metrics.md#window-coverage).
+    pub fn coverage(&self, now_ms: i64, range_ms: i64) -> f64 {
+        if range_ms <= 0 {
+            return 1.0;
+        }
+        let spacing =
+            if self.scrapes >= 2 { (self.last_ms - self.first_ms) as f64 / (self.scrapes - 1) as f64 } else { 0.0 };
+        (((now_ms - self.first_ms) as f64 + spacing) / range_ms as f64).clamp(0.0, 1.0)
     }
 }
 
@@ -74,8 +112,14 @@ impl RangeView {
         // Per layout: each column's feed, and the gauge groups with their running sums.
         let mut feeds: Vec<Feed> = Vec::new();
         let mut groups: Vec<(&Arc<str>, GaugeKind)> = Vec::new();
-        let mut sums: Vec<(f64, usize)> = Vec::new();
+        let mut sums: Vec<KahanSum> = Vec::new();
         let mut current: Option<&Arc<Layout>> = None;
+        // Per model, in first-seen order, the scrapes that carried it; looked up by name so
+        // that a layout change costs its columns, not columns × models.
+        let mut spans: Vec<(&Arc<str>, Span)> = Vec::new();
+        let mut span_of: HashMap<&str, usize> = HashMap::new();
+        // Index into `spans` of each model the current layout carries.
+        let mut layout_models: Vec<usize> = Vec::new();
         store.for_each_in_range(now_ms, range_ms, |t_ms, layout, values| {
             if !current.is_some_and(|l| Arc::ptr_eq(l, layout)) {
                 // Column → feed, resolved once per run of points sharing a layout.
@@ -98,18 +142,31 @@ impl RangeView {
                     });
                     feeds.push(Feed::Series(slot));
                 }
+                layout_models.clear();
+                let mut carried: HashSet<usize> = HashSet::new();
+                for key in layout.keys.iter() {
+                    let i = *span_of.entry(&*key.model).or_insert_with(|| {
+                        spans.push((&key.model, Span { first_ms: t_ms, last_ms: t_ms, scrapes: 0 }));
+                        spans.len() - 1
+                    });
+                    if carried.insert(i) {
+                        layout_models.push(i);
+                    }
+                }
                 current = Some(layout);
             }
+            for &i in &layout_models {
+                let span = &mut spans[i].1;
+                span.last_ms = t_ms;
+                span.scrapes += 1;
+            }
             sums.clear();
-            sums.resize(groups.len(), (0.0, 0));
+            sums.resize(groups.len(), KahanSum::default());
             for (col, &v) in values.iter().enumerate() {
                 let slot = match feeds[col] {
                     Feed::Gauge(g) => {
-                        // The first shard's value as is, then the others added in column
-                        // order: bit for bit what a fold from the first value gives.
-                        let (sum, n) = &mut sums[g];
-                        *sum = if *n == 0 { v } else { *sum + v };
-                        *n += 1;
+                        // Shards add in column order, compensated as PromQL's `sum` does.
+                        sums[g].add(v);
                         continue;
                     }
                     Feed::Series(slot) => slot,
@@ -125,9 +182,10 @@ impl RangeView {
                 s.layout = layout;
                 s.col = col;
             }
-            for (&(model, kind), &(sum, n)) in groups.iter().zip(&sums) {
-                let v = if kind == GaugeKind::KvCacheUsage { sum / n as f64 } else { sum };
-                model_entry(&mut models, model).gauges.entry(kind).or_default().push(v);
+            for (&(model, kind), total) in groups.iter().zip(&sums) {
+                // `avg` for KV usage, `sum` for the rest, as PromQL computes them.
+                let v = if kind == GaugeKind::KvCacheUsage { total.mean() } else { total.sum() };
+                model_entry(&mut models, model).gauges.entry(kind).or_default().push(v.unwrap_or(f64::NAN));
             }
         });
         for (key, slot) in keys.into_iter().zip(slots) {
@@ -135,7 +193,15 @@ impl RangeView {
                 model_entry(&mut models, &key.model).series.push((key.clone(), acc));
             }
         }
+        for (model, span) in spans {
+            model_entry(&mut models, model).span = Some(span);
+        }
         RangeView { models }
+    }
+
+    /// The span of `model`'s data in the range; `None` when no scrape in it carried the model.
+    pub fn span(&self, model: &str) -> Option<Span> {
+        self.models.get(model).and_then(ModelRange::span)
     }
 
     /// Every model with any series or gauge sample in the range, by name.

@@ -1,49 +1,43 @@
-//! Raw increases over a range, summed over a model's shards: the inputs of every ratio
-//! (attainment, failure share, means, hit and acceptance rates). Ratios of raw increases
-//! need no extrapolation, and extrapolation's zero floor would bias them
-//! (docs/architecture.md#ratios-from-raw-increases).
+//! Raw increases over a range, summed over a model's shards with Prometheus's compensated
+//! `sum`: the inputs of every ratio (attainment, failure share, means, hit and acceptance
+//! rates). Ratios of raw increases need no extrapolation, and extrapolation's zero floor
+//! would bias them (docs/architecture.md#ratios-from-raw-increases).
 
 use super::range::ModelRange;
-use crate::canonical::{Bucket, CounterKind, FinishReason, Histogram, HistogramKind};
+use crate::canonical::{CounterKind, FinishReason, Histogram, HistogramKind, HistogramSum};
+use crate::kahan::KahanSum;
 use crate::window::Quantity;
 
 /// The raw increase of a histogram over the range, buckets summed by `le` over shards.
 /// `None` when the model has no bucket series of that kind in the range.
 pub fn histogram(m: &ModelRange, kind: HistogramKind) -> Option<Histogram> {
-    let mut h = Histogram::default();
+    let mut h = HistogramSum::default();
     let mut any = false;
     for (k, acc) in m.series() {
         match k.quantity {
             Quantity::Bucket(kk, _) if kk == kind => {
                 any = true;
-                let le = k.quantity.le().unwrap_or(f64::NAN);
-                h.add(&Histogram { buckets: vec![Bucket { le, count: acc.raw_increase() }], sum: 0.0, count: 0.0 });
+                h.add_bucket(k.quantity.le().unwrap_or(f64::NAN), acc.raw_increase());
             }
-            Quantity::Sum(kk) if kk == kind => h.sum += acc.raw_increase(),
-            Quantity::Count(kk) if kk == kind => h.count += acc.raw_increase(),
+            Quantity::Sum(kk) if kk == kind => h.add_sum(acc.raw_increase()),
+            Quantity::Count(kk) if kk == kind => h.add_count(acc.raw_increase()),
             _ => {}
         }
     }
-    any.then_some(h)
+    any.then(|| h.finish())
 }
 
 /// Raw increases of a histogram's `_sum` and `_count` (for means), when both exist.
 pub fn sum_count(m: &ModelRange, kind: HistogramKind) -> Option<(f64, f64)> {
-    let (mut sum, mut count, mut seen) = (0.0, 0.0, (false, false));
+    let (mut sum, mut count) = (KahanSum::default(), KahanSum::default());
     for (k, acc) in m.series() {
         match k.quantity {
-            Quantity::Sum(kk) if kk == kind => {
-                sum += acc.raw_increase();
-                seen.0 = true;
-            }
-            Quantity::Count(kk) if kk == kind => {
-                count += acc.raw_increase();
-                seen.1 = true;
-            }
+            Quantity::Sum(kk) if kk == kind => sum.add(acc.raw_increase()),
+            Quantity::Count(kk) if kk == kind => count.add(acc.raw_increase()),
             _ => {}
         }
     }
-    (seen.0 && seen.1).then_some((sum, count))
+    sum.sum().zip(count.sum())
 }
 
 /// Mean observation over the range: Δsum / Δcount, `None` without observations.
@@ -60,7 +54,8 @@ pub fn counter(m: &ModelRange, kind: CounterKind, keep: impl Fn(Option<FinishRea
             Quantity::Counter(kk, reason) if kk == kind && keep(reason) => Some(acc.raw_increase()),
             _ => None,
         })
-        .reduce(|a, b| a + b)
+        .collect::<KahanSum>()
+        .sum()
 }
 
 /// Raw increase of any counter of a kind, every reason.

@@ -1,5 +1,5 @@
 //! SLOs over one window of one model: per-clause attainment, joint attainment with
-//! failures counted as bad, goodput and burn rate (issue 5; docs/architecture.md#joint-attainment).
+//! failures counted as bad, goodput and burn rate (docs/architecture.md#joint-attainment).
 
 use std::collections::BTreeMap;
 

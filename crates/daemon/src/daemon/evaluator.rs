@@ -1,5 +1,5 @@
 //! Evaluation one target at a time, so that a slow or huge target cannot hold back the
-//! others' reports (issue 12; docs/limits.md#evaluation).
+//! others' reports (docs/limits.md#evaluation).
 //!
 //! Each tick starts an evaluation of every target that is not still busy with an earlier
 //! one, on the blocking pool, and waits for them until a deadline. The report is then
@@ -128,7 +128,7 @@ impl Evaluator {
                 TargetReport { target: rt.config.name.clone(), engine, health, models }
             })
             .collect();
-        Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new() }
+        Report { t_ms: now_ms, targets, ..Report::default() }
     }
 }
 

@@ -78,6 +78,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
 
     let gpus = gpu::GpuSources::start(&config, stop_rx.clone(), &mut tasks);
     let eval = config.eval_config();
+    log_warmup(&config.alerting);
     let enricher = Enricher::new(&eval, &config.alerting, config.gpu.as_ref(), config.cost.as_ref());
     let delivery = Delivery::start(&config.alerting).map_err(std::io::Error::other)?;
     shared.delivery = Some(delivery.metrics());
@@ -124,6 +125,7 @@ async fn evaluate_loop(
     shared: Shared,
     mut stop: watch::Receiver<bool>,
 ) {
+    let mut held = HeldRules::default();
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
     loop {
@@ -138,6 +140,48 @@ async fn evaluate_loop(
         let mut report: Report = evaluator.tick(clock.now_ms(), every / 2).await;
         let notifications = post.enricher.apply(&mut report, post.gpus.latest());
         post.delivery.submit(&notifications);
+        held.log_armed(&report);
         shared.publish(report);
+    }
+}
+
+/// Says once, at start, which alert rules stay quiet until their windows are covered, and
+/// for how long (docs/alerts.md#after-a-restart).
+fn log_warmup(alerting: &crate::alert::AlertingConfig) {
+    let waits: Vec<String> = alerting
+        .rule_set()
+        .rules
+        .iter()
+        .filter(|r| !r.warmup().is_zero())
+        .map(|r| format!("{} {}", r.name.as_str(), crate::duration::format_duration(r.warmup())))
+        .collect();
+    if !waits.is_empty() {
+        tracing::info!(
+            "alert rules stay quiet until the windows they read are covered by data (alerting.min_window_coverage); after this start: {}. /api/v1/alerts and llm_slo_alert_rule_ready show what waits",
+            waits.join(", ")
+        );
+    }
+}
+
+/// The (alert, target, model) triples whose rule still waits for window coverage, to log
+/// when each starts judging.
+#[derive(Default)]
+struct HeldRules(std::collections::BTreeSet<(&'static str, String, String)>);
+
+impl HeldRules {
+    fn log_armed(&mut self, report: &Report) {
+        let now: std::collections::BTreeSet<_> = report
+            .alert_readiness
+            .iter()
+            .filter(|r| !r.ready)
+            .map(|r| (r.alertname, r.target.clone(), r.model.clone()))
+            .collect();
+        let judged = |k: &(&str, String, String)| {
+            report.alert_readiness.iter().any(|r| (r.alertname, &r.target, &r.model) == (k.0, &k.1, &k.2))
+        };
+        for k in self.0.difference(&now).filter(|k| judged(k)) {
+            tracing::info!(alertname = k.0, target_name = %k.1, model = %k.2, "alert rule armed: its windows are covered by data");
+        }
+        self.0 = now;
     }
 }

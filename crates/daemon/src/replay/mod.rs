@@ -4,7 +4,7 @@
 //! their timestamps and answers a [`Report`] for any instant. [`replay`] feeds it a
 //! recording (docs/replay.md layout, see [`recording`]) and yields one [`Frame`] per
 //! evaluation instant: the multiples of `step` on the Unix epoch from the first to the
-//! last scrape. The lead's CLI glue prints [`Frame::json_line`].
+//! last scrape. `goodput replay` prints [`Frame::json_line`].
 
 pub mod recording;
 #[cfg(test)]
@@ -102,7 +102,7 @@ impl VirtualDaemon {
                 models: evaluate_target_with(&t.state.windows, now_ms, &self.cfg.for_target(&t.name), self.mode),
             })
             .collect();
-        let mut report = Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new() };
+        let mut report = Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new(), ..Report::default() };
         // Replay has no GPUs and sends no alerts; it shows their state.
         let _ = self.enricher.apply(&mut report, Vec::new());
         report

@@ -40,7 +40,7 @@ fn too_many_models(found: usize, limit: usize) -> ScrapeError {
 
 /// Like Prometheus's `sample_limit`: a scrape over a limit is a failed scrape, and nothing
 /// of it is stored. A label gone wrong (a request id as `model_name`) must not make the
-/// daemon evaluate and export thousands of "models" (issue 12). Most such scrapes are
+/// daemon evaluate and export thousands of "models". Most such scrapes are
 /// refused while adapting, before their models are built; this catches the rest (series
 /// without a model label attached to a default model).
 fn check_cardinality(snapshot: &Snapshot, c: Cardinality) -> Result<(), ScrapeError> {
