@@ -1,4 +1,4 @@
-//! Issue 12 §1, the attack reproduced: a real daemon with a healthy vLLM-like target and a
+//! One target with many models must not freeze the others. The attack, reproduced: a real daemon with a healthy vLLM-like target and a
 //! hostile one on 127.0.0.1 that serves one gauge for 20,000 and then 200,000 distinct
 //! `model_name` values. Before the fix the first froze every target's report for tens of
 //! seconds and the second kept /readyz at 503. Now the healthy target's results are
