@@ -17,6 +17,9 @@ HERE = Path(__file__).resolve().parent
 DS = {"type": "prometheus", "uid": "${datasource}"}
 SEL = 'target=~"$target", model=~"$model"'
 WIN = 'window="$window"'
+# Series of the last scrape (stat="last", the current KV band) carry no window label;
+# an empty-matching regex keeps them next to the selected window's mean and max.
+WIN_OR_LAST = 'window=~"$window|"'
 SLO = 'slo=~"$slo"'
 GPU = "gpu: needs GPU telemetry (NVML or dcgm-exporter); CI has no GPU"
 COST = "cost: needs cost.gpu_hour_dollars in the config"
@@ -161,13 +164,13 @@ def templating(single_target):
 
 def latency_panel(lay, metric, title, quantiles, by, w=12):
     fam = f"llm_slo_{metric}_seconds"
-    qsel = f'quantile=~"{quantiles}"'
+    qsel = f'q=~"{quantiles}"'
     return panel(
         lay, "timeseries", title,
-        [q(f"max by ({by}, quantile) ({fam}{{{SEL}, {qsel}, {WIN}}})",
-           "{{%s}} p{{quantile}}" % by.split(",")[0], "A"),
-         q(f'max by ({by}, quantile, side) (llm_slo_quantile_bracket_seconds{{{SEL}, metric="{metric}", {qsel}, {WIN}}})',
-           "{{%s}} p{{quantile}} bucket {{side}}" % by.split(",")[0], "B")],
+        [q(f"max by ({by}, q) ({fam}{{{SEL}, {qsel}, {WIN}}})",
+           "{{%s}} p{{q}}" % by.split(",")[0], "A"),
+         q(f'max by ({by}, q, side) (llm_slo_quantile_bracket_seconds{{{SEL}, metric="{metric}", {qsel}, {WIN}}})',
+           "{{%s}} p{{q}} bucket {{side}}" % by.split(",")[0], "B")],
         w=w, unit="s", custom=ts(), overrides=bounds_style(),
         desc=(f"PromQL-exact {metric.upper()} quantiles over the selected window, with the histogram "
               "bucket bounds that contain each one (dashed): the true quantile lies between them."),
@@ -203,7 +206,7 @@ def gpu_row(lay, panels, target_sel):
     panels.append(panel(lay, "timeseries", "Decode TPOT floor vs measured p50 TPOT",
                         [q(f"max by (target) (llm_slo_decode_tpot_floor_seconds{{{target_sel}, model=~\"$model\", {WIN}}})",
                            "{{target}} floor (bytes per step / HBM bandwidth)", "A", GPU),
-                         q(f'max by (target) (llm_slo_tpot_seconds{{{target_sel}, model=~"$model", quantile="0.5", {WIN}}})',
+                         q(f'max by (target) (llm_slo_tpot_seconds{{{target_sel}, model=~"$model", q="0.5", {WIN}}})',
                            "{{target}} measured p50", "B")],
                         w=12, unit="s", minv=0, custom=ts(),
                         desc="How far decode is from the memory-bandwidth floor. Far above it: batching, scheduling or contention, not the GPU."))
@@ -219,7 +222,7 @@ def kv_panels(lay, panels, sel, w=12):
                    "high": "orange", "critical": "red"}
     panels.append(panel(
         lay, "timeseries", "KV cache utilization",
-        [q(f"max by (target, stat) (llm_slo_kv_cache_utilization_ratio{{{sel}, {WIN}}})", "{{target}} {{stat}}", "A")],
+        [q(f"max by (target, stat) (llm_slo_kv_cache_utilization_ratio{{{sel}, {WIN_OR_LAST}}})", "{{target}} {{stat}}", "A")],
         w=w, unit="percentunit", minv=0, maxv=1, custom=ts(threshold_style="area"),
         steps=[("transparent", None), ("blue", 0), ("transparent", 0.70), ("green", 0.75),
                ("orange", 0.85), ("red", 0.90)],
@@ -237,8 +240,8 @@ def kv_panels(lay, panels, sel, w=12):
 def saturation_panels(lay, panels, sel, w=8):
     panels.append(panel(
         lay, "timeseries", "Requests running and waiting",
-        [q(f'max by (target) (llm_slo_requests_running{{{sel}, stat="last", {WIN}}})', "{{target}} running", "A"),
-         q(f'max by (target) (llm_slo_requests_waiting{{{sel}, stat="last", {WIN}}})', "{{target}} waiting", "B")],
+        [q(f'max by (target) (llm_slo_requests_running{{{sel}, stat="last"}})', "{{target}} running", "A"),
+         q(f'max by (target) (llm_slo_requests_waiting{{{sel}, stat="last"}})', "{{target}} waiting", "B")],
         w=w, unit="short", minv=0, custom=ts(),
         desc="A waiting queue that keeps growing means arrivals exceed what the engine can batch."))
     panels.append(panel(
@@ -261,10 +264,11 @@ def health_panels(lay, panels, tsel, w=8):
     panels.append(panel(lay, "timeseries", "Scrape duration",
                         [q(f"max by (target) (llm_slo_scrape_duration_seconds{{{tsel}}})", "{{target}}", "A")],
                         w=w, unit="s", custom=ts()))
-    # The error counter only has series once an error happened; `or` shows 0 for healthy targets.
+    # Every reason exists at 0 from the start: one total per target, plus the reasons that
+    # are actually failing (not eleven flat zeros per target).
     panels.append(panel(lay, "timeseries", "Scrape errors",
-                        [q(f"sum by (target, reason) (rate(llm_slo_scrape_errors_total{{{tsel}}}[$__rate_interval]))"
-                           f" or sum by (target) (0 * llm_slo_target_up{{{tsel}}})",
+                        [q(f"sum by (target, reason) (rate(llm_slo_scrape_errors_total{{{tsel}}}[$__rate_interval])) > 0"
+                           f" or sum by (target) (rate(llm_slo_scrape_errors_total{{{tsel}}}[$__rate_interval]))",
                            "{{target}} {{reason}}", "A")],
                         w=w, unit="reqps", custom=ts()))
 
@@ -332,7 +336,7 @@ def overview():
     panels.append(latency_panel(lay, "itl", "p99 ITL (per step)", "0.99", "target, model", w=8))
     panels.append(panel(
         lay, "timeseries", "E2E latency p50 / p90 / p99",
-        [q(f'max by (quantile) (llm_slo_e2e_seconds{{{SEL}, quantile=~"0.5|0.9|0.99", {WIN}}})', "p{{quantile}}", "A")],
+        [q(f'max by (q) (llm_slo_e2e_seconds{{{SEL}, q=~"0.5|0.9|0.99", {WIN}}})', "p{{q}}", "A")],
         unit="s", custom=ts()))
     panels.append(panel(
         lay, "timeseries", "Token throughput by direction",

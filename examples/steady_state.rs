@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goodput::adapt::EngineHint;
+use goodput::config::Cardinality;
 use goodput::evaluate::evaluate_target;
 use goodput::parse::Limits;
 use goodput::scrape::ingest;
@@ -74,7 +75,7 @@ fn main() {
         let body = template.render(1.0 + (k * interval_ms) as f64 / 600_000.0);
         body_bytes = body.len();
         let began = Instant::now();
-        let snapshot = ingest(body.as_bytes(), &limits, EngineHint::Auto, "t")
+        let snapshot = ingest(body.as_bytes(), &limits, Cardinality::default(), EngineHint::Auto, "t")
             .unwrap_or_else(|e| fail(format!("the template does not ingest: {e}")));
         store.push(k * interval_ms, Arc::new(snapshot));
         ingest_times.push(began.elapsed());

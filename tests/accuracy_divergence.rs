@@ -1,4 +1,4 @@
-//! Issue 5 must-show: under `ramp` the exported goodput clearly diverges from throughput
+//! Under `ramp` the exported goodput clearly diverges from throughput
 //! once the engine is overloaded, and under `steady` it does not.
 //!
 //! The simulated engine serves about 5 requests/s. The ramp climbs from 0.5 to 12 requests/s

@@ -1,4 +1,4 @@
-//! Issue 5 must-show: every exported SLO bracket contains the exact share recomputed from
+//! Every exported SLO bracket contains the exact share recomputed from
 //! the simulator's per-request ground truth over the histogram's own population, across
 //! the steady, ramp and burst profiles and several seeds. Threshold-on-boundary clauses are
 //! exact. Joint attainment and token goodput lie within their bounds wherever TTFT's

@@ -43,7 +43,8 @@ fn every_fixture_parses_and_is_detected() {
             "vllm" => Some(Engine::Vllm),
             "sglang" => Some(Engine::Sglang),
             "tgi" => Some(Engine::Tgi),
-            "trtllm" | "dynamo" => Some(Engine::Trtllm),
+            "trtllm" => Some(Engine::Trtllm),
+            "dynamo" => Some(Engine::Dynamo),
             "nim" => Some(Engine::Nim),
             "dcgm" => None,
             other => panic!("{name}: unknown fixture family {other}"),
@@ -147,16 +148,47 @@ fn tgi_queue_duration_and_no_ttft() {
 }
 
 #[test]
-fn trtllm_and_dynamo_frontend() {
+fn trtllm_worker_under_dynamo() {
     let body = fixture("trtllm-dynamo-2026-01-worker-full.prom");
-    let m = &snapshot(&body).models["Qwen/Qwen3-0.6B"];
+    let s = snapshot(&body);
+    // A Dynamo worker scrape is the backend engine it passes through.
+    assert_eq!(s.engine, Engine::Trtllm);
+    let m = &s.models["Qwen/Qwen3-0.6B"];
     // trtllm's time_per_output_token is per request: it is TPOT here, unlike vLLM's.
     assert_eq!(m.histogram_total(HistogramKind::Tpot).unwrap().count, 2.0);
     assert_eq!(m.counter_total(CounterKind::RequestsFinished), Some(2.0));
+}
+
+#[test]
+fn dynamo_frontend_is_its_own_engine() {
     let body = fixture("dynamo-frontend-2026-01-fe.prom");
-    let m = &snapshot(&body).models["qwen/qwen3-0.6b"];
+    let s = snapshot(&body);
+    assert_eq!(s.engine, Engine::Dynamo);
+    // Request metrics carry the lower-cased `model` label.
+    assert_eq!(s.models.keys().collect::<Vec<_>>(), ["qwen/qwen3-0.6b"]);
+    let m = &s.models["qwen/qwen3-0.6b"];
+    assert_eq!(
+        m.counter_total(CounterKind::GenerationTokens),
+        Some(grep_sum(&body, "dynamo_frontend_output_tokens_total{", ""))
+    );
     assert_eq!(m.counter_total(CounterKind::GenerationTokens), Some(300.0));
+    // Per token: 300 output tokens give 299 gaps.
     assert_eq!(m.histogram_total(HistogramKind::Itl).unwrap().count, 299.0);
+    let ttft = m.histogram_total(HistogramKind::Ttft).unwrap();
+    assert_eq!(ttft.count, grep_sum(&body, "dynamo_frontend_time_to_first_token_seconds_count{", ""));
+    assert_eq!(ttft.buckets[0].le, 0.0, "the le=\"0\" bucket is kept");
+    let fin = &m.counters[&CounterKind::RequestsFinished];
+    assert_eq!(fin.len(), 1);
+    assert_eq!(fin[0].value.reason, Some(FinishReason::Success));
+    assert_eq!(fin[0].value.value, grep_sum(&body, "dynamo_frontend_requests_total{", "status=\"success\""));
+    // No per-request TPOT and no KV usage at the frontend; queued_requests is not `waiting`.
+    assert!(!m.has_histogram(HistogramKind::Tpot));
+    assert!(m.gauges.is_empty(), "{:?}", m.gauges.keys().collect::<Vec<_>>());
+    // Named in config, the same scrape maps the same way; named as trtllm, it maps nothing.
+    let exp = parse(body.as_bytes(), &Limits::default()).unwrap();
+    assert_eq!(adapt(&exp, EngineHint::Is(Engine::Dynamo), "").unwrap(), s);
+    assert!(adapt(&exp, EngineHint::Is(Engine::Trtllm), "").is_err());
+    assert_eq!(Engine::parse("dynamo"), Some(Engine::Dynamo));
 }
 
 #[test]

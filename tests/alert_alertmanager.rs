@@ -47,6 +47,7 @@ fn input(target: &str, up: bool, kv: f64, joint: f64) -> AlertInput {
         windows: if up {
             vec![WindowInput {
                 window: win(60),
+                coverage: 1.0,
                 output_tokens_per_second: Some(1500.0),
                 preemptions_per_second: None,
                 ttft_p99: None,

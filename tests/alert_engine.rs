@@ -53,6 +53,8 @@ fn slo(joint: f64, objective: f64, requests: f64) -> SloReport {
 fn window(s: u64) -> WindowInput {
     WindowInput {
         window: win(s),
+        // Full windows: these tests are about thresholds; coverage has its own tests below.
+        coverage: 1.0,
         output_tokens_per_second: None,
         preemptions_per_second: None,
         ttft_p99: None,

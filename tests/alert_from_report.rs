@@ -21,6 +21,7 @@ fn win(s: u64) -> Window {
 
 fn window(s: u64, kv: f64, joint: f64, status_evaluated: bool) -> WindowReport {
     let mut w = WindowReport::empty(win(s));
+    w.coverage = 1.0;
     w.output_tokens_per_second = Some(800.0);
     w.kv_cache = Some(KvReport { last: kv, mean: kv, max: kv, band: KvBand::Critical, band_time: BTreeMap::new() });
     w.waiting = Some(GaugeStats { first: 10.0, last: 40.0, mean: 30.0, max: 40.0 });
@@ -79,13 +80,16 @@ fn report_to_inputs_to_alerts() {
             target("hot", true, vec![window(300, 0.95, 0.5, true), window(60, 0.93, 0.6, true)]),
             target("idle", true, vec![window(300, 0.95, 0.5, false)]),
             target("gone", false, vec![window(300, 0.99, 0.1, true)]),
+            // As hot as `hot`, but its daemon started 2 minutes ago: only 40% of 5m is covered.
+            target("fresh", true, vec![WindowReport { coverage: 0.4, ..window(300, 0.95, 0.5, true) }]),
         ],
         ..Report::default()
     };
     let slos =
         vec![chat(Scope::all()), chat_named("only-idle", Scope { targets: vec!["idle".into()], models: vec![] })];
     let ins = inputs(&report, &slos);
-    assert_eq!(ins.len(), 3);
+    assert_eq!(ins.len(), 4);
+    assert_eq!((ins[0].windows[0].coverage, ins[3].windows[0].coverage), (1.0, 0.4));
     let hot = &ins[0];
     assert_eq!((hot.model.as_str(), hot.up, hot.waiting_now), ("llama", true, Some(40.0)));
     let w5 = hot.window(win(300)).unwrap();
@@ -112,6 +116,8 @@ fn report_to_inputs_to_alerts() {
     got.sort();
     // `only-idle` (TTFT 500 ms) judges idle's p99 of 900 ms; on hot it does not exist.
     let want: Vec<(String, String)> = [
+        // The window rules wait for coverage; the KV rule reads the last scrape and does not.
+        ("fresh", "LLMKVCacheSaturated"),
         ("gone", "LLMTargetDown"),
         ("hot", "LLMGoodputDivergence"),
         ("hot", "LLMKVCacheSaturated"),
@@ -128,4 +134,12 @@ fn report_to_inputs_to_alerts() {
     let kv =
         e.active().find(|a| a.labels["target"] == "hot" && a.labels["alertname"] == "LLMKVCacheSaturated").unwrap();
     assert_eq!(kv.value, 0.93);
+    // What waits says so, with the coverage it has and how long it still needs.
+    let waiting: Vec<_> = e.readiness(&ins).into_iter().filter(|r| !r.ready).collect();
+    let div = waiting.iter().find(|r| r.alertname == "LLMGoodputDivergence").unwrap();
+    assert_eq!((div.target.as_str(), div.window, div.coverage, div.min_coverage), ("fresh", win(300), 0.4, 0.9));
+    assert!((div.ready_in_seconds - 150.0).abs() < 1e-9, "{div:?}");
+    // The others' 5m windows are full; their missing 30m, 1h and 6h windows wait.
+    assert!(waiting.iter().filter(|r| r.window == win(300)).all(|r| r.target == "fresh"), "{waiting:?}");
+    assert!(waiting.iter().any(|r| r.target == "hot" && r.window == win(3600) && r.coverage == 0.0));
 }

@@ -92,10 +92,9 @@ fn replay_prints_the_library_frames_at_every_step() {
     for w in ["1m", "5m"] {
         let p99 = ttft
             .iter()
-            .find(|s| s["labels"]["target"] == "sim" && s["labels"]["window"] == w && s["labels"]["quantile"] == "0.99")
+            .find(|s| s["labels"]["target"] == "sim" && s["labels"]["window"] == w && s["labels"]["q"] == "0.99")
             .unwrap_or_else(|| panic!("no TTFT p99 over {w} in {late}"));
-        let p50 =
-            ttft.iter().find(|s| s["labels"]["window"] == w && s["labels"]["quantile"] == "0.5").expect("TTFT p50");
+        let p50 = ttft.iter().find(|s| s["labels"]["window"] == w && s["labels"]["q"] == "0.5").expect("TTFT p50");
         let (p50, p99) = (p50["value"].as_f64().expect("p50"), p99["value"].as_f64().expect("p99"));
         assert!(p50 > 0.0 && p50 <= p99 && p99.is_finite(), "{w}: p50 {p50} p99 {p99}");
     }

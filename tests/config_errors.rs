@@ -33,7 +33,7 @@ fn unknown_key_in_scrape() {
         6,
         3,
         &[
-            r#"unknown key "intervall" in scrape; expected one of interval, timeout, body_limit, gzip, follow_redirects"#,
+            r#"unknown key "intervall" in scrape; expected one of interval, timeout, body_limit, gzip, follow_redirects, max_models, max_series"#,
         ],
     );
 }
@@ -115,7 +115,12 @@ fn bad_urls() {
 #[test]
 fn unknown_engine() {
     let yaml = "targets:\n  - name: a\n    url: http://127.0.0.1:8000/metrics\n    engine: llamacpp\n";
-    one_error(yaml, 4, 13, &["unknown engine \"llamacpp\"; expected one of auto, vllm, sglang, tgi, trtllm, nim"]);
+    one_error(
+        yaml,
+        4,
+        13,
+        &["unknown engine \"llamacpp\"; expected one of auto, vllm, sglang, tgi, trtllm, nim, dynamo"],
+    );
 }
 
 #[test]
@@ -162,6 +167,16 @@ fn bad_quantile_and_duplicate_window() {
 fn bad_body_limit() {
     let yaml = format!("{OK_TARGETS}scrape: {{body_limit: 16 parsecs}}\n");
     one_error(&yaml, 4, 22, &["scrape.body_limit", "unknown size unit \"parsecs\""]);
+}
+
+#[test]
+fn zero_or_non_integer_cardinality_limits() {
+    let yaml = format!("{OK_TARGETS}scrape: {{max_models: 0}}\n");
+    one_error(&yaml, 4, 22, &["scrape.max_models is 0, which would refuse every scrape", "at least 1"]);
+    let yaml = format!("{OK_TARGETS}    max_series: 0\n");
+    one_error(&yaml, 4, 17, &["max_series is 0"]);
+    let yaml = format!("{OK_TARGETS}scrape: {{max_series: 1.5e5}}\n");
+    one_error(&yaml, 4, 22, &["scrape.max_series", "whole number"]);
 }
 
 #[test]

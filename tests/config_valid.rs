@@ -11,7 +11,7 @@ use goodput::config;
 const FULL: &str = r#"
 listen: 0.0.0.0:9000
 evaluation_interval: 2s
-scrape: {interval: 10s, timeout: 4s, body_limit: 1048576, gzip: false}
+scrape: {interval: 10s, timeout: 4s, body_limit: 1048576, gzip: false, max_models: 50, max_series: 20000}
 server: {max_connections: 32, header_read_timeout: 5s, idle_timeout: 2m}
 targets:
   - name: llama
@@ -25,6 +25,7 @@ targets:
     interval: 20s
     timeout: 15s
     follow_redirects: false
+    max_models: 2000
 windows: [1h, 1m]
 quantiles: [0.99, 0.5]
 slos:
@@ -56,6 +57,7 @@ fn every_key_is_read() {
         (c.server.header_read_timeout, c.server.idle_timeout),
         (Duration::from_secs(5), Duration::from_secs(120))
     );
+    assert_eq!((c.scrape.cardinality.max_models, c.scrape.cardinality.max_series), (50, 20_000));
 
     let (llama, tgi) = (&c.targets[0], &c.targets[1]);
     assert_eq!(llama.engine, EngineHint::Auto);
@@ -63,6 +65,9 @@ fn every_key_is_read() {
     assert_eq!((llama.interval, llama.timeout), (Duration::from_secs(10), Duration::from_secs(4)));
     assert_eq!(tgi.engine, EngineHint::Is(Engine::Tgi));
     assert_eq!(tgi.model, "mistral-7b");
+    // A target's own limit overrides the global one; the other falls back to it.
+    assert_eq!(llama.cardinality, c.scrape.cardinality);
+    assert_eq!((tgi.cardinality.max_models, tgi.cardinality.max_series), (2000, 20_000));
     assert_eq!(tgi.url.as_str(), "https://tgi.internal:3000/metrics");
     assert_eq!(tgi.bearer_token_file.as_deref(), Some(std::path::Path::new("/run/secrets/token")));
     let headers: Vec<(&str, &str)> = tgi.headers.iter().map(|(k, v)| (k.as_str(), v.expose())).collect();
@@ -117,6 +122,8 @@ fn defaults() {
         (c.server.header_read_timeout, c.server.idle_timeout),
         (Duration::from_secs(10), Duration::from_secs(60))
     );
+    assert_eq!((c.scrape.cardinality.max_models, c.scrape.cardinality.max_series), (1_000, 100_000));
+    assert_eq!(c.targets[0].cardinality, c.scrape.cardinality);
     let windows: Vec<String> = c.windows.iter().map(|w| w.label()).collect();
     assert_eq!(windows, ["1m", "5m", "15m", "1h"]);
     assert_eq!(c.quantiles, [0.5, 0.9, 0.95, 0.99]);

@@ -146,6 +146,11 @@ async fn check_metrics(base: &str) {
     for name in ["healthy", "restarting"] {
         assert_eq!(value("llm_slo_target_up", &[("target", name)]), Some(1.0), "{name}\n{body}");
         assert!(value("llm_slo_scrape_duration_seconds", &[("target", name)]).is_some(), "{name}");
+        // The error counter is there at 0 before any error, for every reason.
+        for reason in goodput::report::SCRAPE_ERROR_REASONS {
+            let n = value("llm_slo_scrape_errors_total", &[("target", name), ("reason", reason)]);
+            assert_eq!(n, Some(0.0), "{name}/{reason}");
+        }
     }
     for (name, reason) in [
         ("hanging", "timeout"),
@@ -177,16 +182,15 @@ fn check_engine_values(name: &str, value: &impl Fn(&str, &[(&str, &str)]) -> Opt
     };
     // TTFT: half the requests in (0.05, 0.1], half in (0.1, 0.25].
     // q=0.5 → rank 5 of 10 ends bucket (0.05, 0.1]: 0.1. q=0.9 → 0.1 + 0.15·(9−5)/5.
-    close(value("llm_slo_ttft_seconds", &at(&[("quantile", "0.5")])), 0.1, "ttft p50");
-    close(value("llm_slo_ttft_seconds", &at(&[("quantile", "0.9")])), 0.1 + 0.15 * 0.8, "ttft p90");
-    close(value("llm_slo_ttft_seconds", &at(&[("quantile", "0.99")])), 0.1 + 0.15 * 0.98, "ttft p99");
-    let bracket = |side| {
-        value("llm_slo_quantile_bracket_seconds", &at(&[("metric", "ttft"), ("quantile", "0.9"), ("side", side)]))
-    };
+    close(value("llm_slo_ttft_seconds", &at(&[("q", "0.5")])), 0.1, "ttft p50");
+    close(value("llm_slo_ttft_seconds", &at(&[("q", "0.9")])), 0.1 + 0.15 * 0.8, "ttft p90");
+    close(value("llm_slo_ttft_seconds", &at(&[("q", "0.99")])), 0.1 + 0.15 * 0.98, "ttft p99");
+    let bracket =
+        |side| value("llm_slo_quantile_bracket_seconds", &at(&[("metric", "ttft"), ("q", "0.9"), ("side", side)]));
     close(bracket("lower"), 0.1, "ttft p90 lower bracket");
     close(bracket("upper"), 0.25, "ttft p90 upper bracket");
     // E2E: every request in (1, 2.5]; q=0.5 → 1 + 1.5·0.5.
-    close(value("llm_slo_e2e_seconds", &at(&[("quantile", "0.5")])), 1.75, "e2e p50");
+    close(value("llm_slo_e2e_seconds", &at(&[("q", "0.5")])), 1.75, "e2e p50");
     // Throughput ratios: 1000 prompt and 500 generated tokens per 10 requests. A restart
     // never makes a rate negative.
     let input = value("llm_slo_tokens_per_second", &at(&[("direction", "input")])).expect("input tokens/s");
@@ -196,9 +200,15 @@ fn check_engine_values(name: &str, value: &impl Fn(&str, &[(&str, &str)]) -> Opt
     close(Some(input / output), 2.0, "input/output token ratio");
     close(Some(output / requests), 50.0, "output tokens per request");
     // KV usage is a constant 0.8: inside the default target band (0.75–0.85) all the time.
-    for stat in ["last", "mean", "max"] {
+    for stat in ["mean", "max"] {
         close(value("llm_slo_kv_cache_utilization_ratio", &at(&[("stat", stat)])), 0.8, stat);
     }
+    // The last scrape's usage and band are exported once, without a window.
+    let once = [("target", name), ("model", "m"), ("stat", "last")];
+    close(value("llm_slo_kv_cache_utilization_ratio", &once), 0.8, "last");
+    assert_eq!(value("llm_slo_kv_cache_utilization_ratio", &at(&[("stat", "last")])), None, "{name}: last per window");
+    assert_eq!(value("llm_slo_kv_cache_band", &[("target", name), ("band", "target")]), Some(1.0), "{name}");
+    assert_eq!(value("llm_slo_kv_cache_band", &at(&[("band", "target")])), None, "{name}: band per window");
     close(value("llm_slo_kv_cache_band_time_ratio", &at(&[("band", "target")])), 1.0, "target band share");
     assert_eq!(value("llm_slo_kv_cache_band_time_ratio", &at(&[("band", "high")])), Some(0.0), "{name}");
     // SLO `fast` (TTFT ≤ 100 ms, a bucket boundary, so exact): half the requests meet it.

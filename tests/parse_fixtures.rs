@@ -150,6 +150,17 @@ fn hand_read_values() {
         assert_eq!(e.label(s, "pci_bus_id"), Some("00000000:00:02.0"));
         assert_eq!(e.label(s, "pod_uid"), Some(""));
     }
+    if let Some(t) = fixture("dynamo-frontend-2026-01-fe.prom") {
+        let e = parse(t.as_bytes(), &Limits::default()).unwrap();
+        let m = [("model", "qwen/qwen3-0.6b")];
+        assert_eq!(find(&e, "dynamo_frontend_time_to_first_token_seconds_sum", &m), 1.5625701570000001);
+        assert_eq!(find(&e, "dynamo_frontend_inter_token_latency_seconds_count", &m), 299.0);
+        assert_eq!(find(&e, "dynamo_frontend_time_to_first_token_seconds_bucket", &[("le", "0")]), 0.0);
+        let l = [("endpoint", "chat_completions"), ("request_type", "unary"), ("status", "success")];
+        assert_eq!(find(&e, "dynamo_frontend_requests_total", &l), 1.0);
+        let total = e.families.iter().find(|f| f.name == "dynamo_frontend_requests_total").unwrap();
+        assert_eq!(total.kind, MetricType::Counter);
+    }
     if let Some(t) = fixture("sglang-0.5.x-dynamo-sglang-only.prom") {
         let e = parse(t.as_bytes(), &Limits::default()).unwrap();
         let l = [("model_name", "Qwen/Qwen3-0.6B"), ("tp_rank", "0")];

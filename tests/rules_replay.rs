@@ -1,4 +1,4 @@
-//! Issue 6 must-show: on a recording, the recording rules `goodput rules` generates,
+//! On a recording, the recording rules `goodput rules` generates,
 //! evaluated by a real Prometheus, agree with `goodput replay` for the quantities both
 //! compute.
 //!
@@ -256,8 +256,8 @@ fn pairs() -> Vec<Pair> {
             ] {
                 for q in ["0.5", "0.9", "0.95", "0.99"] {
                     let mut labels = base(w);
-                    labels.insert("quantile".into(), q.into());
-                    let promql = sel(rec, &format!(", quantile=\"{q}\""));
+                    labels.insert("q".into(), q.into());
+                    let promql = sel(rec, &format!(", q=\"{q}\""));
                     out.push(Pair { what: format!("{fam} q{q}"), tol: Tol::Exact, promql, family: fam, labels });
                 }
             }
@@ -443,6 +443,41 @@ fn recording_rules_in_prometheus_agree_with_replay() {
     let (lo, hi) = range["llm_slo_ttft_seconds q0.99"];
     assert!(hi > lo, "TTFT p99 never changes: {lo}");
 
+    // Window coverage, from the recording's start where it ramps: the rule finds the oldest
+    // sample at a resolution of w/100 and adds that; the daemon adds one scrape spacing
+    // (5 s). So they agree within (5 s + w/100) / w.
+    let mut cov_bad = Vec::new();
+    let mut ramping = 0;
+    for (target, model) in TARGETS {
+        for (w, secs) in [("1m", 60.0), ("5m", 300.0)] {
+            let sel = format!("llm_slo:window_coverage_ratio{{model=\"{model}\", window=\"{w}\"}}");
+            let q = format!("{sel} and timestamp({sel}) == time()");
+            let theirs: HashMap<i64, f64> =
+                prom.query_range(&q, first, last, (STEP_MS / 1000) as u64).into_iter().collect();
+            let labels = BTreeMap::from([
+                ("target".to_string(), target.to_string()),
+                ("model".into(), model.into()),
+                ("window".into(), w.into()),
+            ]);
+            let tol = (5.0 + secs / 100.0) / secs;
+            let mut n = 0;
+            for t in (first + STEP_MS..=last).step_by(STEP_MS as usize) {
+                let key = ("llm_slo_window_coverage_ratio".to_string(), labels.clone());
+                let mine = frames.get(&t).and_then(|f| f.get(&key)).copied();
+                match (theirs.get(&t), mine) {
+                    (Some(&a), Some(b)) if (a - b).abs() <= tol => {
+                        n += 1;
+                        ramping += usize::from(b < 0.9);
+                    }
+                    (a, b) => cov_bad.push(format!("t={t} {sel}: prometheus={a:?} replay={b:?}")),
+                }
+            }
+            assert!(n >= 100, "{sel}: only {n} points compared");
+        }
+    }
+    assert!(cov_bad.is_empty(), "coverage disagrees:\n{}", cov_bad[..cov_bad.len().min(30)].join("\n"));
+    assert!(ramping >= 20, "coverage compared only where it is 1 ({ramping} points below 0.9)");
+
     // Teeth: the same comparison catches a rule that forgets to sum across engines.
     let (target, model) = TARGETS[0];
     let one_engine = format!(
@@ -450,7 +485,7 @@ fn recording_rules_in_prometheus_agree_with_replay() {
     );
     let labels = BTreeMap::from([
         ("model".to_string(), model.to_string()),
-        ("quantile".into(), "0.99".into()),
+        ("q".into(), "0.99".into()),
         ("target".into(), target.into()),
         ("window".into(), "1m".into()),
     ]);

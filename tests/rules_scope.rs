@@ -13,6 +13,7 @@
 mod support;
 mod tools;
 
+use goodput::alert::rule::DEFAULT_RUNBOOK_PAGE;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -27,6 +28,9 @@ slos:
   - {name: chat, ttft: 1s, tpot: 50ms, objective: 0.99, models: [llama]}
   - {name: batch, ttft: 1s, tpot: 50ms, objective: 0.99, targets: [pod-b]}
   - {name: edge, ttft: 1s, tpot: 50ms, objective: 0.99, targets: [pod-a]}
+# The series start burning at 0 and the test judges at 30m: scope is under test here, not
+# the wait for window coverage (tests/rules_promtool.rs covers that).
+alerting: {min_window_coverage: 0}
 "#;
 
 const MAPPING: [&str; 4] = ["--target-instance", "pod-a=a:8000", "--target-instance", "pod-b=b:8000"];
@@ -128,8 +132,9 @@ fn alert_tests(firing: &[(&str, &str)]) -> String {
         }
         for (slo, model) in firing {
             let (severity, summary, description) = texts(name, slo, model);
+            let runbook = format!("{DEFAULT_RUNBOOK_PAGE}#{}", name.to_lowercase());
             out.push_str(&format!(
-                "\n          - exp_labels: {{severity: {severity}, target: fleet, model: {model}, slo: {slo}}}\n            exp_annotations: {{summary: {summary:?}, description: {description:?}}}"
+                "\n          - exp_labels: {{severity: {severity}, target: fleet, model: {model}, slo: {slo}}}\n            exp_annotations: {{summary: {summary:?}, description: {description:?}, runbook_url: {runbook:?}}}"
             ));
         }
         out.push('\n');

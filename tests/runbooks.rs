@@ -111,6 +111,7 @@ fn overloaded() -> AlertInput {
     };
     let window = |s| WindowInput {
         window: win(s),
+        coverage: 1.0,
         output_tokens_per_second: Some(1500.0),
         preemptions_per_second: Some(2.0),
         ttft_p99: Some(10.0),

@@ -1,4 +1,4 @@
-//! Credentials never leave the daemon in text (issue 12 §4, docs/config.md "Secrets"): a
+//! Credentials never leave the daemon in text (docs/config.md "Secrets"): a
 //! target URL with `user:password@` and a token in its query, a custom `X-Api-Key` header, a
 //! bearer token file, an Alertmanager URL with `user:password@` and a webhook with a token
 //! in its query, all really used (the credentialed targets are up only if each credential

@@ -1,4 +1,4 @@
-//! What the seeds describe (issue 4): past saturation, output tokens/s keeps rising or
+//! What the seeds describe: past saturation, output tokens/s keeps rising or
 //! plateaus while the share of requests meeting a TTFT SLO falls, KV usage crosses 90 %,
 //! preemptions appear and the queue grows. Under `steady` none of this happens.
 //! Everything is read back from the recorded scrapes, as goodput would see them.

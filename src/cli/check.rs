@@ -58,13 +58,14 @@ pub fn probe(c: &Config) -> Result<Vec<String>, Box<dyn std::error::Error + Send
             let fetcher = fetcher_for(c, t);
             let url = crate::redact::url(&t.url);
             let (name, hint, model, limits) = (t.name.clone(), t.engine, t.model.clone(), limits);
+            let cardinality = t.cardinality;
             tasks.spawn(async move {
                 let fetcher = fetcher.map_err(|e| format!("target {name} ({url}): cannot build the client: {e}"))?;
                 let body = fetcher
                     .fetch()
                     .await
                     .map_err(|e| format!("target {name} ({url}) not probed: {} ({})", e.message(), e.reason()))?;
-                let snap = ingest(&body, &limits, hint, &model)
+                let snap = ingest(&body, &limits, cardinality, hint, &model)
                     .map_err(|e| format!("target {name} ({url}) not probed: {} ({})", e.message(), e.reason()))?;
                 Ok::<_, String>((i, name, snap))
             });

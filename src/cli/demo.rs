@@ -173,6 +173,38 @@ pub fn summary(report: &Report) -> String {
             )
         })
         .collect();
-    out.push_str(&format!("firing: {}\n\n", if firing.is_empty() { "none".into() } else { firing.join(", ") }));
+    out.push_str(&format!("firing: {}\n", if firing.is_empty() { "none".into() } else { firing.join(", ") }));
+    out.push_str(&waiting(report));
+    out.push('\n');
     out
+}
+
+/// The rules still waiting for their windows to fill, each with its least covered window
+/// (docs/alerts.md#after-a-restart); empty once every rule may judge.
+fn waiting(report: &Report) -> String {
+    let mut worst: Vec<&crate::report::RuleReadiness> = Vec::new();
+    for r in report.alert_readiness.iter().filter(|r| !r.ready) {
+        match worst.iter_mut().find(|w| w.alertname == r.alertname) {
+            Some(w) if w.ready_in_seconds < r.ready_in_seconds => *w = r,
+            Some(_) => {}
+            None => worst.push(r),
+        }
+    }
+    if worst.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = worst
+        .iter()
+        .map(|r| {
+            let left = Duration::from_secs(r.ready_in_seconds.ceil() as u64);
+            format!(
+                "{} ({} {:.0}% covered, ready in {})",
+                r.alertname,
+                r.window,
+                r.coverage * 100.0,
+                crate::duration::format_duration(left)
+            )
+        })
+        .collect();
+    format!("waiting for window coverage: {}\n", items.join(", "))
 }

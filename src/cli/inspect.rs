@@ -1,7 +1,7 @@
 //! `goodput inspect SOURCE [--format text|json]`: parse one exposition, detect the
 //! engine, and print what goodput reads from it on the canonical vocabulary.
 //!
-//! The JSON shape is a contract (issue 2):
+//! The JSON shape is a contract (docs/engines.md#canonical-quantities):
 //! `{"engine", "families", "samples", "models": {model: {canonical: value}}, "absent", "warnings"}`.
 
 use std::collections::BTreeMap;
@@ -42,7 +42,7 @@ pub(crate) fn parse_hint(s: &str) -> Result<EngineHint, String> {
     }
     Engine::parse(s)
         .map(EngineHint::Is)
-        .ok_or_else(|| format!("unknown engine {s:?}; expected auto, vllm, sglang, tgi, trtllm or nim"))
+        .ok_or_else(|| format!("unknown engine {s:?}; expected auto, vllm, sglang, tgi, trtllm, nim or dynamo"))
 }
 
 pub fn run(args: Args) -> CliResult {

@@ -1,6 +1,6 @@
 //! `goodput replay --config FILE --recording DIR --step 5s`: a recording evaluated in
 //! virtual time by the daemon's own core, one JSON line per instant on stdout, with the
-//! families and labels /metrics would show at that instant (issue 3 §3).
+//! families and labels /metrics would show at that instant (docs/replay.md).
 
 use std::io::Write;
 use std::path::PathBuf;

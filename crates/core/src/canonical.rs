@@ -11,6 +11,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::kahan::{self, KahanSum};
+
 /// Which inference server produced a scrape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -20,10 +22,13 @@ pub enum Engine {
     Tgi,
     Trtllm,
     Nim,
+    /// The NVIDIA Dynamo HTTP frontend, in front of vLLM, SGLang or TensorRT-LLM workers.
+    Dynamo,
 }
 
 impl Engine {
-    pub const ALL: [Engine; 5] = [Engine::Vllm, Engine::Sglang, Engine::Tgi, Engine::Trtllm, Engine::Nim];
+    pub const ALL: [Engine; 6] =
+        [Engine::Vllm, Engine::Sglang, Engine::Tgi, Engine::Trtllm, Engine::Nim, Engine::Dynamo];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -32,6 +37,7 @@ impl Engine {
             Engine::Tgi => "tgi",
             Engine::Trtllm => "trtllm",
             Engine::Nim => "nim",
+            Engine::Dynamo => "dynamo",
         }
     }
 
@@ -188,18 +194,52 @@ pub struct Bucket {
     pub count: f64,
 }
 
-impl Histogram {
-    /// Adds another histogram with the same bucket bounds; bounds it lacks are merged in
-    /// as Prometheus's `sum by (le)` would (a missing `le` contributes nothing).
-    pub fn add(&mut self, other: &Histogram) {
-        for b in &other.buckets {
-            match self.buckets.binary_search_by(|x| x.le.total_cmp(&b.le)) {
-                Ok(i) => self.buckets[i].count += b.count,
-                Err(i) => self.buckets.insert(i, *b),
-            }
+/// Histograms added up as Prometheus's `sum by (le)` adds their series: per bound, in the
+/// order given, with compensated addition ([`KahanSum`]). A bound that only some of them
+/// have gets only their counts.
+#[derive(Debug, Clone, Default)]
+pub struct HistogramSum {
+    /// Sorted by bound.
+    buckets: Vec<(f64, KahanSum)>,
+    sum: KahanSum,
+    count: KahanSum,
+}
+
+impl HistogramSum {
+    pub fn add(&mut self, h: &Histogram) {
+        for b in &h.buckets {
+            self.add_bucket(b.le, b.count);
         }
-        self.sum += other.sum;
-        self.count += other.count;
+        self.add_sum(h.sum);
+        self.add_count(h.count);
+    }
+
+    /// One bucket series' value.
+    pub fn add_bucket(&mut self, le: f64, count: f64) {
+        let i = match self.buckets.binary_search_by(|x| x.0.total_cmp(&le)) {
+            Ok(i) => i,
+            Err(i) => {
+                self.buckets.insert(i, (le, KahanSum::default()));
+                i
+            }
+        };
+        self.buckets[i].1.add(count);
+    }
+
+    pub fn add_sum(&mut self, v: f64) {
+        self.sum.add(v);
+    }
+
+    pub fn add_count(&mut self, v: f64) {
+        self.count.add(v);
+    }
+
+    pub fn finish(&self) -> Histogram {
+        Histogram {
+            buckets: self.buckets.iter().map(|(le, s)| Bucket { le: *le, count: s.sum().unwrap_or(0.0) }).collect(),
+            sum: self.sum.sum().unwrap_or(0.0),
+            count: self.count.sum().unwrap_or(0.0),
+        }
     }
 }
 
@@ -224,30 +264,26 @@ impl ModelSnapshot {
     /// All shards of a histogram summed (what `sum by (le)` gives on one scrape).
     pub fn histogram_total(&self, kind: HistogramKind) -> Option<Histogram> {
         let shards = self.histograms.get(&kind)?;
-        let mut total = Histogram::default();
+        let mut total = HistogramSum::default();
         for s in shards {
             total.add(&s.value);
         }
-        Some(total)
+        Some(total.finish())
     }
 
     /// All shards of a counter summed.
     pub fn counter_total(&self, kind: CounterKind) -> Option<f64> {
-        self.counters.get(&kind).map(|v| v.iter().map(|s| s.value.value).sum())
+        self.counters.get(&kind).map(|v| kahan::sum(v.iter().map(|s| s.value.value)).unwrap_or(0.0))
     }
 
     /// All shards of a gauge summed (ranks of one model add up; usage is averaged).
     pub fn gauge_total(&self, kind: GaugeKind) -> Option<f64> {
-        let v = self.gauges.get(&kind)?;
-        if v.is_empty() {
-            return None;
-        }
-        let sum: f64 = v.iter().map(|s| s.value).sum();
-        Some(match kind {
+        let total: KahanSum = self.gauges.get(&kind)?.iter().map(|s| s.value).collect();
+        match kind {
             // Each data-parallel rank owns its own KV pool; the model's usage is the mean.
-            GaugeKind::KvCacheUsage => sum / v.len() as f64,
-            _ => sum,
-        })
+            GaugeKind::KvCacheUsage => total.mean(),
+            _ => total.sum(),
+        }
     }
 
     pub fn has_histogram(&self, kind: HistogramKind) -> bool {

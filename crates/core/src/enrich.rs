@@ -58,8 +58,10 @@ impl Enricher {
             }
         }
         report.gpus = gpus;
-        let notifications = self.alerts.evaluate(report.t_ms, &from_report::inputs(report, &self.slos));
+        let inputs = from_report::inputs(report, &self.slos);
+        let notifications = self.alerts.evaluate(report.t_ms, &inputs);
         report.alerts = view::api_response(&self.alerts).data.alerts;
+        report.alert_readiness = self.alerts.readiness(&inputs);
         notifications
     }
 }

@@ -15,7 +15,8 @@
 //! the one duration syntax), [`slo`] (SLO math: thresholds, brackets, joint bounds),
 //! [`alert`] (rules and their state machine), [`gpu`] (GPU readings and MFU/HBM/cost math),
 //! [`probe`] (what `goodput check --probe` says about one scrape), [`redact`] (credentials
-//! never printed).
+//! never printed), [`kahan`] (Prometheus's compensated float sum, used wherever series are
+//! added).
 
 pub mod parse;
 
@@ -37,6 +38,7 @@ pub mod gpu;
 pub mod export;
 
 pub mod duration;
+pub mod kahan;
 pub mod probe;
 pub mod redact;
 

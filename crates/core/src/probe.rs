@@ -1,6 +1,6 @@
 //! What `goodput check --probe` says about one scraped target: SLO thresholds that fall
 //! between bucket boundaries (attainment is then a bracket, not an exact count) and SLO
-//! clauses the engine cannot evaluate (issue 5 §1). Pure: a snapshot in, findings out.
+//! clauses the engine cannot evaluate (docs/config.md). Pure: a snapshot in, findings out.
 
 use std::fmt;
 

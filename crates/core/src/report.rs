@@ -18,6 +18,9 @@ pub struct Report {
     pub targets: Vec<TargetReport>,
     /// Pending and firing alerts after this evaluation.
     pub alerts: Vec<AlertJson>,
+    /// Per alert rule, target, model and window it reads: whether the window is covered
+    /// enough for the rule to judge it yet (docs/alerts.md#after-a-restart).
+    pub alert_readiness: Vec<RuleReadiness>,
     /// The GPUs of this engine (NVML and/or dcgm-exporter), latest readings.
     pub gpus: Vec<crate::gpu::reading::GpuReading>,
 }
@@ -31,20 +34,46 @@ pub struct TargetReport {
     pub models: Vec<ModelReport>,
 }
 
-/// Scrape health of one target.
+/// Scrape health of one target, and how fresh its results are.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Health {
     pub up: bool,
     /// Why the last scrape failed, for humans.
     pub last_error: Option<String>,
     pub last_scrape_duration_seconds: Option<f64>,
-    /// Failed scrapes by machine-readable reason (`timeout`, `connect`, `http_status`,
-    /// `body_too_large`, `parse_error`, …), since the daemon started.
+    /// Failed scrapes by machine-readable reason (one of [`SCRAPE_ERROR_REASONS`]), since
+    /// the daemon started. Only reasons that happened are in the map.
     pub errors_total: BTreeMap<String, u64>,
     /// Scrapes accepted with a problem, by [`WarningReason`](crate::canonical::WarningReason)
     /// label (`duplicate_series`, `histogram_without_inf`, …), since the daemon started.
     pub warnings_total: BTreeMap<String, u64>,
+    /// When the last successful scrape started, Unix milliseconds; `None` before the first.
+    pub last_successful_scrape_ms: Option<i64>,
+    /// The instant this target's models were evaluated at, Unix milliseconds: the report's
+    /// `t_ms`, or earlier when its evaluation is late and the previous results are shown
+    /// (docs/limits.md#evaluation). `None` until its first evaluation completes.
+    pub last_evaluation_ms: Option<i64>,
 }
+
+/// Every reason a scrape can fail for, as `llm_slo_scrape_errors_total{reason}` names it
+/// (docs/metrics.md#target-health-and-the-daemon). /metrics shows each of them for every
+/// target from the start, at 0 until it happens.
+pub const SCRAPE_ERROR_REASONS: &[&str] = &[
+    "timeout",
+    "connect",
+    "http_status",
+    "body_too_large",
+    "read_error",
+    "token_file",
+    "redirect",
+    "parse_error",
+    "too_many_samples",
+    "label_limit",
+    "adapt_error",
+    "too_many_models",
+    "too_many_series",
+    "internal",
+];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelReport {
@@ -56,6 +85,10 @@ pub struct ModelReport {
 pub struct WindowReport {
     #[serde(serialize_with = "serialize_window")]
     pub window: Window,
+    /// Share of the window covered by this model's data, in [0, 1]: below 1 until the
+    /// daemon has scraped for a whole window (docs/metrics.md#window-coverage). Alert rules
+    /// reading the window wait until it reaches `alerting.min_window_coverage`.
+    pub coverage: f64,
     /// PromQL-exact quantiles of every latency histogram the engine has.
     pub latency: Vec<LatencyQuantile>,
     /// `rate(prompt_tokens[w])`, summed over shards.
@@ -140,6 +173,7 @@ impl WindowReport {
     pub fn empty(window: Window) -> WindowReport {
         WindowReport {
             window,
+            coverage: 0.0,
             latency: Vec::new(),
             input_tokens_per_second: None,
             output_tokens_per_second: None,
@@ -251,6 +285,23 @@ pub struct SloValues {
     /// Requests finished in the window (raw increase), and how many of them failed.
     pub requests: f64,
     pub failed: f64,
+}
+
+/// Whether one alert rule may judge one target and model yet, for one window it reads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleReadiness {
+    pub alertname: &'static str,
+    pub target: String,
+    pub model: String,
+    #[serde(serialize_with = "serialize_window")]
+    pub window: Window,
+    /// Share of the window covered by data.
+    pub coverage: f64,
+    /// Share the rule needs (`alerting.min_window_coverage` or the rule's `min_coverage`).
+    pub min_coverage: f64,
+    pub ready: bool,
+    /// Seconds of further scraping until `min_coverage` is reached; 0 once ready.
+    pub ready_in_seconds: f64,
 }
 
 /// One pending or firing alert, shaped like an entry of Prometheus's `/api/v1/alerts`.

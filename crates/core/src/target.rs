@@ -88,6 +88,7 @@ impl TargetState {
                 }
                 self.windows.push(t_ms, snapshot);
                 self.health.up = true;
+                self.health.last_successful_scrape_ms = Some(t_ms);
                 self.health.last_error = None;
                 if was_up { Transition::StillUp } else { Transition::CameUp }
             }
@@ -145,6 +146,7 @@ mod tests {
         assert_eq!(t.health.last_error.as_deref(), Some("refused (connect)"));
         assert_eq!(t.health.last_scrape_duration_seconds, Some(0.005));
         assert_eq!(t.engine(), None);
+        assert_eq!(t.health.last_successful_scrape_ms, None);
 
         assert_eq!(t.observe(4_000, None, Ok(snapshot())), Transition::CameUp);
         assert_eq!(t.observe(5_000, None, Ok(snapshot())), Transition::StillUp);
@@ -157,6 +159,8 @@ mod tests {
         assert_eq!(t.health.last_scrape_duration_seconds, Some(0.005));
 
         assert_eq!(t.observe(6_000, None, fail("timeout", "slow")), Transition::WentDown);
+        // A failure keeps the time of the last success: how stale the windows are.
+        assert_eq!(t.health.last_successful_scrape_ms, Some(5_000));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The engine simulator behind `goodput simulate` and `goodput demo` (issue 4 §1).
+//! The engine simulator behind `goodput simulate` and `goodput demo`.
 //!
 //! A seeded, deterministic discrete-event model of a vLLM-style continuous-batching
 //! engine. The pure core ([`arrivals`], [`engine`], [`cluster`]) runs in virtual time and

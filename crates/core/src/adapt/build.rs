@@ -4,7 +4,7 @@
 //! then, per model, each canonical quantity takes the first mapping in table order that
 //! has data, so a renamed family exposed twice is read once.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::table::{EngineTable, Slot, Target};
 use crate::canonical::{
@@ -34,7 +34,15 @@ struct Acc {
 
 type Key = (usize, String, ShardKey);
 
-pub(super) fn build(exp: &Exposition<'_>, engine: Engine, table: &EngineTable, default_model: &str) -> Snapshot {
+/// The snapshot, or, when the samples name more than `max_models` models, how many they
+/// name (counted without filing any sample past the limit).
+pub(super) fn build(
+    exp: &Exposition<'_>,
+    engine: Engine,
+    table: &EngineTable,
+    default_model: &str,
+    max_models: usize,
+) -> Result<Snapshot, usize> {
     let mut index: HashMap<&'static str, Vec<usize>> = HashMap::new();
     for (i, m) in table.mappings.iter().enumerate() {
         index.entry(m.source).or_default().push(i);
@@ -43,6 +51,7 @@ pub(super) fn build(exp: &Exposition<'_>, engine: Engine, table: &EngineTable, d
     let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
     let mut created: HashMap<(&'static str, String, ShardKey), f64> = HashMap::new();
     let mut process_start: Option<f64> = None;
+    let mut models_seen: HashSet<String> = HashSet::new();
 
     for s in &exp.samples {
         if s.name == "process_start_time_seconds" {
@@ -52,6 +61,12 @@ pub(super) fn build(exp: &Exposition<'_>, engine: Engine, table: &EngineTable, d
         let Some((source, part)) = classify(s.name, &index) else { continue };
         let labels = exp.labels_of(s);
         let (model, model_label) = model_of(labels, table, default_model);
+        if model != UNLABELLED && !models_seen.contains(&model) {
+            models_seen.insert(model.clone());
+        }
+        if models_seen.len() > max_models {
+            continue; // only counted from here on: the scrape is refused
+        }
         if part == Part::Created {
             let shard = shard_key(labels, model_label, &["le", "position"]);
             created.insert((source, model, shard), s.value);
@@ -62,6 +77,9 @@ pub(super) fn build(exp: &Exposition<'_>, engine: Engine, table: &EngineTable, d
         }
     }
 
+    if models_seen.len() > max_models {
+        return Err(models_seen.len());
+    }
     let acc = attach_unlabelled(acc, default_model);
     let created = attach_unlabelled(created, default_model);
     let models = resolve(table, acc, &created, &mut warnings);
@@ -78,7 +96,7 @@ pub(super) fn build(exp: &Exposition<'_>, engine: Engine, table: &EngineTable, d
             ),
         ));
     }
-    Snapshot { engine, models, process_start, families: exp.families.len(), samples: exp.samples.len(), warnings }
+    Ok(Snapshot { engine, models, process_start, families: exp.families.len(), samples: exp.samples.len(), warnings })
 }
 
 /// Finds the table source a sample name belongs to, and which part of it it is.

@@ -8,6 +8,7 @@
 
 mod build;
 mod detect;
+mod dynamo;
 mod nim;
 mod sglang;
 pub mod table;
@@ -31,25 +32,44 @@ pub enum EngineHint {
 
 /// Why a parsed scrape could not be mapped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct AdaptError(pub String);
+pub enum AdaptError {
+    /// No metrics of a known engine, or none of the named one; the message says what to do.
+    #[error("{0}")]
+    NoEngineMetrics(String),
+    /// The engine metrics name more models than the caller allows ([`adapt_bounded`]).
+    #[error("the scrape holds {found} models, more than the limit of {limit}")]
+    TooManyModels { found: usize, limit: usize },
+}
 
 /// Maps one parsed exposition onto the canonical model. `default_model` names the model
 /// for engines whose metrics carry no model label (TGI) and for series that lack it.
 pub fn adapt(exposition: &Exposition<'_>, hint: EngineHint, default_model: &str) -> Result<Snapshot, AdaptError> {
+    adapt_bounded(exposition, hint, default_model, usize::MAX)
+}
+
+/// [`adapt`] that refuses a scrape whose engine metrics name more than `max_models` models
+/// before building any of them: a model costs about a kilobyte to build, and a hostile
+/// 16 MiB body can name 800,000 (docs/limits.md).
+pub fn adapt_bounded(
+    exposition: &Exposition<'_>,
+    hint: EngineHint,
+    default_model: &str,
+    max_models: usize,
+) -> Result<Snapshot, AdaptError> {
     let engine = match hint {
         EngineHint::Is(e) => e,
         EngineHint::Auto => detect(exposition).ok_or_else(|| {
-            AdaptError(
-                "no metrics of a known engine (vLLM, SGLang, TGI, TensorRT-LLM/Dynamo, NIM) in this scrape; \
+            AdaptError::NoEngineMetrics(
+                "no metrics of a known engine (vLLM, SGLang, TGI, TensorRT-LLM, NIM, Dynamo frontend) in this scrape; \
                  check the URL points at the engine's /metrics, or set `engine:` on the target"
                     .into(),
             )
         })?,
     };
-    let snapshot = build::build(exposition, engine, engine_table(engine), default_model);
+    let snapshot = build::build(exposition, engine, engine_table(engine), default_model, max_models)
+        .map_err(|found| AdaptError::TooManyModels { found, limit: max_models })?;
     if snapshot.models.is_empty() {
-        return Err(AdaptError(format!(
+        return Err(AdaptError::NoEngineMetrics(format!(
             "the scrape has none of the {engine} metrics goodput reads; is `engine: {engine}` right for this target?"
         )));
     }
@@ -63,6 +83,7 @@ pub(crate) fn engine_table(engine: Engine) -> &'static EngineTable {
         Engine::Tgi => &tgi::TABLE,
         Engine::Trtllm => &trtllm::TABLE,
         Engine::Nim => &nim::TABLE,
+        Engine::Dynamo => &dynamo::TABLE,
     }
 }
 

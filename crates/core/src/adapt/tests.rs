@@ -86,10 +86,10 @@ fn finish_reasons_and_created() {
 fn unknown_scrape_is_an_error_that_says_what_to_do() {
     let exp = parse(b"node_cpu_seconds_total 1\n", &Limits::default()).unwrap();
     let e = adapt(&exp, EngineHint::Auto, "").unwrap_err();
-    assert!(e.0.contains("set `engine:`"), "{e}");
+    assert!(e.to_string().contains("set `engine:`"), "{e}");
     let exp = parse(b"tgi_queue_size 1\n", &Limits::default()).unwrap();
     let e = adapt(&exp, EngineHint::Is(Engine::Vllm), "").unwrap_err();
-    assert!(e.0.contains("engine: vllm"), "{e}");
+    assert!(e.to_string().contains("engine: vllm"), "{e}");
 }
 
 #[test]
@@ -173,4 +173,16 @@ fn warning_reasons_are_distinct_label_values() {
     let names: std::collections::BTreeSet<&str> = WarningReason::ALL.iter().map(|r| r.as_str()).collect();
     assert_eq!(names.len(), WarningReason::ALL.len());
     assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
+}
+
+#[test]
+fn a_model_limit_refuses_before_building_and_counts_them_all() {
+    let mut body = String::from("# TYPE vllm:num_requests_running gauge\n");
+    for i in 0..50 {
+        body.push_str(&format!("vllm:num_requests_running{{model_name=\"m{i}\"}} 1\n"));
+    }
+    let exp = parse(body.as_bytes(), &Limits::default()).unwrap();
+    assert_eq!(adapt_bounded(&exp, EngineHint::Auto, "", 50).unwrap().models.len(), 50);
+    let e = adapt_bounded(&exp, EngineHint::Auto, "", 49).unwrap_err();
+    assert_eq!(e, AdaptError::TooManyModels { found: 50, limit: 49 });
 }

@@ -39,6 +39,10 @@ pub struct AlertingConfig {
     /// Most distinct alerts held per destination while it is unreachable.
     #[serde(default = "default_queue_capacity", deserialize_with = "at_least_one")]
     pub queue_capacity: usize,
+    /// Share of each window a rule reads that must be covered by data before the rule may
+    /// fire (docs/alerts.md#after-a-restart); a rule's own `min_coverage` overrides it.
+    #[serde(default = "default_min_window_coverage")]
+    pub min_window_coverage: f64,
     #[serde(default)]
     pub rules: RulesConfig,
 }
@@ -53,6 +57,7 @@ impl Default for AlertingConfig {
             runbook_base_url: None,
             webhook: None,
             queue_capacity: default_queue_capacity(),
+            min_window_coverage: default_min_window_coverage(),
             rules: RulesConfig::default(),
         }
     }
@@ -80,6 +85,12 @@ fn default_timeout() -> Duration {
 }
 fn default_queue_capacity() -> usize {
     1024
+}
+/// A "6h" burn rate then spans at least 5h24m of data: the SRE workbook's factors keep
+/// their meaning within 10%, and a fresh daemon says nothing it cannot back.
+pub const DEFAULT_MIN_WINDOW_COVERAGE: f64 = 0.9;
+fn default_min_window_coverage() -> f64 {
+    DEFAULT_MIN_WINDOW_COVERAGE
 }
 
 /// `alerting.rules`: one optional override per alert.
@@ -140,6 +151,7 @@ pub struct WindowedRule {
     pub threshold: Option<f64>,
     #[serde(default, deserialize_with = "de::opt_window")]
     pub window: Option<Window>,
+    pub min_coverage: Option<f64>,
 }
 
 /// p99 against the SLO's own threshold.
@@ -152,6 +164,7 @@ pub struct LatencyRule {
     pub severity: Option<Severity>,
     #[serde(default, deserialize_with = "de::opt_window")]
     pub window: Option<Window>,
+    pub min_coverage: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -169,6 +182,7 @@ pub struct DivergenceRule {
     /// Output tokens/s that must be exceeded, so idle engines stay quiet.
     #[serde(default, deserialize_with = "non_negative")]
     pub throughput_floor: Option<f64>,
+    pub min_coverage: Option<f64>,
 }
 
 /// A multi-window, multi-burn-rate pair.
@@ -188,6 +202,8 @@ pub struct BurnRule {
     /// Requests that must have finished in *each* window before the rule may fire.
     #[serde(default, deserialize_with = "non_negative")]
     pub min_requests: Option<f64>,
+    /// Coverage each of the two windows needs; defaults to `alerting.min_window_coverage`.
+    pub min_coverage: Option<f64>,
 }
 
 fn number<'de, D: Deserializer<'de>>(d: D, ok: fn(f64) -> bool, expected: &str) -> Result<Option<f64>, D::Error> {
@@ -221,23 +237,29 @@ fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(s)
 }
 
-/// The rule `name` with the overrides given, over the table's defaults; `None` if disabled.
-fn rule(
-    name: AlertName,
+/// A rule's knobs that every kind has, as the user wrote them.
+struct Common {
     enabled: Option<bool>,
     for_: Option<Duration>,
-    sev: Option<Severity>,
-    kind: impl FnOnce(RuleKind) -> RuleKind,
-) -> Option<Rule> {
-    if enabled == Some(false) {
+    severity: Option<Severity>,
+    min_coverage: Option<f64>,
+}
+
+/// The rule `name` with the overrides given, over the table's defaults; `None` if disabled.
+/// Rules that read no window need no coverage; the others default to `min_window_coverage`.
+fn rule(name: AlertName, c: Common, min_window_coverage: f64, kind: impl FnOnce(RuleKind) -> RuleKind) -> Option<Rule> {
+    if c.enabled == Some(false) {
         return None;
     }
     let row = spec(name);
+    let kind = kind(row.defaults.clone());
+    let min_coverage = if kind.windows().is_empty() { 0.0 } else { c.min_coverage.unwrap_or(min_window_coverage) };
     Some(Rule {
         name,
-        for_: for_.unwrap_or(row.for_),
-        severity: sev.unwrap_or(row.severity),
-        kind: kind(row.defaults.clone()),
+        for_: c.for_.unwrap_or(row.for_),
+        severity: c.severity.unwrap_or(row.severity),
+        kind,
+        min_coverage,
     })
 }
 
@@ -252,63 +274,99 @@ impl AlertingConfig {
     pub fn rule_set(&self) -> RuleSet {
         let r = &self.rules;
         let mut rules = Vec::new();
+        let cov = self.min_window_coverage;
         let k = &r.kv_cache_saturated;
-        rules.extend(rule(AlertName::KvCacheSaturated, k.enabled, k.for_, k.severity, |d| match d {
-            RuleKind::KvCacheSaturated { threshold } => {
-                RuleKind::KvCacheSaturated { threshold: k.threshold.unwrap_or(threshold) }
-            }
-            other => other,
-        }));
-        let g = &r.goodput_divergence;
-        rules.extend(rule(AlertName::GoodputDivergence, g.enabled, g.for_, g.severity, |d| match d {
-            RuleKind::GoodputDivergence { threshold, window, throughput_floor } => RuleKind::GoodputDivergence {
-                threshold: g.threshold.unwrap_or(threshold),
-                window: g.window.unwrap_or(window),
-                throughput_floor: g.throughput_floor.unwrap_or(throughput_floor),
-            },
-            other => other,
-        }));
-        for (name, l) in [(AlertName::TtftAboveSlo, &r.ttft_above_slo), (AlertName::TpotAboveSlo, &r.tpot_above_slo)] {
-            rules.extend(rule(name, l.enabled, l.for_, l.severity, |d| match d {
-                RuleKind::LatencyAboveSlo { clause, window } => {
-                    RuleKind::LatencyAboveSlo { clause, window: l.window.unwrap_or(window) }
+        rules.extend(rule(
+            AlertName::KvCacheSaturated,
+            Common { enabled: k.enabled, for_: k.for_, severity: k.severity, min_coverage: None },
+            cov,
+            |d| match d {
+                RuleKind::KvCacheSaturated { threshold } => {
+                    RuleKind::KvCacheSaturated { threshold: k.threshold.unwrap_or(threshold) }
                 }
                 other => other,
-            }));
+            },
+        ));
+        let g = &r.goodput_divergence;
+        rules.extend(rule(
+            AlertName::GoodputDivergence,
+            Common { enabled: g.enabled, for_: g.for_, severity: g.severity, min_coverage: g.min_coverage },
+            cov,
+            |d| match d {
+                RuleKind::GoodputDivergence { threshold, window, throughput_floor } => RuleKind::GoodputDivergence {
+                    threshold: g.threshold.unwrap_or(threshold),
+                    window: g.window.unwrap_or(window),
+                    throughput_floor: g.throughput_floor.unwrap_or(throughput_floor),
+                },
+                other => other,
+            },
+        ));
+        for (name, l) in [(AlertName::TtftAboveSlo, &r.ttft_above_slo), (AlertName::TpotAboveSlo, &r.tpot_above_slo)] {
+            rules.extend(rule(
+                name,
+                Common { enabled: l.enabled, for_: l.for_, severity: l.severity, min_coverage: l.min_coverage },
+                cov,
+                |d| match d {
+                    RuleKind::LatencyAboveSlo { clause, window } => {
+                        RuleKind::LatencyAboveSlo { clause, window: l.window.unwrap_or(window) }
+                    }
+                    other => other,
+                },
+            ));
         }
         for (name, b) in
             [(AlertName::ErrorBudgetBurnFast, &r.burn_fast), (AlertName::ErrorBudgetBurnSlow, &r.burn_slow)]
         {
-            rules.extend(rule(name, b.enabled, b.for_, b.severity, |d| match d {
-                RuleKind::ErrorBudgetBurn { factor, long_window, short_window, min_requests } => {
-                    RuleKind::ErrorBudgetBurn {
-                        factor: b.factor.unwrap_or(factor),
-                        long_window: b.long_window.unwrap_or(long_window),
-                        short_window: b.short_window.unwrap_or(short_window),
-                        min_requests: b.min_requests.unwrap_or(min_requests),
+            rules.extend(rule(
+                name,
+                Common { enabled: b.enabled, for_: b.for_, severity: b.severity, min_coverage: b.min_coverage },
+                cov,
+                |d| match d {
+                    RuleKind::ErrorBudgetBurn { factor, long_window, short_window, min_requests } => {
+                        RuleKind::ErrorBudgetBurn {
+                            factor: b.factor.unwrap_or(factor),
+                            long_window: b.long_window.unwrap_or(long_window),
+                            short_window: b.short_window.unwrap_or(short_window),
+                            min_requests: b.min_requests.unwrap_or(min_requests),
+                        }
                     }
-                }
-                other => other,
-            }));
+                    other => other,
+                },
+            ));
         }
         let t = &r.target_down;
-        rules.extend(rule(AlertName::TargetDown, t.enabled, t.for_, t.severity, |d| d));
+        rules.extend(rule(
+            AlertName::TargetDown,
+            Common { enabled: t.enabled, for_: t.for_, severity: t.severity, min_coverage: None },
+            cov,
+            |d| d,
+        ));
         let p = &r.preemptions;
-        rules.extend(rule(AlertName::PreemptionsSustained, p.enabled, p.for_, p.severity, |d| match d {
-            RuleKind::PreemptionsSustained { per_second, window } => RuleKind::PreemptionsSustained {
-                per_second: p.threshold.unwrap_or(per_second),
-                window: p.window.unwrap_or(window),
+        rules.extend(rule(
+            AlertName::PreemptionsSustained,
+            Common { enabled: p.enabled, for_: p.for_, severity: p.severity, min_coverage: p.min_coverage },
+            cov,
+            |d| match d {
+                RuleKind::PreemptionsSustained { per_second, window } => RuleKind::PreemptionsSustained {
+                    per_second: p.threshold.unwrap_or(per_second),
+                    window: p.window.unwrap_or(window),
+                },
+                other => other,
             },
-            other => other,
-        }));
+        ));
         let q = &r.queue_growing;
-        rules.extend(rule(AlertName::QueueGrowing, q.enabled, q.for_, q.severity, |d| match d {
-            RuleKind::QueueGrowing { min_waiting, window } => RuleKind::QueueGrowing {
-                min_waiting: q.threshold.unwrap_or(min_waiting),
-                window: q.window.unwrap_or(window),
+        rules.extend(rule(
+            AlertName::QueueGrowing,
+            Common { enabled: q.enabled, for_: q.for_, severity: q.severity, min_coverage: q.min_coverage },
+            cov,
+            |d| match d {
+                RuleKind::QueueGrowing { min_waiting, window } => RuleKind::QueueGrowing {
+                    min_waiting: q.threshold.unwrap_or(min_waiting),
+                    window: q.window.unwrap_or(window),
+                },
+                other => other,
             },
-            other => other,
-        }));
+        ));
         RuleSet { rules }
     }
 }

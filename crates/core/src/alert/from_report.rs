@@ -58,6 +58,7 @@ fn p99(w: &WindowReport, kind: HistogramKind) -> Option<f64> {
 fn window(w: &WindowReport, slos: &[Slo]) -> WindowInput {
     WindowInput {
         window: w.window,
+        coverage: w.coverage,
         output_tokens_per_second: w.output_tokens_per_second,
         preemptions_per_second: w.preemptions_per_second,
         ttft_p99: p99(w, HistogramKind::Ttft),

@@ -39,6 +39,8 @@ pub struct KvUsage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowInput {
     pub window: Window,
+    /// Share of the window covered by data, in [0, 1] (docs/metrics.md#window-coverage).
+    pub coverage: f64,
     pub output_tokens_per_second: Option<f64>,
     pub preemptions_per_second: Option<f64>,
     pub ttft_p99: Option<f64>,

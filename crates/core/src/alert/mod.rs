@@ -9,6 +9,7 @@
 pub mod config;
 pub mod from_report;
 pub mod input;
+pub mod kind;
 pub mod rule;
 pub mod state;
 pub mod table;

@@ -5,132 +5,26 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use super::input::{AlertInput, Clause};
 use super::table::{AlertSpec, pct, render, secs, spec};
-use crate::duration::Window;
+use crate::report::RuleReadiness;
 
-/// Every alert this daemon raises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum AlertName {
-    KvCacheSaturated,
-    GoodputDivergence,
-    TtftAboveSlo,
-    TpotAboveSlo,
-    ErrorBudgetBurnFast,
-    ErrorBudgetBurnSlow,
-    TargetDown,
-    PreemptionsSustained,
-    QueueGrowing,
-}
+pub use super::kind::{AlertName, LatencyClause, Rule, RuleKind, RuleSet, Severity};
 
-impl AlertName {
-    pub const ALL: [AlertName; 9] = [
-        AlertName::KvCacheSaturated,
-        AlertName::GoodputDivergence,
-        AlertName::TtftAboveSlo,
-        AlertName::TpotAboveSlo,
-        AlertName::ErrorBudgetBurnFast,
-        AlertName::ErrorBudgetBurnSlow,
-        AlertName::TargetDown,
-        AlertName::PreemptionsSustained,
-        AlertName::QueueGrowing,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        spec(self).alertname
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Page,
-    Ticket,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Page => "page",
-            Severity::Ticket => "ticket",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LatencyClause {
-    Ttft,
-    Tpot,
-}
-
-impl LatencyClause {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LatencyClause::Ttft => "TTFT",
-            LatencyClause::Tpot => "TPOT",
-        }
+impl Rule {
+    /// How long a fresh daemon scrapes before this rule may judge anything: until its
+    /// longest window is covered to `min_coverage`. Zero for rules that read no window.
+    pub fn warmup(&self) -> Duration {
+        let longest = self.kind.windows().iter().map(|w| w.millis()).max().unwrap_or_default();
+        // Whole milliseconds, so that 90% of 6h prints as 5h24m, not 5h23m59s999ms.
+        Duration::from_millis((longest as f64 * self.min_coverage.clamp(0.0, 1.0)).round() as u64)
     }
 
-    /// The SLO clause whose threshold this alert compares with.
-    pub fn clause(self) -> Clause {
-        match self {
-            LatencyClause::Ttft => Clause::Ttft,
-            LatencyClause::Tpot => Clause::Tpot,
-        }
+    /// Whether every window the rule reads is covered enough in `input`. A rule that reads
+    /// no window is always ready.
+    pub fn ready_for(&self, input: &AlertInput) -> bool {
+        self.kind.windows().iter().all(|&w| input.window(w).is_some_and(|x| x.coverage >= self.min_coverage))
     }
-}
-
-/// What a rule tests, with its knobs.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RuleKind {
-    /// Last KV usage above `threshold`.
-    KvCacheSaturated {
-        threshold: f64,
-    },
-    /// Joint attainment estimate below `threshold` while output tokens/s exceed the floor.
-    GoodputDivergence {
-        threshold: f64,
-        window: Window,
-        throughput_floor: f64,
-    },
-    /// p99 above the SLO's threshold for that clause.
-    LatencyAboveSlo {
-        clause: LatencyClause,
-        window: Window,
-    },
-    /// Burn rate above `factor` in both windows, each with at least `min_requests` finished.
-    ErrorBudgetBurn {
-        factor: f64,
-        long_window: Window,
-        short_window: Window,
-        min_requests: f64,
-    },
-    TargetDown,
-    PreemptionsSustained {
-        per_second: f64,
-        window: Window,
-    },
-    /// Waiting requests rose over the window and are at least `min_waiting`.
-    QueueGrowing {
-        min_waiting: f64,
-        window: Window,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rule {
-    pub name: AlertName,
-    pub for_: Duration,
-    pub severity: Severity,
-    pub kind: RuleKind,
-}
-
-/// The enabled rules.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct RuleSet {
-    pub rules: Vec<Rule>,
 }
 
 /// The highest burn rate an SLO can show: every request bad.
@@ -224,13 +118,41 @@ pub fn runbook_url(base: Option<&str>, name: AlertName) -> String {
     }
 }
 
-/// Every condition that holds for these inputs. Missing or NaN measurements never fire.
-/// SLO rules judge only the SLOs each input carries: those that apply to its target and
-/// model.
+/// Per enabled rule, target and model that is up, and window the rule reads: how much of
+/// the window is covered and whether that is enough for the rule to judge it.
+pub fn readiness(rules: &RuleSet, inputs: &[AlertInput]) -> Vec<RuleReadiness> {
+    let mut out = Vec::new();
+    for input in inputs.iter().filter(|i| i.up) {
+        for rule in &rules.rules {
+            let mut windows = rule.kind.windows();
+            windows.dedup();
+            for w in windows {
+                let coverage = input.window(w).map_or(0.0, |x| x.coverage);
+                let ready = coverage >= rule.min_coverage;
+                let missing = if ready { 0.0 } else { (rule.min_coverage - coverage) * w.duration().as_secs_f64() };
+                out.push(RuleReadiness {
+                    alertname: rule.name.as_str(),
+                    target: input.target.clone(),
+                    model: input.model.clone(),
+                    window: w,
+                    coverage,
+                    min_coverage: rule.min_coverage,
+                    ready,
+                    ready_in_seconds: missing.max(0.0),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Every condition that holds for these inputs. Missing or NaN measurements never fire, and
+/// neither does a rule whose windows are not yet covered enough ([`Rule::ready_for`]). SLO
+/// rules judge only the SLOs each input carries: those that apply to its target and model.
 pub fn conditions(rules: &RuleSet, inputs: &[AlertInput], runbook_base_url: Option<&str>) -> Vec<Condition> {
     let mut out = Vec::new();
     for input in inputs {
-        for rule in &rules.rules {
+        for rule in rules.rules.iter().filter(|r| r.ready_for(input)) {
             let cx = Ctx { rule, row: spec(rule.name), input, runbook_base_url };
             eval_rule(&cx, &mut out);
         }

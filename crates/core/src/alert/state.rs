@@ -12,7 +12,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::input::AlertInput;
-use super::rule::{AlertName, RuleSet, conditions};
+use super::rule::{AlertName, RuleSet, conditions, readiness};
+use crate::report::RuleReadiness;
 
 /// A stable identity for a label set, as Alertmanager would group it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -131,6 +132,12 @@ impl AlertEngine {
             false
         });
         out
+    }
+
+    /// Per rule, target and model that is up, and window the rule reads: whether the window
+    /// is covered enough for the rule to judge it. Rules that are not ready stay quiet.
+    pub fn readiness(&self, inputs: &[AlertInput]) -> Vec<RuleReadiness> {
+        readiness(&self.rules, inputs)
     }
 
     /// Pending and firing alerts, in fingerprint order.

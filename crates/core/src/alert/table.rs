@@ -9,8 +9,15 @@
 
 use std::time::Duration;
 
-use super::rule::{AlertName, LatencyClause, RuleKind, Severity};
+use super::kind::{AlertName, LatencyClause, RuleKind, Severity};
 use crate::duration::Window;
+
+// The name is a row of the table, so it is defined here, beside the rest of the row.
+impl AlertName {
+    pub fn as_str(self) -> &'static str {
+        spec(self).alertname
+    }
+}
 
 /// One alert's row.
 #[derive(Debug, Clone, PartialEq)]

@@ -17,14 +17,7 @@ pub struct Findings {
 pub fn required_windows(rules: &RuleSet) -> Vec<Window> {
     let mut out = Vec::new();
     for r in &rules.rules {
-        match r.kind {
-            RuleKind::GoodputDivergence { window, .. }
-            | RuleKind::LatencyAboveSlo { window, .. }
-            | RuleKind::PreemptionsSustained { window, .. }
-            | RuleKind::QueueGrowing { window, .. } => out.push(window),
-            RuleKind::ErrorBudgetBurn { long_window, short_window, .. } => out.extend([long_window, short_window]),
-            RuleKind::KvCacheSaturated { .. } | RuleKind::TargetDown => {}
-        }
+        out.extend(r.kind.windows());
     }
     out.sort();
     out.dedup();
@@ -59,9 +52,22 @@ pub fn validate(cfg: &AlertingConfig, slos: &[Slo], windows: &[Window]) -> Findi
     if cfg.resend_interval.is_zero() {
         f.errors.push("alerting.resend_interval must be longer than 0s, e.g. 1m".into());
     }
+    let share = |v: f64| (0.0..=1.0).contains(&v);
+    if !share(cfg.min_window_coverage) {
+        f.errors.push(format!(
+            "alerting.min_window_coverage is {}; it is a share of each window, write a value in [0, 1], e.g. 0.9",
+            cfg.min_window_coverage
+        ));
+    }
     let rules = cfg.rule_set();
     for r in &rules.rules {
         let name = r.name.as_str();
+        if !share(r.min_coverage) && r.min_coverage != cfg.min_window_coverage {
+            f.errors.push(format!(
+                "alerting.rules.{name}.min_coverage is {}; it is a share of each window, write a value in [0, 1], e.g. 0.9",
+                r.min_coverage
+            ));
+        }
         let ratio = |f: &mut Findings, what: &str, v: f64| {
             if !(v > 0.0 && v <= 1.0) {
                 f.errors.push(format!("alerting.rules.{name}.{what} is {v}; it is a ratio, write a value in (0, 1]"));

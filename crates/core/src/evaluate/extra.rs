@@ -1,27 +1,28 @@
-//! The rest of the seed's per-window quantities (issue 5 §2): queue and batch, TTFT
+//! The rest of the seed's per-window quantities: queue and batch, TTFT
 //! decomposition, request shape, speculative decoding and prefix caching.
 
-use super::range::RangeView;
+use super::range::ModelRange;
 use super::ratios::{self, ratio};
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
+use crate::kahan::KahanSum;
 use crate::report::{GaugeStats, SpecDecodeReport, TtftBreakdown};
 use crate::window::Quantity;
 
-pub fn gauge_stats(view: &RangeView, model: &str, kind: GaugeKind) -> Option<GaugeStats> {
-    view.gauge(model, kind).and_then(GaugeStats::of)
+pub fn gauge_stats(m: &ModelRange, kind: GaugeKind) -> Option<GaugeStats> {
+    m.gauge(kind).and_then(GaugeStats::of)
 }
 
-pub fn ttft_breakdown(view: &RangeView, model: &str) -> Option<TtftBreakdown> {
-    let ttft = ratios::mean(view, model, HistogramKind::Ttft)?;
-    let queue = ratios::mean(view, model, HistogramKind::QueueTime);
-    let prefill = ratios::mean(view, model, HistogramKind::PrefillTime);
+pub fn ttft_breakdown(m: &ModelRange) -> Option<TtftBreakdown> {
+    let ttft = ratios::mean(m, HistogramKind::Ttft)?;
+    let queue = ratios::mean(m, HistogramKind::QueueTime);
+    let prefill = ratios::mean(m, HistogramKind::PrefillTime);
     let other = queue.zip(prefill).map(|(q, p)| ttft - q - p);
     Some(TtftBreakdown { ttft, queue, prefill, other })
 }
 
 /// Cumulative share of finished requests per prompt-length bucket boundary.
-pub fn prompt_length_mix(view: &RangeView, model: &str) -> Vec<(f64, f64)> {
-    let Some(h) = ratios::histogram(view, model, HistogramKind::RequestPromptTokens) else { return Vec::new() };
+pub fn prompt_length_mix(m: &ModelRange) -> Vec<(f64, f64)> {
+    let Some(h) = ratios::histogram(m, HistogramKind::RequestPromptTokens) else { return Vec::new() };
     let Some(total) = h.buckets.last().map(|b| b.count).filter(|&t| t > 0.0) else { return Vec::new() };
     h.buckets.iter().filter(|b| b.le.is_finite()).map(|b| (b.le, (b.count / total).min(1.0))).collect()
 }
@@ -30,27 +31,27 @@ pub fn prompt_length_mix(view: &RangeView, model: &str) -> Vec<(f64, f64)> {
 /// into the standard expected speedup `(1 − αᵏ⁺¹) / ((1 − α)(c·k + 1))` (Leviathan et al.
 /// 2023), with α the acceptance ratio and k the mean drafts per step. An estimate from a
 /// model of independent acceptances; the measured tokens per step is `mean_accepted_length`.
-pub fn spec_decode(view: &RangeView, model: &str, draft_cost_ratio: Option<f64>) -> Option<SpecDecodeReport> {
-    let drafts = ratios::counter_all(view, model, CounterKind::SpecDrafts);
-    let draft_tokens = ratios::counter_all(view, model, CounterKind::SpecDraftTokens);
-    let accepted = ratios::counter_all(view, model, CounterKind::SpecAcceptedTokens);
+pub fn spec_decode(m: &ModelRange, draft_cost_ratio: Option<f64>) -> Option<SpecDecodeReport> {
+    let drafts = ratios::counter_all(m, CounterKind::SpecDrafts);
+    let draft_tokens = ratios::counter_all(m, CounterKind::SpecDraftTokens);
+    let accepted = ratios::counter_all(m, CounterKind::SpecAcceptedTokens);
     if draft_tokens.is_none() && accepted.is_none() {
         return None;
     }
     let acceptance_ratio = ratio(accepted, draft_tokens);
     let mean_accepted_length = ratio(accepted, drafts).map(|a| 1.0 + a);
-    let mut per_position: Vec<(u32, f64)> = Vec::new();
-    for (k, acc) in view.series.iter().filter(|(k, _)| &*k.model == model) {
+    let mut per_position: Vec<(u32, KahanSum)> = Vec::new();
+    for (k, acc) in m.series() {
         if let Quantity::SpecAccepted(pos) = k.quantity {
             match per_position.iter_mut().find(|(p, _)| *p == pos) {
-                Some(e) => e.1 += acc.raw_increase(),
-                None => per_position.push((pos, acc.raw_increase())),
+                Some(e) => e.1.add(acc.raw_increase()),
+                None => per_position.push((pos, [acc.raw_increase()].into_iter().collect())),
             }
         }
     }
     per_position.sort_by_key(|e| e.0);
     let per_position = match drafts.filter(|&d| d > 0.0) {
-        Some(d) => per_position.into_iter().map(|(p, a)| (p, a / d)).collect(),
+        Some(d) => per_position.into_iter().filter_map(|(p, a)| Some((p, a.sum()? / d))).collect(),
         None => Vec::new(),
     };
     let k = ratio(draft_tokens, drafts);

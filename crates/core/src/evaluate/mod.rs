@@ -2,8 +2,9 @@
 //! KV-cache statistics.
 //!
 //! Latency quantiles are `histogram_quantile(q, sum by (le) (rate(x_bucket[w])))` over
-//! the series of one target and model; rates are `sum(rate(x[w]))` over its shards. The
-//! math is in [`promql`], the range selection in [`range`].
+//! the series of one target and model; rates are `sum(rate(x[w]))` over its shards, added
+//! as Prometheus adds them ([`crate::kahan`]). The math is in [`promql`], the range
+//! selection in [`range`].
 
 pub mod extra;
 pub mod kv;
@@ -19,12 +20,13 @@ use std::sync::Arc;
 
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 use crate::duration::Window;
+use crate::kahan::{self, KahanSum};
 use crate::report::{LatencyQuantile, ModelReport, WindowReport};
 use crate::slo::Slo;
 use crate::window::{LATENCY_HISTOGRAMS, Quantity, TargetWindows};
 
 pub use promql::RateMode;
-use range::RangeView;
+use range::{ModelRange, RangeView};
 
 /// KV-cache band thresholds (the `kv_cache` key, docs/config.md#kv_cache).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,22 +73,29 @@ pub fn evaluate_target(store: &TargetWindows, now_ms: i64, cfg: &EvalConfig) -> 
 }
 
 /// [`evaluate_target`] with a chosen rate flavour (the oracle test's negative control).
+///
+/// Linear in the target's series: each window's range is collected once, grouped by
+/// model, and each model's report reads only its own group.
 #[doc(hidden)]
 pub fn evaluate_target_with(store: &TargetWindows, now_ms: i64, cfg: &EvalConfig, mode: RateMode) -> Vec<ModelReport> {
     let views: Vec<(Window, RangeView)> =
         cfg.windows.iter().map(|&w| (w, RangeView::collect(store, now_ms, w.millis()))).collect();
     let models: BTreeSet<Arc<str>> = views.iter().flat_map(|(_, v)| v.models().cloned()).collect();
+    let absent = ModelRange::default();
     models
         .into_iter()
         .map(|model| ModelReport {
             model: model.to_string(),
-            windows: views.iter().map(|(w, v)| window_report(v, &model, *w, now_ms, cfg, mode)).collect(),
+            windows: views
+                .iter()
+                .map(|(w, v)| window_report(v.model(&model).unwrap_or(&absent), &model, *w, now_ms, cfg, mode))
+                .collect(),
         })
         .collect()
 }
 
 fn window_report(
-    view: &RangeView,
+    m: &ModelRange,
     model: &str,
     window: Window,
     now_ms: i64,
@@ -94,37 +103,39 @@ fn window_report(
     mode: RateMode,
 ) -> WindowReport {
     let range_ms = window.millis();
-    let rates = || {
-        view.series
-            .iter()
-            .filter(move |(k, _)| &*k.model == model)
-            .filter_map(move |(k, acc)| promql::rate(acc, now_ms, range_ms, mode).map(|r| (k.quantity, r)))
-    };
+    // Each series' PromQL rate, once, in series order (the order sums add in).
+    let rates: Vec<(Quantity, f64)> = m
+        .series()
+        .iter()
+        .filter_map(|(k, acc)| promql::rate(acc, now_ms, range_ms, mode).map(|r| (k.quantity, r)))
+        .collect();
     let mut latency = Vec::new();
     for &kind in LATENCY_HISTOGRAMS {
-        // sum by (le): one entry per bound, shards added in series order.
-        let mut buckets: Vec<(f64, f64)> = Vec::new();
-        for (q, r) in rates() {
+        // sum by (le): one group per bound, shards added in series order with Prometheus's
+        // compensated sum (docs/architecture.md#summing-series).
+        let mut groups: Vec<(f64, KahanSum)> = Vec::new();
+        for &(q, r) in &rates {
             let Quantity::Bucket(k, _) = q else { continue };
             if k != kind {
                 continue;
             }
             let le = q.le().unwrap_or(f64::NAN);
-            match buckets.iter_mut().find(|b| b.0 == le) {
-                Some(b) => b.1 += r,
-                None => buckets.push((le, r)),
+            match groups.iter_mut().find(|b| b.0 == le) {
+                Some(b) => b.1.add(r),
+                None => groups.push((le, [r].into_iter().collect())),
             }
         }
-        if buckets.is_empty() {
+        if groups.is_empty() {
             continue; // PromQL returns no series at all: nothing to export.
         }
+        let buckets: Vec<(f64, f64)> = groups.iter().filter_map(|(le, s)| Some((*le, s.sum()?))).collect();
         for &q in &cfg.quantiles {
             let got = promql::histogram_quantile(q, &buckets);
             latency.push(LatencyQuantile { metric: kind, quantile: q, value: got.value, bracket: got.bracket });
         }
     }
     let counter_rate = |want: CounterKind| {
-        rates().filter(|(q, _)| matches!(q, Quantity::Counter(k, _) if *k == want)).map(|(_, r)| r).reduce(|a, b| a + b)
+        kahan::sum(rates.iter().filter(|(q, _)| matches!(q, Quantity::Counter(k, _) if *k == want)).map(|&(_, r)| r))
     };
     let requests_per_second = counter_rate(CounterKind::RequestsFinished);
     let output_tokens_per_second = counter_rate(CounterKind::GenerationTokens);
@@ -132,25 +143,26 @@ fn window_report(
         .slos
         .iter()
         .filter(|s| s.scope.applies_to_model(model))
-        .map(|s| slo::evaluate(s, view, model, requests_per_second, output_tokens_per_second))
+        .map(|s| slo::evaluate(s, m, requests_per_second, output_tokens_per_second))
         .collect();
     WindowReport {
         window,
+        coverage: m.span().map_or(0.0, |s| s.coverage(now_ms, range_ms)),
         latency,
         input_tokens_per_second: counter_rate(CounterKind::PromptTokens),
         output_tokens_per_second,
         requests_per_second,
-        kv_cache: view.gauge(model, GaugeKind::KvCacheUsage).and_then(|s| kv::report(s, &cfg.kv)),
+        kv_cache: m.gauge(GaugeKind::KvCacheUsage).and_then(|s| kv::report(s, &cfg.kv)),
         slos,
-        running: extra::gauge_stats(view, model, GaugeKind::Running),
-        waiting: extra::gauge_stats(view, model, GaugeKind::Waiting),
-        kv_capacity_tokens: view.gauge(model, GaugeKind::KvCapacityTokens).and_then(|s| s.last().copied()),
+        running: extra::gauge_stats(m, GaugeKind::Running),
+        waiting: extra::gauge_stats(m, GaugeKind::Waiting),
+        kv_capacity_tokens: m.gauge(GaugeKind::KvCapacityTokens).and_then(|s| s.last().copied()),
         preemptions_per_second: counter_rate(CounterKind::Preemptions),
-        ttft_breakdown: extra::ttft_breakdown(view, model),
-        mean_prompt_tokens: ratios::mean(view, model, HistogramKind::RequestPromptTokens),
-        mean_output_tokens: ratios::mean(view, model, HistogramKind::RequestGenerationTokens),
-        prompt_length_mix: extra::prompt_length_mix(view, model),
-        spec_decode: extra::spec_decode(view, model, cfg.spec_draft_cost_ratio),
+        ttft_breakdown: extra::ttft_breakdown(m),
+        mean_prompt_tokens: ratios::mean(m, HistogramKind::RequestPromptTokens),
+        mean_output_tokens: ratios::mean(m, HistogramKind::RequestGenerationTokens),
+        prompt_length_mix: extra::prompt_length_mix(m),
+        spec_decode: extra::spec_decode(m, cfg.spec_draft_cost_ratio),
         engine_flops_per_gpu_per_second: counter_rate(CounterKind::EstimatedFlopsPerGpu),
         engine_bytes_per_gpu_per_second: match (
             counter_rate(CounterKind::EstimatedReadBytesPerGpu),
@@ -161,8 +173,8 @@ fn window_report(
         },
         gpu: None,
         prefix_cache_hit_ratio: ratios::ratio(
-            ratios::counter_all(view, model, CounterKind::PrefixCacheHits),
-            ratios::counter_all(view, model, CounterKind::PrefixCacheQueries),
+            ratios::counter_all(m, CounterKind::PrefixCacheHits),
+            ratios::counter_all(m, CounterKind::PrefixCacheQueries),
         ),
     }
 }

@@ -1,31 +1,100 @@
 //! One pass over a target's stored points inside (now − w, now]: per-series range
-//! accumulators for rates, and per-model KV-usage samples.
+//! accumulators for rates, and per-model gauge samples, grouped by model.
+//!
+//! Grouping once here is what keeps a target's evaluation linear in its series: each
+//! model's evaluation reads only its own [`ModelRange`], however many models the target
+//! serves (a target with 20,000 models would make a per-model re-scan quadratic).
 //!
 //! Public so that other evaluators (SLO attainment, goodput) read the same ranges with
 //! the same reset rules, e.g. [`RangeAcc::raw_increase`] for ratio math.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::promql::RangeAcc;
 use crate::canonical::GaugeKind;
+use crate::kahan::KahanSum;
 use crate::window::{Layout, Quantity, SeriesKey, TargetWindows};
 
-/// Everything one range of one target holds.
+/// Everything one range of one target holds, by model.
 #[derive(Debug, Default)]
 pub struct RangeView {
-    /// Every series seen in the range, in first-seen order, with its accumulator.
-    pub series: Vec<(SeriesKey, RangeAcc)>,
-    /// Each gauge per model at each point in the range, oldest first, combined over the
-    /// shards present at that scrape: KV-cache usage is their mean (each data-parallel
-    /// rank owns its own pool), the others (requests, capacity) their sum.
-    pub gauges: BTreeMap<(Arc<str>, GaugeKind), Vec<f64>>,
+    models: BTreeMap<Arc<str>, ModelRange>,
+}
+
+/// The series, gauges and span of one model in one range.
+#[derive(Debug, Default)]
+pub struct ModelRange {
+    /// The model's series seen in the range, in first-seen order, with their accumulators.
+    /// Sums over shards add in this order, as the target-wide scan did before grouping.
+    series: Vec<(SeriesKey, RangeAcc)>,
+    /// Each gauge at each point in the range, oldest first, combined over the shards
+    /// present at that scrape: KV-cache usage is their mean (each data-parallel rank owns
+    /// its own pool), the others (requests, capacity) their sum.
+    gauges: BTreeMap<GaugeKind, Vec<f64>>,
+    /// The scrapes in the range that carried any of the model's series.
+    span: Option<Span>,
+}
+
+impl ModelRange {
+    /// The model's series with their accumulators.
+    pub fn series(&self) -> &[(SeriesKey, RangeAcc)] {
+        visits::add(self.series.len());
+        &self.series
+    }
+
+    /// One gauge at each point of the range, oldest first.
+    pub fn gauge(&self, kind: GaugeKind) -> Option<&[f64]> {
+        self.gauges.get(&kind).map(Vec::as_slice)
+    }
+
+    /// The span of the model's data in the range; `None` when no scrape in it carried it.
+    pub fn span(&self) -> Option<Span> {
+        self.span
+    }
+}
+
+/// Where a model's data inside a range begins and ends (docs/metrics.md#window-coverage).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// The oldest and newest scrape in the range that carried the model, Unix ms.
+    pub first_ms: i64,
+    pub last_ms: i64,
+    /// How many scrapes in the range carried it.
+    pub scrapes: usize,
+}
+
+impl Span {
+    /// The share of the range (now − range, now] that the data covers, in [0, 1]: the time
+    /// since the oldest scrape, plus one mean spacing between scrapes (the oldest scrape
+    /// stands for the interval before it, as Prometheus's `rate` extrapolation assumes), over
+    /// the range. A full window reads 1 whatever the scrape phase; a daemon that started 3
+    /// minutes ago reads about 0.05 on a 1h window.
+    ///
+    /// Gaps inside the span (a target that was down for a while) do not lower it: counters
+    /// carry what happened during a gap across it, so the window's rates and ratios still
+    /// describe the whole span (docs/metrics.md#window-coverage).
+    pub fn coverage(&self, now_ms: i64, range_ms: i64) -> f64 {
+        if range_ms <= 0 {
+            return 1.0;
+        }
+        let spacing =
+            if self.scrapes >= 2 { (self.last_ms - self.first_ms) as f64 / (self.scrapes - 1) as f64 } else { 0.0 };
+        (((now_ms - self.first_ms) as f64 + spacing) / range_ms as f64).clamp(0.0, 1.0)
+    }
 }
 
 struct Slot<'a> {
     acc: Option<RangeAcc>,
     layout: &'a Arc<Layout>,
     col: usize,
+}
+
+/// What a column of the current layout feeds: a series slot, or a (model, gauge) group.
+#[derive(Clone, Copy)]
+enum Feed {
+    Series(usize),
+    Gauge(usize),
 }
 
 impl RangeView {
@@ -39,37 +108,70 @@ impl RangeView {
         let mut index: HashMap<&SeriesKey, usize> = HashMap::new();
         let mut keys: Vec<&SeriesKey> = Vec::new();
         let mut slots: Vec<Slot<'_>> = Vec::new();
-        let mut gauges: BTreeMap<(Arc<str>, GaugeKind), Vec<f64>> = BTreeMap::new();
-        let mut map: Vec<usize> = Vec::new();
+        let mut models: BTreeMap<Arc<str>, ModelRange> = BTreeMap::new();
+        // Per layout: each column's feed, and the gauge groups with their running sums.
+        let mut feeds: Vec<Feed> = Vec::new();
+        let mut groups: Vec<(&Arc<str>, GaugeKind)> = Vec::new();
+        let mut sums: Vec<KahanSum> = Vec::new();
         let mut current: Option<&Arc<Layout>> = None;
+        // Per model, in first-seen order, the scrapes that carried it; looked up by name so
+        // that a layout change costs its columns, not columns × models.
+        let mut spans: Vec<(&Arc<str>, Span)> = Vec::new();
+        let mut span_of: HashMap<&str, usize> = HashMap::new();
+        // Index into `spans` of each model the current layout carries.
+        let mut layout_models: Vec<usize> = Vec::new();
         store.for_each_in_range(now_ms, range_ms, |t_ms, layout, values| {
             if !current.is_some_and(|l| Arc::ptr_eq(l, layout)) {
-                // Column → slot, resolved once per run of points sharing a layout.
-                map.clear();
+                // Column → feed, resolved once per run of points sharing a layout.
+                feeds.clear();
+                groups.clear();
+                let mut group_of: HashMap<(&str, GaugeKind), usize> = HashMap::new();
                 for (col, key) in layout.keys.iter().enumerate() {
+                    if let Quantity::Gauge(kind) = key.quantity {
+                        let g = *group_of.entry((&*key.model, kind)).or_insert_with(|| {
+                            groups.push((&key.model, kind));
+                            groups.len() - 1
+                        });
+                        feeds.push(Feed::Gauge(g));
+                        continue;
+                    }
                     let slot = *index.entry(key).or_insert_with(|| {
                         keys.push(key);
                         slots.push(Slot { acc: None, layout, col });
                         slots.len() - 1
                     });
-                    map.push(slot);
+                    feeds.push(Feed::Series(slot));
+                }
+                layout_models.clear();
+                let mut carried: HashSet<usize> = HashSet::new();
+                for key in layout.keys.iter() {
+                    let i = *span_of.entry(&*key.model).or_insert_with(|| {
+                        spans.push((&key.model, Span { first_ms: t_ms, last_ms: t_ms, scrapes: 0 }));
+                        spans.len() - 1
+                    });
+                    if carried.insert(i) {
+                        layout_models.push(i);
+                    }
                 }
                 current = Some(layout);
             }
-            let mut point_gauges: Vec<(&Arc<str>, GaugeKind, f64, usize)> = Vec::new();
+            for &i in &layout_models {
+                let span = &mut spans[i].1;
+                span.last_ms = t_ms;
+                span.scrapes += 1;
+            }
+            sums.clear();
+            sums.resize(groups.len(), KahanSum::default());
             for (col, &v) in values.iter().enumerate() {
-                let key = &layout.keys[col];
-                if let Quantity::Gauge(kind) = key.quantity {
-                    match point_gauges.iter_mut().find(|e| Arc::ptr_eq(e.0, &key.model) && e.1 == kind) {
-                        Some(e) => {
-                            e.2 += v;
-                            e.3 += 1;
-                        }
-                        None => point_gauges.push((&key.model, kind, v, 1)),
+                let slot = match feeds[col] {
+                    Feed::Gauge(g) => {
+                        // Shards add in column order, compensated as PromQL's `sum` does.
+                        sums[g].add(v);
+                        continue;
                     }
-                    continue;
-                }
-                let s = &mut slots[map[col]];
+                    Feed::Series(slot) => slot,
+                };
+                let s = &mut slots[slot];
                 match &mut s.acc {
                     None => s.acc = Some(RangeAcc::new(t_ms, v)),
                     Some(acc) => {
@@ -80,22 +182,64 @@ impl RangeView {
                 s.layout = layout;
                 s.col = col;
             }
-            for (model, kind, sum, n) in point_gauges {
-                let v = if kind == GaugeKind::KvCacheUsage { sum / n as f64 } else { sum };
-                gauges.entry((model.clone(), kind)).or_default().push(v);
+            for (&(model, kind), total) in groups.iter().zip(&sums) {
+                // `avg` for KV usage, `sum` for the rest, as PromQL computes them.
+                let v = if kind == GaugeKind::KvCacheUsage { total.mean() } else { total.sum() };
+                model_entry(&mut models, model).gauges.entry(kind).or_default().push(v.unwrap_or(f64::NAN));
             }
         });
-        let series = keys.into_iter().zip(slots).filter_map(|(k, s)| s.acc.map(|a| (k.clone(), a))).collect();
-        RangeView { series, gauges }
+        for (key, slot) in keys.into_iter().zip(slots) {
+            if let Some(acc) = slot.acc {
+                model_entry(&mut models, &key.model).series.push((key.clone(), acc));
+            }
+        }
+        for (model, span) in spans {
+            model_entry(&mut models, model).span = Some(span);
+        }
+        RangeView { models }
     }
 
-    /// Every model with any series or KV sample in the range.
+    /// The span of `model`'s data in the range; `None` when no scrape in it carried the model.
+    pub fn span(&self, model: &str) -> Option<Span> {
+        self.models.get(model).and_then(ModelRange::span)
+    }
+
+    /// Every model with any series or gauge sample in the range, by name.
     pub fn models(&self) -> impl Iterator<Item = &Arc<str>> {
-        self.series.iter().map(|(k, _)| &k.model).chain(self.gauges.keys().map(|(m, _)| m))
+        self.models.keys()
     }
 
-    /// One gauge of one model at each point of the range, oldest first.
-    pub fn gauge(&self, model: &str, kind: GaugeKind) -> Option<&[f64]> {
-        self.gauges.iter().find(|((m, k), _)| &**m == model && *k == kind).map(|(_, v)| v.as_slice())
+    /// One model's part of the range; `None` when the model has nothing in it.
+    pub fn model(&self, model: &str) -> Option<&ModelRange> {
+        self.models.get(model)
+    }
+}
+
+fn model_entry<'m>(models: &'m mut BTreeMap<Arc<str>, ModelRange>, model: &Arc<str>) -> &'m mut ModelRange {
+    // Look up by name first: cloning the `Arc` on every gauge point would be wasted work.
+    if !models.contains_key(&**model) {
+        models.insert(model.clone(), ModelRange::default());
+    }
+    models.get_mut(&**model).expect("inserted above")
+}
+
+/// Series handed to per-model evaluation, counted in test builds: the linearity test
+/// (`evaluate::tests::evaluation_visits_each_series_a_bounded_number_of_times`) reads it.
+pub(crate) mod visits {
+    #[cfg(test)]
+    thread_local! {
+        static SERIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    #[inline]
+    pub fn add(_n: usize) {
+        #[cfg(test)]
+        SERIES.with(|c| c.set(c.get() + _n));
+    }
+
+    /// Series handed out on this thread since the last call, and resets the count.
+    #[cfg(test)]
+    pub fn take() -> usize {
+        SERIES.with(|c| c.replace(0))
     }
 }

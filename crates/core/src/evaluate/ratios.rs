@@ -1,77 +1,66 @@
-//! Raw increases over a range, summed over a model's shards: the inputs of every ratio
-//! (attainment, failure share, means, hit and acceptance rates). Ratios of raw increases
-//! need no extrapolation, and extrapolation's zero floor would bias them
-//! (docs/architecture.md#ratios-from-raw-increases).
+//! Raw increases over a range, summed over a model's shards with Prometheus's compensated
+//! `sum`: the inputs of every ratio (attainment, failure share, means, hit and acceptance
+//! rates). Ratios of raw increases need no extrapolation, and extrapolation's zero floor
+//! would bias them (docs/architecture.md#ratios-from-raw-increases).
 
-use super::range::RangeView;
-use crate::canonical::{Bucket, CounterKind, FinishReason, Histogram, HistogramKind};
+use super::range::ModelRange;
+use crate::canonical::{CounterKind, FinishReason, Histogram, HistogramKind, HistogramSum};
+use crate::kahan::KahanSum;
 use crate::window::Quantity;
 
 /// The raw increase of a histogram over the range, buckets summed by `le` over shards.
 /// `None` when the model has no bucket series of that kind in the range.
-pub fn histogram(view: &RangeView, model: &str, kind: HistogramKind) -> Option<Histogram> {
-    let mut h = Histogram::default();
+pub fn histogram(m: &ModelRange, kind: HistogramKind) -> Option<Histogram> {
+    let mut h = HistogramSum::default();
     let mut any = false;
-    for (k, acc) in view.series.iter().filter(|(k, _)| &*k.model == model) {
+    for (k, acc) in m.series() {
         match k.quantity {
             Quantity::Bucket(kk, _) if kk == kind => {
                 any = true;
-                let le = k.quantity.le().unwrap_or(f64::NAN);
-                h.add(&Histogram { buckets: vec![Bucket { le, count: acc.raw_increase() }], sum: 0.0, count: 0.0 });
+                h.add_bucket(k.quantity.le().unwrap_or(f64::NAN), acc.raw_increase());
             }
-            Quantity::Sum(kk) if kk == kind => h.sum += acc.raw_increase(),
-            Quantity::Count(kk) if kk == kind => h.count += acc.raw_increase(),
+            Quantity::Sum(kk) if kk == kind => h.add_sum(acc.raw_increase()),
+            Quantity::Count(kk) if kk == kind => h.add_count(acc.raw_increase()),
             _ => {}
         }
     }
-    any.then_some(h)
+    any.then(|| h.finish())
 }
 
 /// Raw increases of a histogram's `_sum` and `_count` (for means), when both exist.
-pub fn sum_count(view: &RangeView, model: &str, kind: HistogramKind) -> Option<(f64, f64)> {
-    let (mut sum, mut count, mut seen) = (0.0, 0.0, (false, false));
-    for (k, acc) in view.series.iter().filter(|(k, _)| &*k.model == model) {
+pub fn sum_count(m: &ModelRange, kind: HistogramKind) -> Option<(f64, f64)> {
+    let (mut sum, mut count) = (KahanSum::default(), KahanSum::default());
+    for (k, acc) in m.series() {
         match k.quantity {
-            Quantity::Sum(kk) if kk == kind => {
-                sum += acc.raw_increase();
-                seen.0 = true;
-            }
-            Quantity::Count(kk) if kk == kind => {
-                count += acc.raw_increase();
-                seen.1 = true;
-            }
+            Quantity::Sum(kk) if kk == kind => sum.add(acc.raw_increase()),
+            Quantity::Count(kk) if kk == kind => count.add(acc.raw_increase()),
             _ => {}
         }
     }
-    (seen.0 && seen.1).then_some((sum, count))
+    sum.sum().zip(count.sum())
 }
 
 /// Mean observation over the range: Δsum / Δcount, `None` without observations.
-pub fn mean(view: &RangeView, model: &str, kind: HistogramKind) -> Option<f64> {
-    sum_count(view, model, kind).and_then(|(s, c)| (c > 0.0).then_some(s / c))
+pub fn mean(m: &ModelRange, kind: HistogramKind) -> Option<f64> {
+    sum_count(m, kind).and_then(|(s, c)| (c > 0.0).then_some(s / c))
 }
 
 /// Raw increase of a counter over the range, summed over shards whose finish reason
 /// passes `keep`. `None` when the model has no such counter.
-pub fn counter(
-    view: &RangeView,
-    model: &str,
-    kind: CounterKind,
-    keep: impl Fn(Option<FinishReason>) -> bool,
-) -> Option<f64> {
-    view.series
+pub fn counter(m: &ModelRange, kind: CounterKind, keep: impl Fn(Option<FinishReason>) -> bool) -> Option<f64> {
+    m.series()
         .iter()
-        .filter(|(k, _)| &*k.model == model)
         .filter_map(|(k, acc)| match k.quantity {
             Quantity::Counter(kk, reason) if kk == kind && keep(reason) => Some(acc.raw_increase()),
             _ => None,
         })
-        .reduce(|a, b| a + b)
+        .collect::<KahanSum>()
+        .sum()
 }
 
 /// Raw increase of any counter of a kind, every reason.
-pub fn counter_all(view: &RangeView, model: &str, kind: CounterKind) -> Option<f64> {
-    counter(view, model, kind, |_| true)
+pub fn counter_all(m: &ModelRange, kind: CounterKind) -> Option<f64> {
+    counter(m, kind, |_| true)
 }
 
 /// `numerator / denominator` of two raw increases, when the denominator moved.

@@ -1,9 +1,9 @@
 //! SLOs over one window of one model: per-clause attainment, joint attainment with
-//! failures counted as bad, goodput and burn rate (issue 5; docs/architecture.md#joint-attainment).
+//! failures counted as bad, goodput and burn rate (docs/architecture.md#joint-attainment).
 
 use std::collections::BTreeMap;
 
-use super::range::RangeView;
+use super::range::ModelRange;
 use super::ratios;
 use crate::canonical::GaugeKind;
 use crate::canonical::{CounterKind, FinishReason, HistogramKind};
@@ -34,19 +34,17 @@ pub fn missing_reason(kind: HistogramKind) -> &'static str {
 /// `output_tokens_per_second` are the window's PromQL rates, which goodput scales.
 pub fn evaluate(
     spec: &Slo,
-    view: &RangeView,
-    model: &str,
+    m: &ModelRange,
     requests_per_second: Option<f64>,
     output_tokens_per_second: Option<f64>,
 ) -> SloReport {
-    let status = status(spec, view, model, requests_per_second, output_tokens_per_second);
+    let status = status(spec, m, requests_per_second, output_tokens_per_second);
     SloReport { slo: spec.name.clone(), objective: spec.objective.get(), status }
 }
 
 fn status(
     spec: &Slo,
-    view: &RangeView,
-    model: &str,
+    m: &ModelRange,
     requests_per_second: Option<f64>,
     output_tokens_per_second: Option<f64>,
 ) -> SloStatus {
@@ -54,7 +52,7 @@ fn status(
     for (clause, threshold) in spec.clauses() {
         let kind = histogram_of(clause);
         let threshold = threshold.as_secs_f64();
-        let Some(h) = ratios::histogram(view, model, kind) else {
+        let Some(h) = ratios::histogram(m, kind) else {
             // The adapter also drops a histogram it cannot read honestly (no +Inf bucket,
             // NaN counts): that is counted in llm_slo_scrape_warnings_total.
             let reason = format!("{}: {}, or none usable (see scrape warnings)", clause.as_str(), missing_reason(kind));
@@ -67,18 +65,17 @@ fn status(
             None => return SloStatus::NoTraffic,
         }
     }
-    let requests = ratios::counter_all(view, model, CounterKind::RequestsFinished);
-    let failed =
-        ratios::counter(view, model, CounterKind::RequestsFinished, |r| r.is_some_and(FinishReason::is_failure));
+    let requests = ratios::counter_all(m, CounterKind::RequestsFinished);
+    let failed = ratios::counter(m, CounterKind::RequestsFinished, |r| r.is_some_and(FinishReason::is_failure));
     let failed_share = ratios::ratio(failed, requests).unwrap_or(0.0);
     let mut clauses: Vec<(Clause, Bounded)> = per_clause.iter().map(|(c, b)| (*c, *b)).collect();
     // Joint attainment counts the requests that finished in the window; TTFT counted
     // those whose first token came in it. Restate TTFT for the finished population, with
     // the requests in flight at the window's first scrape as the possible difference.
-    if let (Some(n), Some(outsiders)) = (requests, in_flight_at_start(view, model))
+    if let (Some(n), Some(outsiders)) = (requests, in_flight_at_start(m))
         && let Some((_, ttft)) = clauses.iter_mut().find(|(c, _)| *c == Clause::Ttft)
         && let Some(observed) =
-            ratios::histogram(view, model, HistogramKind::Ttft).and_then(|h| h.buckets.last().map(|b| b.count))
+            ratios::histogram(m, HistogramKind::Ttft).and_then(|h| h.buckets.last().map(|b| b.count))
     {
         *ttft = restate(*ttft, observed, n, outsiders);
     }
@@ -98,8 +95,8 @@ fn status(
 /// Requests running or waiting at the first scrape of the window: an upper bound on the
 /// finished requests whose first token came before it. `None` without those gauges, in
 /// which case the TTFT bracket is used as measured (an approximation at window edges).
-fn in_flight_at_start(view: &RangeView, model: &str) -> Option<f64> {
-    let first = |k| view.gauge(model, k).and_then(|v| v.first().copied());
+fn in_flight_at_start(m: &ModelRange) -> Option<f64> {
+    let first = |k| m.gauge(k).and_then(|v| v.first().copied());
     match (first(GaugeKind::Running), first(GaugeKind::Waiting)) {
         (None, None) => None,
         (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),

@@ -102,6 +102,32 @@ fn rates_sum_over_shards() {
 }
 
 #[test]
+fn shards_are_added_with_prometheus_compensated_sum() {
+    // Three ranks whose token rates come out as 0.1, 0.2 and 0.3 (increases 5, 10, 15 over
+    // 50 s, extrapolated to 60 s). Added naively in series order they give
+    // 0.6000000000000001; Prometheus 3.x's Kahan–Neumaier sum gives 0.6.
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for i in 0..6 {
+        let shards: Vec<S> =
+            (0..3).map(|e| S { tokens: 1000.0 + f64::from(e + 1) * i as f64, ..shard(e, i as f64) }).collect();
+        w.push(5_000 + i * 10_000, snap(&shards, 1.0));
+    }
+    let view = RangeView::collect(&w, 60_000, 60_000);
+    let rates: Vec<f64> = view
+        .model("m")
+        .unwrap()
+        .series()
+        .iter()
+        .filter(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None))
+        .map(|(_, acc)| promql::extrapolated_rate(acc, 60_000, 60_000).unwrap())
+        .collect();
+    assert_eq!(rates, [0.1, 0.2, 0.3]);
+    assert_eq!(rates.iter().copied().reduce(|a, b| a + b), Some(0.6000000000000001), "naive differs");
+    let r = evaluate_target(&w, 60_000, &cfg(60));
+    assert_eq!(r[0].windows[0].input_tokens_per_second, Some(0.6));
+}
+
+#[test]
 fn quantiles_sum_buckets_before_interpolating() {
     let r = evaluate_target(&steady(), 60_000, &cfg(60));
     let lat = &r[0].windows[0].latency;
@@ -127,6 +153,23 @@ fn kv_mean_is_over_ranks_then_scrapes() {
 }
 
 #[test]
+fn last_scrape_values_are_the_same_in_every_window() {
+    // What lets export show them once, without a window (docs/metrics.md).
+    let mut c = cfg(60);
+    c.windows.insert(0, Window::new(Duration::from_secs(20)).unwrap());
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for i in 0..6 {
+        let kv = 0.5 + 0.05 * i as f64;
+        w.push(5_000 + i * 10_000, snap(&[S { kv, ..shard(0, i as f64) }, S { kv, ..shard(1, i as f64) }], 1.0));
+    }
+    let r = evaluate_target(&w, 60_000, &c);
+    let [short, long] = &r[0].windows[..] else { panic!("two windows") };
+    let (a, b) = (short.kv_cache.as_ref().unwrap(), long.kv_cache.as_ref().unwrap());
+    assert_eq!((a.last, a.band), (b.last, b.band));
+    assert_ne!(a.mean, b.mean, "the window-dependent stats do differ");
+}
+
+#[test]
 fn a_decrease_is_a_reset() {
     let mut w = TargetWindows::new(Duration::from_secs(60));
     // Tokens 1000, 1100, 1200, then restart: 50, 150, 250. Raw increase 250 − 1000 + 1200 = 450.
@@ -136,8 +179,14 @@ fn a_decrease_is_a_reset() {
         w.push(5_000 + i as i64 * 10_000, snap(&[s], 1.0));
     }
     let view = RangeView::collect(&w, 60_000, 60_000);
-    let acc =
-        view.series.iter().find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None)).unwrap().1;
+    let acc = view
+        .model("m")
+        .unwrap()
+        .series()
+        .iter()
+        .find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None))
+        .unwrap()
+        .1;
     assert_eq!(acc.raw_increase(), 450.0);
     // First value 1000 > 450: zero point far, so 450 × 60/50 / 60 s = 9.
     let r = evaluate_target(&w, 60_000, &cfg(60));
@@ -160,7 +209,9 @@ fn a_changed_created_or_process_start_is_a_reset_even_without_a_decrease() {
         }
         let view = RangeView::collect(&w, 60_000, 60_000);
         let acc = view
-            .series
+            .model("m")
+            .unwrap()
+            .series()
             .iter()
             .find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None))
             .unwrap()
@@ -273,4 +324,73 @@ fn evaluating_a_full_hour_reads_every_point_once_per_window() {
     assert_eq!(r[0].windows.len(), 4);
     // 4 latency histograms × 4 quantiles in every window.
     assert!(r[0].windows.iter().all(|w| w.latency.len() == 16));
+}
+
+/// `models` models, each with the two shards of [`shard`] at scrape `i`.
+fn many_models(models: usize, i: f64) -> Arc<Snapshot> {
+    let one = snap(&[shard(0, i), shard(1, i)], 1.0);
+    let m = one.models["m"].clone();
+    let models = (0..models).map(|n| (format!("model-{n:06}"), m.clone())).collect();
+    Arc::new(Snapshot { models, ..(*one).clone() })
+}
+
+#[test]
+fn evaluation_visits_each_series_a_bounded_number_of_times() {
+    // With a per-model re-scan of the window's series, 10× the models would be 100× the
+    // work. Each model must read only its own series: the count of series handed to
+    // per-model evaluation grows exactly with the model count.
+    let mut c = cfg(60);
+    c.slos = vec![slo("edge", Some(0.1), None)];
+    let visits = |models: usize| {
+        let mut w = TargetWindows::new(Duration::from_secs(60));
+        for i in 0..6 {
+            w.push(5_000 + i * 10_000, many_models(models, i as f64));
+        }
+        range::visits::take();
+        let r = evaluate_target(&w, 60_000, &c);
+        assert_eq!(r.len(), models);
+        assert!(r.iter().all(|m| m.windows[0].slos.len() == 1 && m.windows[0].requests_per_second.is_some()));
+        range::visits::take()
+    };
+    let (ten, thousand) = (visits(10), visits(1_000));
+    assert!(ten > 0, "the count is wired to evaluation");
+    assert_eq!(thousand, 100 * ten, "series visits per model must not grow with the model count");
+    // A bounded number per series: 2 shards × (3 buckets + 1 counter + 1 finish counter
+    // + sum + count) = 14 series per model, read a handful of times each.
+    assert!(ten <= 10 * 14 * 16, "{ten} visits for 10 models");
+}
+
+#[test]
+fn coverage_is_time_since_the_oldest_scrape_plus_one_spacing() {
+    // Scrapes every 10 s from t = 5 s: the daemon started at 5 s.
+    let mut w = TargetWindows::new(Duration::from_secs(3600));
+    for i in 0..=40 {
+        w.push(5_000 + i * 10_000, snap(&[shard(0, i as f64)], 1.0));
+    }
+    let cov = |now_ms: i64, secs: u64| evaluate_target(&w, now_ms, &cfg(secs))[0].windows[0].coverage;
+    // At 185 s on a 1h window: (185 − 5 + 10) / 3600.
+    assert!(close(cov(185_000, 3600), 190.0 / 3600.0), "{}", cov(185_000, 3600));
+    // A 60 s window holding 6 scrapes (125…175 s, or 135…185 s) is full whatever the phase.
+    assert_eq!(cov(185_000, 60), 1.0);
+    assert_eq!(cov(180_000, 60), 1.0);
+    // A 5m window, 4 minutes after start: (245 − 5 + 10) / 300.
+    assert!(close(cov(245_000, 300), 250.0 / 300.0));
+    // A gap (the target was down from 105 s to 345 s) does not lower it: counters carry
+    // what happened in between.
+    let mut gap = TargetWindows::new(Duration::from_secs(3600));
+    for i in (0..=40).filter(|i| !(11..=33).contains(i)) {
+        gap.push(5_000 + i * 10_000, snap(&[shard(0, i as f64)], 1.0));
+    }
+    let r = evaluate_target(&gap, 405_000, &cfg(3600));
+    // The 1h window reaches back to the first scrape at 5 s: 18 scrapes over 400 s, so
+    // the mean spacing is 400/17 s.
+    assert!(close(r[0].windows[0].coverage, (400.0 + 400.0 / 17.0) / 3600.0), "{}", r[0].windows[0].coverage);
+    // The 5m window (105, 405] begins inside the gap: its data starts at 345 s, as after a
+    // fresh start.
+    let r = evaluate_target(&gap, 405_000, &cfg(300));
+    assert!(close(r[0].windows[0].coverage, 70.0 / 300.0), "{}", r[0].windows[0].coverage);
+    // An empty window and a single scrape.
+    let mut one = TargetWindows::new(Duration::from_secs(60));
+    one.push(10_000, snap(&[shard(0, 0.0)], 1.0));
+    assert!(close(evaluate_target(&one, 16_000, &cfg(60))[0].windows[0].coverage, 0.1));
 }

@@ -6,8 +6,8 @@
 //! *absent*, and so is the +Inf upper side of a bracket whose quantile fell in the +Inf
 //! bucket (JSON, which replay prints, has no Inf).
 
-use crate::canonical::HistogramKind;
-use crate::report::{KvBand, Report, SloStatus, WindowReport};
+use crate::canonical::{HistogramKind, WarningReason};
+use crate::report::{KvBand, Report, SCRAPE_ERROR_REASONS, SloStatus, WindowReport};
 
 pub mod alerts;
 pub mod gpu;
@@ -48,16 +48,19 @@ pub const SPEC_ACCEPTED_LENGTH: &str = "llm_slo_spec_decode_mean_accepted_length
 pub const SPEC_POSITION: &str = "llm_slo_spec_decode_position_acceptance_ratio";
 pub const SPEC_SPEEDUP: &str = "llm_slo_spec_decode_speedup_estimate";
 pub const PREFIX_HIT: &str = "llm_slo_prefix_cache_hit_ratio";
+pub const WINDOW_COVERAGE: &str = "llm_slo_window_coverage_ratio";
 pub const TARGET_UP: &str = "llm_slo_target_up";
 pub const SCRAPE_DURATION: &str = "llm_slo_scrape_duration_seconds";
 pub const SCRAPE_ERRORS: &str = "llm_slo_scrape_errors_total";
 pub const SCRAPE_WARNINGS: &str = "llm_slo_scrape_warnings_total";
+pub const LAST_SCRAPE_SUCCESS: &str = "llm_slo_target_last_scrape_success_timestamp_seconds";
+pub const LAST_EVALUATION: &str = "llm_slo_target_last_evaluation_timestamp_seconds";
 
 /// Every family this module emits, in output order, with HELP and TYPE.
 pub const FAMILIES: &[(&str, &str, &str)] = &[
     (
         TTFT,
-        "Time to first token quantile over the window, PromQL-exact histogram_quantile of the engine's buckets.",
+        "Time to first token quantile q over the window, PromQL-exact histogram_quantile of the engine's buckets.",
         "gauge",
     ),
     (TPOT, "Per-request time per output token quantile over the window (PromQL-exact).", "gauge"),
@@ -74,7 +77,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "gauge",
     ),
     (REQUESTS, "Finished requests per second over the window, every finish reason.", "gauge"),
-    (KV_UTILIZATION, "KV-cache usage (0-1) over the window's scrapes: last, mean, max.", "gauge"),
+    (
+        KV_UTILIZATION,
+        "KV-cache usage (0-1): mean and max over the window's scrapes; stat=last, at the last scrape, has no window.",
+        "gauge",
+    ),
     (KV_BAND_TIME, "Share of the window's scrapes with KV-cache usage in each band.", "gauge"),
     (
         ATTAINMENT,
@@ -98,10 +105,18 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "Requests finished in the window (raw increase), and how many failed or were aborted (outcome label).",
         "gauge",
     ),
-    (KV_CURRENT_BAND, "1 for the KV-cache band of the last scrape, 0 for the others.", "gauge"),
-    (KV_CAPACITY, "KV-cache capacity in tokens at the last scrape.", "gauge"),
-    (RUNNING, "Requests in the running batch over the window's scrapes: last, mean, max.", "gauge"),
-    (WAITING, "Requests waiting in the queue over the window's scrapes: last, mean, max.", "gauge"),
+    (KV_CURRENT_BAND, "1 for the KV-cache band of the last scrape, 0 for the others (no window).", "gauge"),
+    (KV_CAPACITY, "KV-cache capacity in tokens at the last scrape (no window).", "gauge"),
+    (
+        RUNNING,
+        "Requests in the running batch: mean and max over the window's scrapes; stat=last has no window.",
+        "gauge",
+    ),
+    (
+        WAITING,
+        "Requests waiting in the queue: mean and max over the window's scrapes; stat=last has no window.",
+        "gauge",
+    ),
     (PREEMPTIONS, "Preemption events per second, sum over shards of rate(preemptions[window]).", "gauge"),
     (
         TTFT_COMPONENT,
@@ -109,7 +124,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "gauge",
     ),
     (REQUEST_TOKENS_MEAN, "Mean prompt (input) and output tokens per request finished in the window.", "gauge"),
-    (PROMPT_LENGTH_SHARE, "Share of requests finished in the window with a prompt of at most le tokens.", "gauge"),
+    (
+        PROMPT_LENGTH_SHARE,
+        "Share of requests finished in the window with a prompt of at most prompt_tokens_le tokens.",
+        "gauge",
+    ),
     (SPEC_ACCEPTANCE, "Speculative decoding: accepted / proposed draft tokens over the window.", "gauge"),
     (SPEC_ACCEPTED_LENGTH, "Speculative decoding: tokens per verification step, 1 + accepted / drafts.", "gauge"),
     (SPEC_POSITION, "Speculative decoding: accepted tokens at a draft position / drafts.", "gauge"),
@@ -119,6 +138,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "gauge",
     ),
     (PREFIX_HIT, "Prefix-cache hits / queries over the window.", "gauge"),
+    (
+        WINDOW_COVERAGE,
+        "Share of the window covered by scrape data (0-1): time since the model's oldest scrape in the window plus one scrape spacing, over the window. Below 1 until the daemon has scraped for a whole window.",
+        "gauge",
+    ),
     (TARGET_UP, "1 when the last scrape of the target succeeded.", "gauge"),
     (SCRAPE_DURATION, "Duration of the last scrape of the target.", "gauge"),
     (SCRAPE_ERRORS, "Failed scrapes of the target since start, by reason.", "counter"),
@@ -127,12 +151,21 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "Scrapes of the target accepted with a problem since start, by reason (duplicate series, an unusable histogram).",
         "counter",
     ),
+    (LAST_SCRAPE_SUCCESS, "Unix time the last successful scrape of the target started.", "gauge"),
+    (
+        LAST_EVALUATION,
+        "Unix time the target's exported values were evaluated at; behind the other targets when its evaluation is late.",
+        "gauge",
+    ),
 ];
 
 /// HELP text and TYPE of an exported family (this module's, the alert and GPU ones).
 pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
     if name == alerts::ALERT_FAMILY {
         return Some((alerts::ALERT_HELP, "gauge"));
+    }
+    if name == alerts::READY_FAMILY {
+        return Some((alerts::READY_HELP, "gauge"));
     }
     FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)).or_else(|| gpu::family_meta(name))
 }
@@ -148,7 +181,16 @@ pub fn latency_family(kind: HistogramKind) -> Option<&'static str> {
     }
 }
 
-/// The `quantile` label: shortest decimal that round-trips (`0.5`, `0.99`).
+/// The label that carries a latency gauge's quantile level, `q="0.99"`. Not `quantile`: in
+/// the exposition format that label belongs to summaries (with `_sum` and `_count`), and
+/// these are gauges over a window, so `promtool check metrics` rejects it.
+pub const QUANTILE_LABEL: &str = "q";
+
+/// The label of [`PROMPT_LENGTH_SHARE`]: the prompt length in tokens the share is at or
+/// under. Not `le`, which belongs to histogram buckets.
+pub const PROMPT_TOKENS_LE_LABEL: &str = "prompt_tokens_le";
+
+/// The [`QUANTILE_LABEL`] value: shortest decimal that round-trips (`0.5`, `0.99`).
 pub fn quantile_label(q: f64) -> String {
     format!("{q}")
 }
@@ -166,8 +208,11 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
     };
     for t in &report.targets {
         for m in &t.models {
+            let model = vec![("target", t.target.clone()), ("model", m.model.clone())];
+            last_scrape_samples(&model, &m.windows, &mut emit);
             for w in &m.windows {
-                let base = vec![("target", t.target.clone()), ("model", m.model.clone()), ("window", w.window.label())];
+                let mut base = model.clone();
+                base.push(("window", w.window.label()));
                 window_samples(&base, w, &mut emit);
             }
         }
@@ -176,19 +221,36 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
         if let Some(d) = t.health.last_scrape_duration_seconds {
             emit(SCRAPE_DURATION, target(), d);
         }
-        for (reason, n) in &t.health.errors_total {
+        // Every known reason from the start, at 0 until it happens: a counter that appears
+        // only with its first increment hides that increment from rate() and increase().
+        let known = SCRAPE_ERROR_REASONS.iter().map(|r| (*r, t.health.errors_total.get(*r).copied().unwrap_or(0)));
+        let other = t.health.errors_total.iter().filter(|(r, _)| !SCRAPE_ERROR_REASONS.contains(&r.as_str()));
+        for (reason, n) in known.chain(other.map(|(r, n)| (r.as_str(), *n))) {
             let mut l = target();
-            l.push(("reason", reason.clone()));
-            emit(SCRAPE_ERRORS, l, *n as f64);
+            l.push(("reason", reason.to_string()));
+            emit(SCRAPE_ERRORS, l, n as f64);
         }
-        for (reason, n) in &t.health.warnings_total {
+        if let Some(ms) = t.health.last_successful_scrape_ms {
+            emit(LAST_SCRAPE_SUCCESS, target(), ms as f64 / 1000.0);
+        }
+        if let Some(ms) = t.health.last_evaluation_ms {
+            emit(LAST_EVALUATION, target(), ms as f64 / 1000.0);
+        }
+        // Warnings follow the same from-0 convention as errors.
+        let known = WarningReason::ALL
+            .iter()
+            .map(|r| (r.as_str(), t.health.warnings_total.get(r.as_str()).copied().unwrap_or(0)));
+        let other =
+            t.health.warnings_total.iter().filter(|(r, _)| WarningReason::ALL.iter().all(|k| k.as_str() != r.as_str()));
+        for (reason, n) in known.chain(other.map(|(r, n)| (r.as_str(), *n))) {
             let mut l = target();
-            l.push(("reason", reason.clone()));
-            emit(SCRAPE_WARNINGS, l, *n as f64);
+            l.push(("reason", reason.to_string()));
+            emit(SCRAPE_WARNINGS, l, n as f64);
         }
     }
     let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();
     out.extend(alerts::samples_of(&report.alerts));
+    out.extend(alerts::readiness_samples(&report.alert_readiness));
     out.extend(gpu::gpu_samples(&report.gpus, None));
     for t in &report.targets {
         for m in &t.models {
@@ -200,6 +262,40 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
         }
     }
     out
+}
+
+/// Series of the last scrape, exported once per target and model without a `window` label
+/// (docs/metrics.md#series-without-a-window): the KV-cache usage and band, the KV capacity,
+/// and the running and waiting requests, each `stat="last"`. Every window that holds a
+/// scrape ends with the same last scrape, so per window they would repeat one value. They
+/// come from the first window that has them; a window without any scrape has none.
+fn last_scrape_samples(
+    model: &[(&'static str, String)],
+    windows: &[WindowReport],
+    emit: &mut impl FnMut(&'static str, Vec<(&'static str, String)>, f64),
+) {
+    let with = |extra: &[(&'static str, String)]| {
+        let mut l = model.to_vec();
+        l.extend_from_slice(extra);
+        l
+    };
+    let last = || ("stat", "last".to_string());
+    if let Some(kv) = windows.iter().find_map(|w| w.kv_cache.as_ref()) {
+        emit(KV_UTILIZATION, with(&[last()]), kv.last);
+        for band in KvBand::ALL {
+            emit(KV_CURRENT_BAND, with(&[("band", band.as_str().into())]), if kv.band == band { 1.0 } else { 0.0 });
+        }
+    }
+    if let Some(v) = windows.iter().find_map(|w| w.kv_capacity_tokens) {
+        emit(KV_CAPACITY, with(&[]), v);
+    }
+    for (family, stats) in
+        [(RUNNING, windows.iter().find_map(|w| w.running)), (WAITING, windows.iter().find_map(|w| w.waiting))]
+    {
+        if let Some(s) = stats {
+            emit(family, with(&[last()]), s.last);
+        }
+    }
 }
 
 fn window_samples(
@@ -218,11 +314,14 @@ fn window_samples(
             continue;
         }
         let q = quantile_label(lq.quantile);
-        emit(family, with(&[("quantile", q.clone())]), lq.value);
+        emit(family, with(&[(QUANTILE_LABEL, q.clone())]), lq.value);
         if let Some((lower, upper)) = lq.bracket {
             for (side, v) in [("lower", lower), ("upper", upper)] {
-                let l =
-                    with(&[("metric", lq.metric.as_str().to_string()), ("quantile", q.clone()), ("side", side.into())]);
+                let l = with(&[
+                    ("metric", lq.metric.as_str().to_string()),
+                    (QUANTILE_LABEL, q.clone()),
+                    ("side", side.into()),
+                ]);
                 emit(BRACKET, l, v);
             }
         }
@@ -237,17 +336,17 @@ fn window_samples(
         emit(REQUESTS, with(&[]), v);
     }
     if let Some(kv) = &w.kv_cache {
-        for (stat, v) in [("last", kv.last), ("mean", kv.mean), ("max", kv.max)] {
+        for (stat, v) in [("mean", kv.mean), ("max", kv.max)] {
             emit(KV_UTILIZATION, with(&[("stat", stat.into())]), v);
         }
         for band in KvBand::ALL {
             let share = kv.band_time.get(&band).copied().unwrap_or(0.0);
             emit(KV_BAND_TIME, with(&[("band", band.as_str().into())]), share);
-            emit(KV_CURRENT_BAND, with(&[("band", band.as_str().into())]), if kv.band == band { 1.0 } else { 0.0 });
         }
     }
     slo_samples(&with, w, emit);
     other_samples(&with, w, emit);
+    emit(WINDOW_COVERAGE, with(&[]), w.coverage);
 }
 
 fn slo_samples(
@@ -294,11 +393,8 @@ fn other_samples(
     w: &WindowReport,
     emit: &mut impl FnMut(&'static str, Vec<(&'static str, String)>, f64),
 ) {
-    if let Some(v) = w.kv_capacity_tokens {
-        emit(KV_CAPACITY, with(&[]), v);
-    }
     for (family, stats) in [(RUNNING, w.running), (WAITING, w.waiting)] {
-        for (stat, v) in stats.iter().flat_map(|s| [("last", s.last), ("mean", s.mean), ("max", s.max)]) {
+        for (stat, v) in stats.iter().flat_map(|s| [("mean", s.mean), ("max", s.max)]) {
             emit(family, with(&[("stat", stat.into())]), v);
         }
     }
@@ -319,7 +415,7 @@ fn other_samples(
         }
     }
     for &(le, share) in &w.prompt_length_mix {
-        emit(PROMPT_LENGTH_SHARE, with(&[("le", format!("{le}"))]), share);
+        emit(PROMPT_LENGTH_SHARE, with(&[(PROMPT_TOKENS_LE_LABEL, format!("{le}"))]), share);
     }
     if let Some(sd) = &w.spec_decode {
         if let Some(v) = sd.acceptance_ratio {

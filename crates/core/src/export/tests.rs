@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::duration::Window;
-use crate::report::{Health, KvReport, LatencyQuantile, ModelReport, TargetReport};
+use crate::report::{GaugeStats, Health, KvReport, LatencyQuantile, ModelReport, RuleReadiness, TargetReport};
 
 fn report() -> Report {
     let w = Window::new(Duration::from_secs(300)).unwrap();
@@ -22,6 +22,8 @@ fn report() -> Report {
                 last_scrape_duration_seconds: Some(0.25),
                 errors_total: BTreeMap::from([("timeout".to_string(), 3)]),
                 warnings_total: BTreeMap::from([("duplicate_series".to_string(), 2)]),
+                last_successful_scrape_ms: Some(1_700_000_000_250),
+                last_evaluation_ms: Some(1_700_000_004_000),
             },
             models: vec![ModelReport {
                 model: "m".into(),
@@ -36,9 +38,20 @@ fn report() -> Report {
                     output_tokens_per_second: None,
                     requests_per_second: Some(0.5),
                     kv_cache: Some(KvReport { last: 0.8, mean: 0.82, max: 0.88, band: KvBand::Target, band_time }),
+                    coverage: 0.65,
                     ..WindowReport::empty(w)
                 }],
             }],
+        }],
+        alert_readiness: vec![RuleReadiness {
+            alertname: "LLMGoodputDivergence",
+            target: "a".into(),
+            model: "m".into(),
+            window: w,
+            coverage: 0.65,
+            min_coverage: 0.9,
+            ready: false,
+            ready_in_seconds: 75.0,
         }],
         ..Report::default()
     }
@@ -51,20 +64,68 @@ fn find<'a>(s: &'a [ExportSample], name: &str, extra: &[(&str, &str)]) -> Option
 #[test]
 fn every_value_lands_under_its_family_and_labels() {
     let s = samples(&report());
-    let ttft = find(&s, TTFT, &[("quantile", "0.5"), ("window", "5m"), ("model", "m"), ("target", "a")]).unwrap();
+    let ttft = find(&s, TTFT, &[("q", "0.5"), ("window", "5m"), ("model", "m"), ("target", "a")]).unwrap();
     assert_eq!(ttft.value, 0.3);
-    assert_eq!(ttft.labels.iter().map(|l| l.0).collect::<Vec<_>>(), ["target", "model", "window", "quantile"]);
-    assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("quantile", "0.5"), ("side", "lower")]).unwrap().value, 0.25);
-    assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("quantile", "0.5"), ("side", "upper")]).unwrap().value, 0.5);
+    assert_eq!(ttft.labels.iter().map(|l| l.0).collect::<Vec<_>>(), ["target", "model", "window", "q"]);
+    assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("q", "0.5"), ("side", "lower")]).unwrap().value, 0.25);
+    assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("q", "0.5"), ("side", "upper")]).unwrap().value, 0.5);
     assert_eq!(find(&s, TOKENS, &[("direction", "input")]).unwrap().value, 10.0);
     assert_eq!(find(&s, REQUESTS, &[]).unwrap().value, 0.5);
     assert_eq!(find(&s, KV_UTILIZATION, &[("stat", "max")]).unwrap().value, 0.88);
+    assert_eq!(find(&s, KV_CURRENT_BAND, &[("band", "target")]).unwrap().value, 1.0);
+    assert_eq!(find(&s, KV_CURRENT_BAND, &[("band", "high")]).unwrap().value, 0.0);
     assert_eq!(find(&s, KV_BAND_TIME, &[("band", "high")]).unwrap().value, 0.25);
     assert_eq!(find(&s, KV_BAND_TIME, &[("band", "critical")]).unwrap().value, 0.0);
     assert_eq!(find(&s, TARGET_UP, &[("target", "a")]).unwrap().value, 0.0);
     assert_eq!(find(&s, SCRAPE_DURATION, &[]).unwrap().value, 0.25);
     assert_eq!(find(&s, SCRAPE_ERRORS, &[("reason", "timeout")]).unwrap().value, 3.0);
     assert_eq!(find(&s, SCRAPE_WARNINGS, &[("target", "a"), ("reason", "duplicate_series")]).unwrap().value, 2.0);
+    // Timestamps in seconds, as Prometheus's own `*_timestamp_seconds` are.
+    assert_eq!(find(&s, LAST_SCRAPE_SUCCESS, &[("target", "a")]).unwrap().value, 1_700_000_000.25);
+    assert_eq!(find(&s, LAST_EVALUATION, &[("target", "a")]).unwrap().value, 1_700_000_004.0);
+    let cov = find(&s, WINDOW_COVERAGE, &[]).unwrap();
+    assert_eq!(cov.value, 0.65);
+    assert_eq!(cov.labels.iter().map(|l| l.0).collect::<Vec<_>>(), ["target", "model", "window"]);
+    let ready = find(&s, alerts::READY_FAMILY, &[("alertname", "LLMGoodputDivergence")]).unwrap();
+    assert_eq!(ready.value, 0.0);
+    assert_eq!(
+        ready.labels,
+        [("alertname", "LLMGoodputDivergence"), ("target", "a"), ("model", "m"), ("window", "5m")]
+            .map(|(k, v)| (k, v.to_string()))
+    );
+    assert_eq!(family_meta(alerts::READY_FAMILY).unwrap().1, "gauge");
+}
+
+#[test]
+fn scrape_errors_exist_at_zero_for_every_known_reason() {
+    let mut r = report();
+    r.targets[0].health.errors_total.insert("something_new".into(), 2);
+    let mut healthy = r.targets[0].clone();
+    healthy.target = "b".into();
+    healthy.health = Health { up: true, ..Health::default() };
+    r.targets.push(healthy);
+    let s = samples(&r);
+    for target in ["a", "b"] {
+        let reasons: Vec<(&str, f64)> = s
+            .iter()
+            .filter(|x| x.name == SCRAPE_ERRORS && x.labels[0].1 == target)
+            .map(|x| (x.labels[1].1.as_str(), x.value))
+            .collect();
+        let known: Vec<&str> = reasons.iter().map(|r| r.0).take(SCRAPE_ERROR_REASONS.len()).collect();
+        assert_eq!(known, SCRAPE_ERROR_REASONS, "{target}");
+        let total: f64 = reasons.iter().map(|r| r.1).sum();
+        let want = if target == "a" { 5.0 } else { 0.0 };
+        assert_eq!(total, want, "{target}: {reasons:?}");
+    }
+    // A reason outside the list (a hand-made replay recording) still shows, after the known ones.
+    assert_eq!(find(&s, SCRAPE_ERRORS, &[("target", "a"), ("reason", "something_new")]).unwrap().value, 2.0);
+    assert_eq!(find(&s, SCRAPE_ERRORS, &[("target", "b"), ("reason", "connect")]).unwrap().value, 0.0);
+    // Scrape warnings follow the same convention.
+    for r in WarningReason::ALL {
+        let want = if r.as_str() == "duplicate_series" { 2.0 } else { 0.0 };
+        assert_eq!(find(&s, SCRAPE_WARNINGS, &[("target", "a"), ("reason", r.as_str())]).unwrap().value, want);
+        assert_eq!(find(&s, SCRAPE_WARNINGS, &[("target", "b"), ("reason", r.as_str())]).unwrap().value, 0.0);
+    }
 }
 
 #[test]
@@ -73,19 +134,63 @@ fn nan_and_infinite_values_are_absent() {
     assert!(find(&s, TPOT, &[]).is_none(), "NaN quantile must be absent");
     assert!(find(&s, BRACKET, &[("metric", "tpot")]).is_none());
     assert!(find(&s, TOKENS, &[("direction", "output")]).is_none());
-    assert!(find(&s, BRACKET, &[("quantile", "0.99"), ("side", "upper")]).is_none());
-    assert_eq!(find(&s, BRACKET, &[("quantile", "0.99"), ("side", "lower")]).unwrap().value, 2.5);
+    assert!(find(&s, BRACKET, &[("q", "0.99"), ("side", "upper")]).is_none());
+    assert_eq!(find(&s, BRACKET, &[("q", "0.99"), ("side", "lower")]).unwrap().value, 2.5);
     assert!(s.iter().all(|x| x.value.is_finite()));
 }
 
 #[test]
 fn families_come_out_grouped_in_a_stable_order_with_meta() {
     let s = samples(&report());
-    let order: Vec<usize> = s.iter().map(|x| FAMILIES.iter().position(|f| f.0 == x.name).unwrap()).collect();
+    // The window families in table order; the alert families (not in the table) after them.
+    let order: Vec<usize> =
+        s.iter().map(|x| FAMILIES.iter().position(|f| f.0 == x.name).unwrap_or(FAMILIES.len())).collect();
     assert!(order.windows(2).all(|p| p[0] <= p[1]), "{order:?}");
+    assert!(s.iter().all(|x| family_meta(x.name).is_some()));
     for (name, _, _) in FAMILIES {
         assert!(family_meta(name).is_some());
     }
     assert_eq!(family_meta(SCRAPE_ERRORS).unwrap().1, "counter");
     assert!(family_meta("nope").is_none());
+}
+
+fn window_names(s: &[ExportSample], name: &str, extra: &[(&str, &str)]) -> Vec<Option<String>> {
+    s.iter()
+        .filter(|x| x.name == name && extra.iter().all(|(k, v)| x.labels.iter().any(|(a, b)| a == k && b == v)))
+        .map(|x| x.labels.iter().find(|l| l.0 == "window").map(|l| l.1.clone()))
+        .collect()
+}
+
+#[test]
+fn last_scrape_series_come_once_without_a_window() {
+    let mut r = report();
+    let mut short = r.targets[0].models[0].windows[0].clone();
+    short.window = Window::new(Duration::from_secs(60)).unwrap();
+    let stats = |last, mean, max| Some(GaugeStats { first: 0.0, last, mean, max });
+    let long = &mut r.targets[0].models[0].windows[0];
+    long.running = stats(4.0, 3.0, 6.0);
+    long.waiting = stats(1.0, 0.5, 2.0);
+    long.kv_capacity_tokens = Some(1600.0);
+    // The 1 m window saw no scrape: the last-scrape series come from the 5 m one.
+    short.kv_cache = None;
+    r.targets[0].models[0].windows.insert(0, WindowReport { kv_capacity_tokens: None, ..short });
+    let s = samples(&r);
+    assert_eq!(window_names(&s, KV_UTILIZATION, &[("stat", "last")]), [None]);
+    assert_eq!(find(&s, KV_UTILIZATION, &[("stat", "last")]).unwrap().value, 0.8);
+    assert_eq!(window_names(&s, KV_UTILIZATION, &[("stat", "mean")]), [Some("5m".to_string())]);
+    assert_eq!(window_names(&s, KV_CURRENT_BAND, &[]), vec![None; KvBand::ALL.len()]);
+    assert_eq!(window_names(&s, KV_BAND_TIME, &[("band", "target")]), [Some("5m".to_string())]);
+    assert_eq!(window_names(&s, KV_CAPACITY, &[]), [None]);
+    assert_eq!(find(&s, KV_CAPACITY, &[]).unwrap().value, 1600.0);
+    for (family, last) in [(RUNNING, 4.0), (WAITING, 1.0)] {
+        assert_eq!(window_names(&s, family, &[("stat", "last")]), [None], "{family}");
+        assert_eq!(find(&s, family, &[("stat", "last")]).unwrap().value, last);
+        assert_eq!(window_names(&s, family, &[("stat", "max")]), [Some("5m".to_string())], "{family}");
+    }
+    // No two samples share a family and label set.
+    let mut keys: Vec<String> = s.iter().map(|x| format!("{}{:?}", x.name, x.labels)).collect();
+    let n = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), n);
 }

@@ -5,14 +5,19 @@
 //! so most series cost one byte instead of eight. Any value that is not an exactly
 //! representable integer (a gauge like KV usage, NaN, −0, beyond 2^53) is stored raw
 //! inline, so decoding is always bit-exact.
+//!
+//! The bytes are shared (`Arc`): cloning a target's store to evaluate it outside its lock
+//! copies no values.
+
+use std::sync::Arc;
 
 /// Largest magnitude stored as an integer delta: every integer up to it is exact in f64.
 const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Column {
-    Raw(Box<[f64]>),
-    Delta(Box<[u8]>),
+    Raw(Arc<[f64]>),
+    Delta(Arc<[u8]>),
 }
 
 fn integral(v: f64) -> bool {
@@ -137,8 +142,8 @@ mod tests {
     #[test]
     fn corrupt_columns_are_refused() {
         let mut cur = vec![1.0, 2.0];
-        assert!(!Column::Delta(Box::new([0x80])).decode_into(&mut cur));
-        assert!(!Column::Delta(Box::new([1, 0, 0])).decode_into(&mut cur));
-        assert!(!Column::Delta(Box::new([0, 0, 0])).decode_into(&mut cur), "trailing bytes");
+        assert!(!Column::Delta(Arc::from([0x80u8])).decode_into(&mut cur));
+        assert!(!Column::Delta(Arc::from([1u8, 0, 0])).decode_into(&mut cur));
+        assert!(!Column::Delta(Arc::from([0u8, 0, 0])).decode_into(&mut cur), "trailing bytes");
     }
 }

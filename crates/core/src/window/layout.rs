@@ -1,9 +1,10 @@
 //! Which series a stored scrape holds, in which column, and the restart markers they
 //! carried. Shared by consecutive scrapes of a target whose series did not change.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::canonical::{CounterKind, FinishReason, GaugeKind, HistogramKind, ShardKey, Snapshot};
+use crate::canonical::{CounterKind, FinishReason, GaugeKind, HistogramKind, ModelSnapshot, ShardKey, Snapshot};
 
 /// Histograms with exported quantiles (docs/metrics.md#latency-promql-exact).
 pub const LATENCY_HISTOGRAMS: &[HistogramKind] =
@@ -67,6 +68,21 @@ pub struct Layout {
     pub process_start: Option<f64>,
 }
 
+/// How many series [`Layout::extract`] keeps of one model: what a stored scrape costs,
+/// and what `scrape.max_series` limits, counted without building the layout.
+pub fn stored_series(m: &ModelSnapshot) -> usize {
+    let buckets: usize = STORED_HISTOGRAMS
+        .iter()
+        .flat_map(|k| m.histograms.get(k).into_iter().flatten())
+        .map(|shard| shard.value.buckets.len())
+        .sum();
+    let sum_count: usize = m.histograms.values().map(|shards| 2 * shards.len()).sum();
+    let spec: usize = m.spec_accepted_per_position.values().map(Vec::len).sum();
+    let counters: usize = STORED_COUNTERS.iter().filter_map(|k| m.counters.get(k)).map(Vec::len).sum();
+    let gauges: usize = STORED_GAUGES.iter().filter_map(|k| m.gauges.get(k)).map(Vec::len).sum();
+    buckets + sum_count + spec + counters + gauges
+}
+
 impl Layout {
     /// Splits a snapshot into a layout (reusing `previous` when nothing changed) and its
     /// value column.
@@ -74,10 +90,16 @@ impl Layout {
         let mut keys = Vec::new();
         let mut created = Vec::new();
         let mut values = Vec::new();
+        // The previous layout's model names, so an unchanged layout compares equal and is
+        // shared. A map, not a search per model: that was quadratic in the model count.
+        let mut known: HashMap<&str, &Arc<str>> = HashMap::new();
+        for k in previous.map(|l| &l.keys[..]).unwrap_or_default() {
+            known.entry(&*k.model).or_insert(&k.model);
+        }
         for (name, m) in &snap.models {
             // One allocation per model name per layout; reused below when unchanged.
-            let model: Arc<str> = match previous.and_then(|l| l.keys.iter().find(|k| &*k.model == name)) {
-                Some(k) => k.model.clone(),
+            let model: Arc<str> = match known.get(name.as_str()) {
+                Some(&m) => m.clone(),
                 None => Arc::from(name.as_str()),
             };
             for &kind in STORED_HISTOGRAMS {
@@ -161,13 +183,8 @@ impl Layout {
         let keys: usize =
             self.keys.iter().map(|k| std::mem::size_of::<SeriesKey>() + k.shard.capacity()).sum::<usize>();
         let models: usize = {
-            let mut seen: Vec<&Arc<str>> = Vec::new();
-            for k in self.keys.iter() {
-                if !seen.iter().any(|m| Arc::ptr_eq(m, &k.model)) {
-                    seen.push(&k.model);
-                }
-            }
-            seen.iter().map(|m| m.len() + 16).sum()
+            let mut seen: HashSet<*const u8> = HashSet::new();
+            self.keys.iter().filter(|k| seen.insert(k.model.as_ptr())).map(|k| k.model.len() + 16).sum()
         };
         keys + models + self.created.len() * std::mem::size_of::<Option<f64>>()
     }

@@ -25,7 +25,9 @@ use std::time::Duration;
 use crate::canonical::{Engine, Snapshot};
 
 pub use column::Column;
-pub use layout::{LATENCY_HISTOGRAMS, Layout, Quantity, STORED_COUNTERS, STORED_GAUGES, STORED_HISTOGRAMS, SeriesKey};
+pub use layout::{
+    LATENCY_HISTOGRAMS, Layout, Quantity, STORED_COUNTERS, STORED_GAUGES, STORED_HISTOGRAMS, SeriesKey, stored_series,
+};
 
 /// Hard cap on stored scrapes per target (e.g. 1 h at 100 ms). Beyond it the oldest go
 /// first, so a very long window at a very short interval loses its oldest part rather
@@ -48,7 +50,10 @@ struct Point {
 ///
 /// Invariant: the oldest point is always a raw keyframe, and a delta point follows a
 /// point with the same layout.
-#[derive(Debug, Default)]
+///
+/// A clone shares every point's layout and values: it costs a few words per stored
+/// scrape, so the daemon evaluates a clone and holds the target's lock only to take it.
+#[derive(Debug, Default, Clone)]
 pub struct TargetWindows {
     max_window_ms: i64,
     points: VecDeque<Point>,

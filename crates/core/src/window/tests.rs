@@ -102,6 +102,24 @@ fn one_hour_at_one_second_stays_small() {
 }
 
 #[test]
+fn stored_series_counts_what_the_layout_keeps() {
+    for shards in [1, 4] {
+        let mut snap = vllm_like(shards, 3.0);
+        let m = snap.models.values().next().unwrap().clone();
+        snap.models.insert("lora-adapter".into(), m);
+        snap.models
+            .values_mut()
+            .next()
+            .unwrap()
+            .spec_accepted_per_position
+            .insert(0, vec![crate::canonical::Shard { key: String::new(), created: None, value: 1.0 }]);
+        let (layout, _) = Layout::extract(&snap, None);
+        let counted: usize = snap.models.values().map(stored_series).sum();
+        assert_eq!(counted, layout.keys.len(), "{shards} shards");
+    }
+}
+
+#[test]
 fn steady_scrapes_share_one_layout() {
     let w = fill(1, 10, 1000);
     let mut layouts: Vec<&Arc<Layout>> = Vec::new();

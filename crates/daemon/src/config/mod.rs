@@ -63,7 +63,8 @@ pub struct Config {
     pub spec_draft_cost_ratio: Option<f64>,
 }
 
-/// Global scrape settings; each target may override interval and timeout.
+/// Global scrape settings; each target may override interval, timeout and the
+/// cardinality limits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScrapeConfig {
     pub interval: Duration,
@@ -74,6 +75,22 @@ pub struct ScrapeConfig {
     pub gzip: bool,
     /// Follow HTTP redirects, as Prometheus does by default (docs/config.md, "Redirects").
     pub follow_redirects: bool,
+    /// Most models and stored series one scrape may bring (docs/limits.md).
+    pub cardinality: Cardinality,
+}
+
+/// How many models and series one scrape of a target may hand the window store; a scrape
+/// over either limit fails as a whole, like Prometheus's `sample_limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cardinality {
+    pub max_models: usize,
+    pub max_series: usize,
+}
+
+impl Default for Cardinality {
+    fn default() -> Self {
+        Cardinality { max_models: DEFAULT_MAX_MODELS, max_series: DEFAULT_MAX_SERIES }
+    }
 }
 
 /// The HTTP server's guards against idle and slow clients (docs/limits.md).
@@ -115,6 +132,8 @@ pub struct Target {
     pub interval: Duration,
     pub timeout: Duration,
     pub follow_redirects: bool,
+    /// `scrape.max_models` / `max_series`, or this target's own.
+    pub cardinality: Cardinality,
 }
 
 impl std::fmt::Debug for Target {
@@ -129,6 +148,7 @@ impl std::fmt::Debug for Target {
             .field("interval", &self.interval)
             .field("timeout", &self.timeout)
             .field("follow_redirects", &self.follow_redirects)
+            .field("cardinality", &self.cardinality)
             .finish()
     }
 }
@@ -148,6 +168,12 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// of goodput out after 10 s by default.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// A vLLM serving LoRA adapters shows each adapter as a model: dozens, rarely hundreds.
+/// Far beyond that is a label gone wrong (a request id as `model_name`), not an engine.
+pub const DEFAULT_MAX_MODELS: usize = 1_000;
+/// A data-parallel engine with every latency histogram stores about 100 series per rank
+/// and model; a few thousand is a large real target.
+pub const DEFAULT_MAX_SERIES: usize = 100_000;
 pub const DEFAULT_WINDOWS: &[&str] = &["1m", "5m", "15m", "1h"];
 pub const DEFAULT_QUANTILES: &[f64] = &[0.5, 0.9, 0.95, 0.99];
 

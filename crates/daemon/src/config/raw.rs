@@ -43,6 +43,8 @@ pub struct RawScrape {
     pub body_limit: Option<S<Scalar>>,
     pub gzip: Option<bool>,
     pub follow_redirects: Option<bool>,
+    pub max_models: Option<S<u64>>,
+    pub max_series: Option<S<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -65,6 +67,8 @@ pub struct RawTarget {
     pub interval: Option<S<String>>,
     pub timeout: Option<S<String>>,
     pub follow_redirects: Option<bool>,
+    pub max_models: Option<S<u64>>,
+    pub max_series: Option<S<u64>>,
 }
 
 #[derive(Debug, Deserialize)]

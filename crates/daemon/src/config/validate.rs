@@ -125,6 +125,7 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
         body_limit: DEFAULT_BODY_LIMIT,
         gzip: true,
         follow_redirects: true,
+        cardinality: Cardinality::default(),
     };
     let Some(raw) = raw else { return out };
     let interval = raw.interval.as_ref().map(|s| duration(d, s, "scrape.interval", parse_interval));
@@ -163,6 +164,7 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
     if let Some(f) = raw.follow_redirects {
         out.follow_redirects = f;
     }
+    out.cardinality = cardinality(d, raw.max_models.as_ref(), raw.max_series.as_ref(), "scrape.", out.cardinality);
     out
 }
 
@@ -184,6 +186,28 @@ fn server_section(d: &mut Diagnostics, raw: Option<&RawServer>) -> ServerConfig 
         out.idle_timeout = v;
     }
     out
+}
+
+/// `max_models` and `max_series` over `base`; each at least 1 (0 would refuse every scrape).
+fn cardinality(
+    d: &mut Diagnostics,
+    max_models: Option<&S<u64>>,
+    max_series: Option<&S<u64>>,
+    prefix: &str,
+    base: Cardinality,
+) -> Cardinality {
+    let mut limit = |s: Option<&S<u64>>, key: &str, default: usize| match s {
+        None => default,
+        Some(s) if s.value == 0 => {
+            d.error(pos(s), format!("{prefix}{key} is 0, which would refuse every scrape; give a limit of at least 1"));
+            default
+        }
+        Some(s) => usize::try_from(s.value).unwrap_or(usize::MAX),
+    };
+    Cardinality {
+        max_models: limit(max_models, "max_models", base.max_models),
+        max_series: limit(max_series, "max_series", base.max_series),
+    }
 }
 
 fn targets_section(d: &mut Diagnostics, raw: Option<&S<Vec<RawTarget>>>, scrape: &ScrapeConfig) -> Vec<Target> {
@@ -278,6 +302,7 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
         );
     }
     let follow_redirects = t.follow_redirects.unwrap_or(scrape.follow_redirects);
+    let cardinality = cardinality(d, t.max_models.as_ref(), t.max_series.as_ref(), "", scrape.cardinality);
     Some(Target {
         name,
         url: url?,
@@ -288,6 +313,7 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
         interval,
         timeout,
         follow_redirects,
+        cardinality,
     })
 }
 

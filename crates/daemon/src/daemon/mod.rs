@@ -7,6 +7,7 @@
 //! running at the deadline is dropped.
 
 pub mod clock;
+pub mod evaluator;
 pub mod gpu;
 pub mod target;
 #[cfg(test)]
@@ -23,10 +24,10 @@ use tokio::time::MissedTickBehavior;
 use crate::config::Config;
 use crate::deliver::Delivery;
 use crate::enrich::Enricher;
-use crate::evaluate::{EvalConfig, evaluate_target};
-use crate::report::{Report, TargetReport};
+use crate::report::Report;
 use crate::serve::{self, Shared};
 use clock::Clock;
+use evaluator::Evaluator;
 use target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
 
 /// A started daemon. Drop does not stop it; call [`Daemon::shutdown`].
@@ -108,12 +109,12 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
 
     let gpus = gpu::GpuSources::start(&config, stop_rx.clone(), &mut tasks);
     let eval = config.eval_config();
+    log_warmup(&config.alerting);
     let enricher = Enricher::new(&eval, &config.alerting, config.gpu.as_ref(), config.cost.as_ref());
     let delivery = Delivery::start(&config.alerting).map_err(std::io::Error::other)?;
     shared.delivery = Some(delivery.metrics());
     tasks.spawn(evaluate_loop(
-        Arc::new(targets),
-        eval,
+        Evaluator::new(targets, eval),
         Post { enricher, gpus, delivery },
         config.evaluation_interval,
         clock,
@@ -154,48 +155,47 @@ struct Post {
 
 /// Evaluates every target each interval and publishes the report. The first report
 /// comes one interval after start, when each target has had its first scrape.
+///
+/// A tick waits for its evaluations at most half an interval: a target evaluating longer
+/// is shown with its previous results (the `evaluator` module).
 async fn evaluate_loop(
-    targets: Arc<Vec<Arc<TargetRuntime>>>,
-    eval: EvalConfig,
+    evaluator: Evaluator,
     mut post: Post,
     every: std::time::Duration,
     clock: Arc<dyn Clock>,
     shared: Shared,
     mut stop: watch::Receiver<bool>,
 ) {
-    let eval = Arc::new(eval);
+    let mut held = HeldRules::default();
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
-            _ = stop.changed() => return last_flush(&post.delivery).await,
+            _ = stop.changed() => return abandon(&evaluator, &post.delivery).await,
         }
-        let now_ms = clock.now_ms();
-        let (t, e) = (targets.clone(), eval.clone());
-        // Window math over long windows is CPU work; run it beside the reactor. It can take
-        // seconds, so shutdown does not wait for it: dropping the handle abandons it.
-        let job = tokio::task::spawn_blocking(move || {
-            #[cfg(feature = "test-hooks")]
-            test_hooks::slow_evaluation();
-            build_report(&t, now_ms, &e)
-        });
-        let outcome = tokio::select! {
-            r = job => r,
-            _ = stop.changed() => {
-                tracing::info!("shutting down: abandoning the evaluation in progress");
-                return last_flush(&post.delivery).await;
-            }
+        // A tick waits for its evaluations up to half an interval; shutdown does not wait for
+        // it. Evaluations still running are abandoned: the process exit ends them.
+        let tick = evaluator.tick(clock.now_ms(), every / 2);
+        let mut report: Report = tokio::select! {
+            r = tick => r,
+            _ = stop.changed() => return abandon(&evaluator, &post.delivery).await,
         };
-        match outcome {
-            Ok(mut report) => {
-                let notifications = post.enricher.apply(&mut report, post.gpus.latest());
-                post.delivery.submit(&notifications);
-                shared.publish(report);
-            }
-            Err(err) => tracing::error!("evaluation failed; keeping the previous report: {err}"),
-        }
+        let notifications = post.enricher.apply(&mut report, post.gpus.latest());
+        post.delivery.submit(&notifications);
+        held.log_armed(&report);
+        shared.publish(report);
     }
+}
+
+/// Stops evaluating: says so when an evaluation is still running (a late one goes on in the
+/// background after its tick), then flushes the alerts.
+async fn abandon(evaluator: &Evaluator, delivery: &Delivery) {
+    let running = evaluator.running();
+    if running > 0 {
+        tracing::info!(targets = running, "shutting down: abandoning the evaluation in progress");
+    }
+    last_flush(delivery).await
 }
 
 /// Gives queued resolutions and firing alerts a last chance to go out.
@@ -205,52 +205,43 @@ async fn last_flush(delivery: &Delivery) {
     }
 }
 
-/// Hooks the integration tests use to reproduce conditions too slow or too rare to build
-/// for real; compiled only with the `test-hooks` feature, which `cargo test` turns on.
-#[cfg(feature = "test-hooks")]
-mod test_hooks {
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    /// With `GOODPUT_TEST_EVALUATION_DELAY=<duration>`, every evaluation after the first
-    /// takes that much longer, standing in for a huge target's evaluation.
-    pub fn slow_evaluation() {
-        static FIRST_DONE: AtomicBool = AtomicBool::new(false);
-        let Some(delay) = std::env::var("GOODPUT_TEST_EVALUATION_DELAY").ok() else { return };
-        let Ok(delay) = crate::duration::parse_duration(&delay) else { return };
-        if FIRST_DONE.swap(true, Ordering::Relaxed) {
-            tracing::info!(?delay, "test hook: this evaluation is held");
-            std::thread::sleep(delay);
-        }
+/// Says once, at start, which alert rules stay quiet until their windows are covered, and
+/// for how long (docs/alerts.md#after-a-restart).
+fn log_warmup(alerting: &crate::alert::AlertingConfig) {
+    let waits: Vec<String> = alerting
+        .rule_set()
+        .rules
+        .iter()
+        .filter(|r| !r.warmup().is_zero())
+        .map(|r| format!("{} {}", r.name.as_str(), crate::duration::format_duration(r.warmup())))
+        .collect();
+    if !waits.is_empty() {
+        tracing::info!(
+            "alert rules stay quiet until the windows they read are covered by data (alerting.min_window_coverage); after this start: {}. /api/v1/alerts and llm_slo_alert_rule_ready show what waits",
+            waits.join(", ")
+        );
     }
 }
 
-/// One report at `now_ms` from the targets' current state, in config order.
-///
-/// Evaluation reads every stored scrape of every window, so an aggregator's tick is CPU
-/// work proportional to targets × window length: it is split over the machine's cores.
-pub fn build_report(targets: &[Arc<TargetRuntime>], now_ms: i64, eval: &EvalConfig) -> Report {
-    let evaluate = |rt: &Arc<TargetRuntime>| {
-        let st = rt.lock();
-        TargetReport {
-            target: rt.config.name.clone(),
-            engine: st.engine(),
-            health: st.health.clone(),
-            models: evaluate_target(&st.windows, now_ms, &eval.for_target(&rt.config.name)),
+/// The (alert, target, model) triples whose rule still waits for window coverage, to log
+/// when each starts judging.
+#[derive(Default)]
+struct HeldRules(std::collections::BTreeSet<(&'static str, String, String)>);
+
+impl HeldRules {
+    fn log_armed(&mut self, report: &Report) {
+        let now: std::collections::BTreeSet<_> = report
+            .alert_readiness
+            .iter()
+            .filter(|r| !r.ready)
+            .map(|r| (r.alertname, r.target.clone(), r.model.clone()))
+            .collect();
+        let judged = |k: &(&str, String, String)| {
+            report.alert_readiness.iter().any(|r| (r.alertname, &r.target, &r.model) == (k.0, &k.1, &k.2))
+        };
+        for k in self.0.difference(&now).filter(|k| judged(k)) {
+            tracing::info!(alertname = k.0, target_name = %k.1, model = %k.2, "alert rule armed: its windows are covered by data");
         }
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(targets.len().max(1));
-    let targets = if threads <= 1 {
-        targets.iter().map(evaluate).collect()
-    } else {
-        let chunk = targets.len().div_ceil(threads);
-        std::thread::scope(|s| {
-            let parts: Vec<_> = targets
-                .chunks(chunk)
-                .map(|part| s.spawn(move || part.iter().map(evaluate).collect::<Vec<_>>()))
-                .collect();
-            // A panic in one target's evaluation is a bug; re-raise it rather than drop targets.
-            parts.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
-        })
-    };
-    Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new() }
+        self.0 = now;
+    }
 }

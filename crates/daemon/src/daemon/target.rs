@@ -127,10 +127,10 @@ pub async fn scrape_loop(
 async fn scrape_once(rt: &TargetRuntime, fetcher: &Fetcher, limits: Limits) -> Result<Snapshot, ScrapeError> {
     let body = fetcher.fetch().await?;
     let hint = rt.config.engine;
-    let model = rt.config.model.clone();
+    let (model, cardinality) = (rt.config.model.clone(), rt.config.cardinality);
     // Parsing a large body is CPU work; keep it off the reactor threads. A panic in the
     // adapter becomes an error for this target only.
-    match tokio::task::spawn_blocking(move || ingest(&body, &limits, hint, &model)).await {
+    match tokio::task::spawn_blocking(move || ingest(&body, &limits, cardinality, hint, &model)).await {
         Ok(r) => r,
         Err(e) => Err(ScrapeError::new("internal", format!("processing the scrape failed: {e}"))),
     }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::build_report;
+use super::evaluator::Evaluator;
 use super::target::TargetRuntime;
 use crate::canonical::{Engine, Snapshot};
 use crate::config;
@@ -40,15 +40,60 @@ fn a_recorded_scrape_reaches_the_shared_state() {
     assert_eq!(st.windows.len(), 1);
 }
 
-#[test]
-fn report_keeps_config_order_and_the_given_instant() {
+fn eval_config() -> crate::evaluate::EvalConfig {
+    config::from_str("targets: [{name: x, url: 'http://127.0.0.1:1/metrics'}]", "t.yaml").unwrap().config.eval_config()
+}
+
+#[tokio::test]
+async fn report_keeps_config_order_and_the_given_instant() {
     let (a, b) = (runtime("b-first"), runtime("a-second"));
     b.record(1, Duration::ZERO, Ok(snapshot()));
-    let c = config::from_str("targets: [{name: x, url: 'http://127.0.0.1:1/metrics'}]", "t.yaml").unwrap().config;
-    let report = build_report(&[a, b], 123_456, &c.eval_config());
+    let evaluator = Evaluator::new(vec![a, b], eval_config());
+    let report = evaluator.tick(123_456, Duration::from_secs(10)).await;
     assert_eq!(report.t_ms, 123_456);
     let names: Vec<&str> = report.targets.iter().map(|t| t.target.as_str()).collect();
     assert_eq!(names, ["b-first", "a-second"]);
     assert!(!report.targets[0].health.up);
     assert!(report.targets[1].health.up);
+    assert_eq!(report.targets[1].health.last_successful_scrape_ms, Some(1));
+    for t in &report.targets {
+        assert_eq!(t.health.last_evaluation_ms, Some(123_456), "{}", t.target);
+    }
+}
+
+#[tokio::test]
+async fn a_target_still_evaluating_keeps_its_previous_results_and_the_others_move_on() {
+    let (slow, fast) = (runtime("slow"), runtime("fast"));
+    // The slow target's evaluation at t = 2 s waits until the test lets it go.
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let evaluator = Evaluator::new(vec![slow, fast], eval_config()).with_evaluate(move |rt, now_ms, _| {
+        if rt.config.name == "slow" && now_ms == 2_000 {
+            let _ = gate.lock().unwrap().recv();
+        }
+        Vec::new()
+    });
+    evaluator.tick(1_000, Duration::from_secs(10)).await;
+    let report = evaluator.tick(2_000, Duration::from_millis(200)).await;
+    assert_eq!(report.t_ms, 2_000);
+    // The report came at the deadline, with the slow target's results of the tick before.
+    assert_eq!(report.targets[0].health.last_evaluation_ms, Some(1_000));
+    assert_eq!(report.targets[1].health.last_evaluation_ms, Some(2_000));
+    // While it is busy, ticks neither queue more of its evaluations nor wait for it.
+    let report = evaluator.tick(3_000, Duration::from_secs(10)).await;
+    assert_eq!(report.targets[0].health.last_evaluation_ms, Some(1_000));
+    assert_eq!(report.targets[1].health.last_evaluation_ms, Some(3_000));
+    release.send(()).unwrap();
+    // Once done, its late evaluation shows, and the next tick evaluates it again.
+    let mut seen = None;
+    for _ in 0..250 {
+        seen = evaluator.assemble(3_500).targets[0].health.last_evaluation_ms;
+        if seen == Some(2_000) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(seen, Some(2_000), "the late evaluation was kept");
+    let report = evaluator.tick(4_000, Duration::from_secs(10)).await;
+    assert_eq!(report.targets[0].health.last_evaluation_ms, Some(4_000));
 }

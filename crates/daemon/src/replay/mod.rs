@@ -4,7 +4,7 @@
 //! their timestamps and answers a [`Report`] for any instant. [`replay`] feeds it a
 //! recording (docs/replay.md layout, see [`recording`]) and yields one [`Frame`] per
 //! evaluation instant: the multiples of `step` on the Unix epoch from the first to the
-//! last scrape. The lead's CLI glue prints [`Frame::json_line`].
+//! last scrape. `goodput replay` prints [`Frame::json_line`].
 
 pub mod recording;
 #[cfg(test)]
@@ -18,7 +18,7 @@ use crate::canonical::Snapshot;
 use crate::enrich::Enricher;
 use crate::evaluate::{EvalConfig, RateMode, evaluate_target_with};
 use crate::export::{ExportSample, samples};
-use crate::report::{Report, TargetReport};
+use crate::report::{Health, Report, TargetReport};
 pub use crate::target::ScrapeFailure;
 use crate::target::TargetState;
 
@@ -97,11 +97,12 @@ impl VirtualDaemon {
             .map(|t| TargetReport {
                 target: t.name.clone(),
                 engine: t.state.engine(),
-                health: t.state.health.clone(),
+                // Virtual time waits for every evaluation: none is ever late.
+                health: Health { last_evaluation_ms: Some(now_ms), ..t.state.health.clone() },
                 models: evaluate_target_with(&t.state.windows, now_ms, &self.cfg.for_target(&t.name), self.mode),
             })
             .collect();
-        let mut report = Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new() };
+        let mut report = Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new(), ..Report::default() };
         // Replay has no GPUs and sends no alerts; it shows their state.
         let _ = self.enricher.apply(&mut report, Vec::new());
         report

@@ -4,6 +4,11 @@
 //! SLO alerts read the recorded series of the SLO's scope and carry `target="fleet"`;
 //! alerts about one pod (KV cache, down, preemptions, queue) keep that pod's labels and
 //! copy `instance` to `target`.
+//!
+//! The SLO alerts also wait until their windows are covered by data, as the daemon's do
+//! (docs/alerts.md#after-a-restart). The per-pod preemption and queue alerts do not: their
+//! default `for` (10m) is longer than their window (5m), so they cannot fire before it is
+//! full anyway.
 
 use std::collections::BTreeMap;
 
@@ -12,11 +17,11 @@ use super::scope::{Fleet, ScopeExpr, join};
 use super::{PromRule, RulesSpec};
 use crate::alert::rule::{Rule, RuleKind, effective_factor, runbook_url};
 use crate::alert::table::{limit, pct, render, spec as row};
-use crate::duration::format_duration;
+use crate::duration::{Window, format_duration};
 use crate::slo::Slo;
 
 /// Labels the recorded series carry that an alert should not.
-const DROP: &str = "max without (window, clause, bound, quantile, direction)";
+const DROP: &str = "max without (window, clause, bound, q, direction)";
 
 struct Builder<'a> {
     spec: &'a RulesSpec,
@@ -48,6 +53,20 @@ impl Builder<'_> {
             annotations,
         });
     }
+}
+
+/// ` and on (model) llm_slo:window_coverage_ratio{window="w"} >= min` for each window, so a
+/// fleet rule waits for data as the daemon's does; nothing when the rule needs no coverage.
+fn covered(rule: &Rule, windows: &[Window]) -> String {
+    if rule.min_coverage <= 0.0 {
+        return String::new();
+    }
+    windows
+        .iter()
+        .map(|w| {
+            format!(" and on (model) llm_slo:window_coverage_ratio{{window=\"{w}\"}} >= {}", num(rule.min_coverage))
+        })
+        .collect()
 }
 
 /// `>` normally; `>=` at a factor clamped to the highest possible burn.
@@ -83,10 +102,11 @@ pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<P
                         ])
                     );
                     let expr = format!(
-                        "{DROP} ({att} < {} and on (model) {} > {})",
+                        "{DROP} ({att} < {} and on (model) {} > {}{})",
                         num(*threshold),
                         fleet.output_tokens(*window),
-                        num(*throughput_floor)
+                        num(*throughput_floor),
+                        covered(rule, &[*window])
                     );
                     let vars = [
                         ("who", scope.who.as_str()),
@@ -104,7 +124,8 @@ pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<P
                 for (s, scope) in slos {
                     let Some(threshold) = s.threshold(clause.clause()) else { continue };
                     let p99 = Fleet { m, scope }.latency_p99(*clause, *window);
-                    let expr = format!("{DROP} ({p99} > {})", num(threshold.as_secs_f64()));
+                    let expr =
+                        format!("{DROP} ({p99} > {}{})", num(threshold.as_secs_f64()), covered(rule, &[*window]));
                     let vars = [
                         ("who", scope.who.as_str()),
                         ("clause", clause.as_str()),
@@ -126,11 +147,12 @@ pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<P
                     };
                     let enough = |w| format!("{} >= {}", fleet.requests_finished(w), num(*min_requests));
                     let expr = format!(
-                        "{DROP} ({} and on (model) {} and on (model) {} and on (model) {})",
+                        "{DROP} ({} and on (model) {} and on (model) {} and on (model) {}{})",
                         burn(*short_window),
                         burn(*long_window),
                         enough(*short_window),
-                        enough(*long_window)
+                        enough(*long_window),
+                        covered(rule, &[*long_window, *short_window])
                     );
                     let vars = [
                         ("who", scope.who.as_str()),

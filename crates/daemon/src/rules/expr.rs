@@ -1,6 +1,7 @@
 //! PromQL building blocks: vLLM's series names, the user's selector, and the
 //! "sum across pods, relabelled to `model`" pattern every fleet-wide expression uses.
 
+use crate::alert::rule::LatencyClause;
 use crate::duration::Window;
 
 /// vLLM's names for what the rules read (vLLM ≥ 0.11 for the per-request TPOT histogram).
@@ -39,6 +40,25 @@ impl Metrics {
         format!("sum by ({by}) ({})", to_model(&format!("{f}({}[{w}])", self.series(name, extra))))
     }
 
+    /// Share of window `w` covered by the model's data, like the daemon's
+    /// `llm_slo_window_coverage_ratio` (docs/metrics.md#window-coverage): the time since
+    /// the oldest sample of its finished-requests counter in the window, found by a
+    /// subquery at a resolution of w/100, plus that resolution, over the window, capped
+    /// at 1. Pods that came and went count: the model's history is what is covered.
+    pub fn coverage(&self, w: Window) -> String {
+        let step_ms = (w.millis() / 100).max(1);
+        let oldest = format!(
+            "min_over_time(min by (model) ({})[{w}:{}])",
+            to_model(&format!("timestamp({})", self.series(FINISHED, ""))),
+            crate::duration::format_duration(std::time::Duration::from_millis(step_ms as u64))
+        );
+        format!(
+            "clamp_max((time() - {oldest} + {}) / {}, 1)",
+            num(step_ms as f64 / 1000.0),
+            num(w.millis() as f64 / 1000.0)
+        )
+    }
+
     /// `sum by (by) (gauge{…})` with `model_name` copied to `model`.
     pub fn sum_gauge_by(&self, by: &str, name: &str) -> String {
         format!("sum by ({by}) ({})", to_model(&self.series(name, "")))
@@ -68,6 +88,14 @@ pub fn le_regex(threshold_seconds: f64) -> String {
 /// A float as a PromQL literal (shortest round-trip form).
 pub fn num(x: f64) -> String {
     format!("{x}")
+}
+
+/// Which recorded quantile family a latency alert reads.
+pub fn latency_family(c: LatencyClause) -> &'static str {
+    match c {
+        LatencyClause::Ttft => "llm_slo:ttft_seconds",
+        LatencyClause::Tpot => "llm_slo:tpot_seconds",
+    }
 }
 
 #[cfg(test)]

@@ -2,16 +2,19 @@
 //!
 //! Names mirror the daemon's families with a `:` (`llm_slo_attainment_ratio` →
 //! `llm_slo:attainment_ratio`) and carry the same `window`, `slo`, `clause`, `bound` and
-//! `quantile` labels. Rules are ordered so each reads only series recorded before it.
+//! `q` labels, so one dashboard query works on both. Rules are ordered so each reads only series recorded before it.
+//! `llm_slo:window_coverage_ratio` records how much of each window holds data, so that
+//! the alerts can wait for it as the daemon does (docs/alerts.md#after-a-restart).
 
 use std::collections::BTreeMap;
 
 use super::expr::{E2E, FINISHED, GENERATION_TOKENS, GOOD_FINISH, Metrics, TPOT, TTFT, le_regex, num};
 use super::scope::{Fleet, ScopeExpr, join};
 use super::{PromRule, RulesSpec};
-use crate::alert::rule::{LatencyClause, RuleKind};
+use crate::alert::rule::RuleKind;
 use crate::alert::validate::required_windows;
 use crate::duration::Window;
+use crate::export::QUANTILE_LABEL;
 use crate::slo::{Clause, Slo};
 
 pub const QUANTILES: [&str; 4] = ["0.5", "0.9", "0.95", "0.99"];
@@ -55,7 +58,7 @@ pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<P
                 out.push(record(
                     name,
                     format!("histogram_quantile({q}, {inner})"),
-                    &[("quantile", q), ("window", &wl)],
+                    &[(QUANTILE_LABEL, q), ("window", &wl)],
                 ));
             }
         }
@@ -63,6 +66,7 @@ pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<P
     for w in &wins {
         let wl = w.label();
         let win = [("window", wl.as_str())];
+        out.push(record("llm_slo:window_coverage_ratio", m.coverage(*w), &win));
         out.push(record(
             "llm_slo:tokens_per_second",
             m.sum_by("model", "rate", GENERATION_TOKENS, "", *w),
@@ -150,12 +154,4 @@ fn slo_rules(out: &mut Vec<PromRule>, fleet: &Fleet<'_>, s: &Slo, w: Window) {
         ),
         &[("slo", &s.name), ("window", &wl)],
     ));
-}
-
-/// Which recorded quantile family a latency alert reads.
-pub fn latency_family(c: LatencyClause) -> &'static str {
-    match c {
-        LatencyClause::Ttft => "llm_slo:ttft_seconds",
-        LatencyClause::Tpot => "llm_slo:tpot_seconds",
-    }
 }

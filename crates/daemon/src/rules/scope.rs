@@ -12,11 +12,12 @@
 
 use std::collections::BTreeMap;
 
+use super::expr::latency_family;
 use super::expr::{FINISHED, GENERATION_TOKENS, GOOD_FINISH, Metrics, TPOT, TTFT, num};
-use super::recording::latency_family;
 use crate::alert::LATENCY_ALERT_QUANTILE;
 use crate::alert::rule::LatencyClause;
 use crate::duration::Window;
+use crate::export::QUANTILE_LABEL;
 use crate::slo::Slo;
 
 /// One SLO's scope, as label matchers.
@@ -131,7 +132,7 @@ impl Fleet<'_> {
     pub fn latency_p99(&self, clause: LatencyClause, w: Window) -> String {
         let q = num(LATENCY_ALERT_QUANTILE);
         if !self.scope.by_target {
-            return self.recorded(latency_family(clause), &format!("quantile=\"{q}\", window=\"{w}\""));
+            return self.recorded(latency_family(clause), &format!("{QUANTILE_LABEL}=\"{q}\", window=\"{w}\""));
         }
         let metric = match clause {
             LatencyClause::Ttft => TTFT,

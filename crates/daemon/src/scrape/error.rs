@@ -10,21 +10,8 @@ pub struct ScrapeError {
 }
 
 impl ScrapeError {
-    /// Reasons used as `llm_slo_scrape_errors_total{reason}`; docs/config.md lists them.
-    pub const REASONS: &'static [&'static str] = &[
-        "timeout",
-        "connect",
-        "http_status",
-        "body_too_large",
-        "read_error",
-        "token_file",
-        "redirect",
-        "parse_error",
-        "too_many_samples",
-        "label_limit",
-        "adapt_error",
-        "internal",
-    ];
+    /// Reasons used as `llm_slo_scrape_errors_total{reason}`; docs/config.md says what each means.
+    pub const REASONS: &'static [&'static str] = crate::report::SCRAPE_ERROR_REASONS;
 
     pub fn new(reason: &'static str, message: impl Into<String>) -> Self {
         debug_assert!(Self::REASONS.contains(&reason), "undocumented reason {reason}");

@@ -145,10 +145,14 @@ async fn readyz(State(s): State<Shared>) -> Response {
     }
 }
 
-/// Pending and firing alerts, shaped like Prometheus's `/api/v1/alerts`.
+/// Pending and firing alerts, shaped like Prometheus's `/api/v1/alerts`, and beside them the
+/// rules that cannot judge yet because their windows are not covered (a field Prometheus
+/// clients ignore; docs/alerts.md#after-a-restart).
 async fn alerts(State(s): State<Shared>) -> Response {
     let report = s.report.load_full();
-    let body = serde_json::json!({"status": "success", "data": {"alerts": report.alerts}});
+    let waiting: Vec<_> = report.alert_readiness.iter().filter(|r| !r.ready).collect();
+    let body =
+        serde_json::json!({"status": "success", "data": {"alerts": report.alerts, "waiting_for_coverage": waiting}});
     ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }
 

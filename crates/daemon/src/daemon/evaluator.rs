@@ -1,0 +1,166 @@
+//! Evaluation one target at a time, so that a slow or huge target cannot hold back the
+//! others' reports (docs/limits.md#evaluation).
+//!
+//! Each tick starts an evaluation of every target that is not still busy with an earlier
+//! one, on the blocking pool, and waits for them until a deadline. The report is then
+//! assembled from each target's current health and its *latest completed* evaluation: a
+//! target whose evaluation runs late keeps its previous results, and its
+//! `last_evaluation_ms` (`llm_slo_target_last_evaluation_timestamp_seconds`) says how old
+//! they are. Its evaluation finishes in the background and is shown on a later tick.
+//!
+//! An evaluation reads a clone of the target's window store (cheap: the columns are
+//! shared), so the target's lock is held only to take the clone, never while evaluating.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::target::TargetRuntime;
+use crate::evaluate::{EvalConfig, evaluate_target};
+use crate::report::{ModelReport, Report, TargetReport};
+
+/// One target's latest completed evaluation.
+#[derive(Debug)]
+struct Evaluated {
+    t_ms: i64,
+    models: Vec<ModelReport>,
+}
+
+/// What the evaluator keeps per target between ticks.
+#[derive(Debug, Default)]
+struct Slot {
+    /// An evaluation of this target is queued or running: a new tick does not start another.
+    busy: AtomicBool,
+    latest: Mutex<Option<Evaluated>>,
+}
+
+/// Clears a slot's `busy` flag when the evaluation ends, however it ends (done, panicked,
+/// or dropped before it started).
+struct Busy(Arc<Slot>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.store(false, Ordering::Release);
+    }
+}
+
+/// How one target is evaluated at an instant ([`evaluate_one`]; tests slow it down).
+type EvaluateFn = dyn Fn(&TargetRuntime, i64, &EvalConfig) -> Vec<ModelReport> + Send + Sync;
+
+/// The daemon's targets, evaluated each tick and kept per target.
+pub struct Evaluator {
+    targets: Vec<(Arc<TargetRuntime>, Arc<Slot>)>,
+    eval: Arc<EvalConfig>,
+    evaluate: Arc<EvaluateFn>,
+    /// At most this many evaluations run at once: one per core, and at least two so that a
+    /// single long evaluation cannot take the only one.
+    permits: Arc<Semaphore>,
+}
+
+impl Evaluator {
+    pub fn new(targets: Vec<Arc<TargetRuntime>>, eval: EvalConfig) -> Evaluator {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Evaluator {
+            targets: targets.into_iter().map(|t| (t, Arc::default())).collect(),
+            eval: Arc::new(eval),
+            evaluate: Arc::new(evaluate_one),
+            permits: Arc::new(Semaphore::new(cores.max(2))),
+        }
+    }
+
+    /// This evaluator with another evaluation function: a test's slow target.
+    #[cfg(test)]
+    pub(crate) fn with_evaluate(
+        mut self,
+        f: impl Fn(&TargetRuntime, i64, &EvalConfig) -> Vec<ModelReport> + Send + Sync + 'static,
+    ) -> Self {
+        self.evaluate = Arc::new(f);
+        self
+    }
+
+    /// Evaluates every target that is free at `now_ms`, waits up to `wait` for those
+    /// evaluations, and returns the report of the latest results, in config order.
+    pub async fn tick(&self, now_ms: i64, wait: Duration) -> Report {
+        let mut started = JoinSet::new();
+        for (rt, slot) in &self.targets {
+            if slot.busy.swap(true, Ordering::AcqRel) {
+                continue; // still evaluating an earlier tick: its results come when done
+            }
+            let busy = Busy(slot.clone());
+            let (rt, eval, evaluate) = (rt.clone(), self.eval.clone(), self.evaluate.clone());
+            let permits = self.permits.clone();
+            started.spawn(async move {
+                let Ok(permit) = permits.acquire_owned().await else { return };
+                let job = tokio::task::spawn_blocking(move || {
+                    let models = evaluate(&rt, now_ms, &eval);
+                    *busy.0.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(Evaluated { t_ms: now_ms, models });
+                    drop((busy, permit));
+                });
+                if let Err(e) = job.await {
+                    tracing::error!("evaluation failed; keeping the target's previous results: {e}");
+                }
+            });
+        }
+        let all = async { while started.join_next().await.is_some() {} };
+        if tokio::time::timeout(wait, all).await.is_err() {
+            // Late evaluations go on and land in their slot; they are not cancelled.
+            started.detach_all();
+        }
+        self.assemble(now_ms)
+    }
+
+    /// How many targets have an evaluation queued or running (a late one goes on after its
+    /// tick); shutdown abandons them.
+    pub fn running(&self) -> usize {
+        self.targets.iter().filter(|(_, slot)| slot.busy.load(Ordering::Acquire)).count()
+    }
+
+    /// The report at `now_ms`: each target's current health and latest results.
+    pub fn assemble(&self, now_ms: i64) -> Report {
+        let targets = self
+            .targets
+            .iter()
+            .map(|(rt, slot)| {
+                let (mut health, engine) = {
+                    let st = rt.lock();
+                    (st.health.clone(), st.engine())
+                };
+                let latest = slot.latest.lock().unwrap_or_else(|e| e.into_inner());
+                health.last_evaluation_ms = latest.as_ref().map(|e| e.t_ms);
+                let models = latest.as_ref().map(|e| e.models.clone()).unwrap_or_default();
+                TargetReport { target: rt.config.name.clone(), engine, health, models }
+            })
+            .collect();
+        Report { t_ms: now_ms, targets, ..Report::default() }
+    }
+}
+
+/// One target's models at `now_ms`, from a clone of its windows taken under its lock.
+fn evaluate_one(rt: &TargetRuntime, now_ms: i64, eval: &EvalConfig) -> Vec<ModelReport> {
+    #[cfg(feature = "test-hooks")]
+    test_hooks::slow_evaluation();
+    let windows = rt.lock().windows.clone();
+    evaluate_target(&windows, now_ms, &eval.for_target(&rt.config.name))
+}
+
+/// Hooks the integration tests use to reproduce conditions too slow or too rare to build
+/// for real; compiled only with the `test-hooks` feature, which `cargo test` turns on.
+#[cfg(feature = "test-hooks")]
+mod test_hooks {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// With `GOODPUT_TEST_EVALUATION_DELAY=<duration>`, every evaluation after the first
+    /// takes that much longer, standing in for a huge target's evaluation.
+    pub fn slow_evaluation() {
+        static FIRST_DONE: AtomicBool = AtomicBool::new(false);
+        let Some(delay) = std::env::var("GOODPUT_TEST_EVALUATION_DELAY").ok() else { return };
+        let Ok(delay) = crate::duration::parse_duration(&delay) else { return };
+        if FIRST_DONE.swap(true, Ordering::Relaxed) {
+            tracing::info!(?delay, "test hook: this evaluation is held");
+            std::thread::sleep(delay);
+        }
+    }
+}
