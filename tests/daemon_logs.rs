@@ -22,7 +22,7 @@ async fn a_target_that_stays_down_is_logged_once() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args(["--log-format", "json", "run", "--config"])
         .arg(&cfg)
         .stdout(Stdio::null())
