@@ -1,7 +1,7 @@
-//! Every real scrape in ../shared/fixtures/real parses, its engine is detected, and the
+//! Every real scrape in the fixtures (tests/tools: `real_fixtures`) parses, its engine is detected, and the
 //! canonical values equal numbers read off the file by a plain line filter (not the parser).
 
-use std::path::PathBuf;
+mod tools;
 
 use goodput::adapt::{EngineHint, adapt, detect};
 use goodput::canonical::{CounterKind, Engine, FinishReason, GaugeKind, HistogramKind, Snapshot};
@@ -9,7 +9,7 @@ use goodput::gpu::dcgm;
 use goodput::parse::{Limits, parse};
 
 fn fixture(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real").join(name);
+    let path = tools::real_fixture(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -29,7 +29,7 @@ fn snapshot(body: &str) -> Snapshot {
 
 #[test]
 fn every_fixture_parses_and_is_detected() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real");
+    let dir = tools::real_fixture("");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

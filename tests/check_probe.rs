@@ -3,13 +3,15 @@
 //! neighbouring boundaries (read here from the fixture itself), clauses the engine cannot
 //! evaluate are named, an unreachable target is a warning, and the exit code stays 0.
 
+mod tools;
+
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real").join(name)
+    tools::real_fixture(name)
 }
 
 /// Serves `body` to every request, for a bounded number of connections.

@@ -1,5 +1,7 @@
 //! `goodput inspect` end to end: the JSON contract, files and URLs, and parse errors.
 
+mod tools;
+
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::process::Command;
@@ -8,8 +10,9 @@ fn goodput(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_goodput")).args(args).output().unwrap()
 }
 
-const FIXTURE: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/real/vllm-v1-0.13ish-dynamo-worker-full.prom");
+fn fixture() -> std::path::PathBuf {
+    tools::real_fixture("vllm-v1-0.13ish-dynamo-worker-full.prom")
+}
 
 fn check_contract(v: &serde_json::Value) {
     assert_eq!(v["engine"], "vllm");
@@ -30,7 +33,7 @@ fn check_contract(v: &serde_json::Value) {
 
 #[test]
 fn json_contract_from_a_file() {
-    let out = goodput(&["inspect", FIXTURE, "--format", "json"]);
+    let out = goodput(&["inspect", fixture().to_str().unwrap(), "--format", "json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     check_contract(&serde_json::from_slice(&out.stdout).unwrap());
 }
@@ -39,7 +42,7 @@ fn json_contract_from_a_file() {
 fn json_contract_from_a_url() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let body = std::fs::read(FIXTURE).unwrap();
+    let body = std::fs::read(fixture()).unwrap();
     let server = std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
         let mut req = [0u8; 4096];
@@ -60,7 +63,7 @@ fn json_contract_from_a_url() {
 
 #[test]
 fn text_summary_names_the_engine_and_what_is_absent() {
-    let out = goodput(&["inspect", FIXTURE]);
+    let out = goodput(&["inspect", fixture().to_str().unwrap()]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("engine: vllm\n"), "{text}");
     assert!(text.contains("model \"Qwen/Qwen3-0.6B\""));

@@ -1,6 +1,6 @@
 //! dcgm-exporter: the real fixture, label variants, 4.9 units, blank sentinels and the pod join.
 
-use std::path::PathBuf;
+mod tools;
 
 use goodput::export::gpu::gpu_samples;
 use goodput::gpu::config::DcgmConfig;
@@ -11,8 +11,7 @@ const UUID: &str = "GPU-a8394b51-c086-568a-9f1a-c1e1c934c44c";
 const MIB: f64 = 1_048_576.0;
 
 fn fixture() -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/real/dcgm-exporter-linode-lke-ai-conformance.prom");
+    let path = tools::real_fixture("dcgm-exporter-linode-lke-ai-conformance.prom");
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

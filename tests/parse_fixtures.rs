@@ -1,26 +1,13 @@
-//! Every real scrape in `../shared/fixtures/real` (or `$GOODPUT_FIXTURES`) parses, and the
+//! Every real scrape in the fixtures (`$GOODPUT_FIXTURES`, or shared/ beside the checkout) parses, and the
 //! parser's view of it agrees with counts and values read off the file by simple line
 //! filters that share no code with the parser.
 
 mod tools;
 
-use std::path::PathBuf;
-
 use goodput::parse::{Exposition, Limits, MetricType, parse, parse_f64};
 
-fn fixtures_dir() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("GOODPUT_FIXTURES").map(PathBuf::from),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real")),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/real")),
-        Some(PathBuf::from("/work/shared/fixtures/real")),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/real")),
-    ];
-    candidates.into_iter().flatten().find(|p| p.is_dir())
-}
-
 fn fixtures() -> Vec<(String, String)> {
-    let Some(dir) = fixtures_dir() else {
+    let Some(dir) = tools::real_fixtures() else {
         tools::missing("no real-scrape fixtures directory was found", "set GOODPUT_FIXTURES to one");
         return Vec::new();
     };

@@ -6,7 +6,6 @@ mod sim_common;
 mod tools;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use goodput::parse::{Limits, MetricType, parse};
@@ -39,16 +38,10 @@ fn shape(body: &str) -> Shape {
 }
 
 /// Where [`fixture`] looks, for the SKIP note.
-const FIXTURE_HINT: &str = "put the real scrapes in tests/fixtures/real";
+const FIXTURE_HINT: &str = "set GOODPUT_FIXTURES to the folder of real scrapes";
 
 fn fixture(name: &str) -> Option<String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        root.join("tests/fixtures/real").join(name),
-        root.join("../shared/fixtures/real").join(name),
-        root.join("../../shared/fixtures/real").join(name),
-    ];
-    candidates.iter().find_map(|p| std::fs::read_to_string(p).ok())
+    std::fs::read_to_string(tools::real_fixtures()?.join(name)).ok()
 }
 
 #[test]

@@ -103,3 +103,21 @@ macro_rules! require_tool {
 }
 #[allow(unused_imports)]
 pub(crate) use require_tool;
+
+/// The folder of real /metrics scrapes: `$GOODPUT_FIXTURES`, else `shared/fixtures/real`
+/// beside the checkout (where CI puts it). `None` when neither exists.
+pub fn real_fixtures() -> Option<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    [std::env::var_os("GOODPUT_FIXTURES").map(PathBuf::from), Some(root.join("../shared/fixtures/real"))]
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_dir())
+}
+
+/// The path of one real scrape. Tests that are about the fixtures themselves fail, with
+/// this message, when they are missing.
+pub fn real_fixture(name: &str) -> PathBuf {
+    let dir = real_fixtures()
+        .unwrap_or_else(|| panic!("no real-scrape fixtures: set GOODPUT_FIXTURES or put shared/ beside the checkout"));
+    dir.join(name)
+}
