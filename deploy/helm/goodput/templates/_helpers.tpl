@@ -54,6 +54,10 @@ quantiles:
 {{- end }}
 slos:
   {{- toYaml .Values.slos | nindent 2 }}
+{{- with .Values.server }}
+server:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- with .Values.kvCache }}
 kv_cache:
   {{- toYaml . | nindent 2 }}
