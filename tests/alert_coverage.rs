@@ -231,9 +231,12 @@ fn warmups_and_config_checks() {
         Err(e) => e.0.into_iter().map(|e| e.message).collect(),
     };
     let e = errors("alerting: {min_window_coverage: 1.5}");
-    assert!(e.len() == 1 && e[0].contains("min_window_coverage is 1.5") && e[0].contains("[0, 1]"), "{e:?}");
+    assert!(
+        e.len() == 1 && e[0].contains("min_window_coverage: 1.5 is out of range") && e[0].contains("[0, 1]"),
+        "{e:?}"
+    );
     let e = errors("alerting: {rules: {LLMQueueGrowing: {min_coverage: -0.1}}}");
-    assert!(e.len() == 1 && e[0].contains("LLMQueueGrowing.min_coverage is -0.1"), "{e:?}");
+    assert!(e.len() == 1 && e[0].contains("LLMQueueGrowing.min_coverage: -0.1 is out of range"), "{e:?}");
     // Rules that read no window take no min_coverage: a typo-level error, not a silent no-op.
     let e = errors("alerting: {rules: {LLMKVCacheSaturated: {min_coverage: 0.5}}}");
     assert!(e.len() == 1 && e[0].contains("unknown key \"min_coverage\""), "{e:?}");

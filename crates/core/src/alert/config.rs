@@ -41,7 +41,7 @@ pub struct AlertingConfig {
     pub queue_capacity: usize,
     /// Share of each window a rule reads that must be covered by data before the rule may
     /// fire (docs/alerts.md#after-a-restart); a rule's own `min_coverage` overrides it.
-    #[serde(default = "default_min_window_coverage")]
+    #[serde(default = "default_min_window_coverage", deserialize_with = "window_share")]
     pub min_window_coverage: f64,
     #[serde(default)]
     pub rules: RulesConfig,
@@ -151,6 +151,7 @@ pub struct WindowedRule {
     pub threshold: Option<f64>,
     #[serde(default, deserialize_with = "de::opt_window")]
     pub window: Option<Window>,
+    #[serde(default, deserialize_with = "share")]
     pub min_coverage: Option<f64>,
 }
 
@@ -164,6 +165,7 @@ pub struct LatencyRule {
     pub severity: Option<Severity>,
     #[serde(default, deserialize_with = "de::opt_window")]
     pub window: Option<Window>,
+    #[serde(default, deserialize_with = "share")]
     pub min_coverage: Option<f64>,
 }
 
@@ -182,6 +184,7 @@ pub struct DivergenceRule {
     /// Output tokens/s that must be exceeded, so idle engines stay quiet.
     #[serde(default, deserialize_with = "non_negative")]
     pub throughput_floor: Option<f64>,
+    #[serde(default, deserialize_with = "share")]
     pub min_coverage: Option<f64>,
 }
 
@@ -203,6 +206,7 @@ pub struct BurnRule {
     #[serde(default, deserialize_with = "non_negative")]
     pub min_requests: Option<f64>,
     /// Coverage each of the two windows needs; defaults to `alerting.min_window_coverage`.
+    #[serde(default, deserialize_with = "share")]
     pub min_coverage: Option<f64>,
 }
 
@@ -213,6 +217,16 @@ fn number<'de, D: Deserializer<'de>>(d: D, ok: fn(f64) -> bool, expected: &str) 
 
 fn ratio<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     number(d, |v| v > 0.0 && v <= 1.0, "a ratio in (0, 1], like 0.9")
+}
+
+/// A share of a window, where 0 (judge from the first scrape) and 1 (the whole window) are
+/// both meaningful.
+fn share<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    number(d, |v| (0.0..=1.0).contains(&v), "a share of the window in [0, 1], like 0.9")
+}
+
+fn window_share<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    share(d).map(|v| v.unwrap_or_else(default_min_window_coverage))
 }
 
 fn non_negative<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
