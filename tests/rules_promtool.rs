@@ -375,3 +375,19 @@ fn clamped_factor_and_selector_reach_the_promql() {
     }
     assert!(seen > 20);
 }
+
+#[test]
+fn an_unquoted_selector_is_refused_not_emitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.yml");
+    std::fs::write(&cfg, format!("{TARGETS}slos: [{{name: chat, ttft: 1s, objective: 0.99}}]\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(["rules", "--format", "prometheus", "--selector", "job=vllm", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty(), "no rules are printed for a bad selector");
+    assert!(stderr.contains("must be quoted, like job=\"vllm\""), "{stderr}");
+}

@@ -53,6 +53,9 @@ pub enum Command {
 /// Runs the parsed command line and returns the process exit code.
 pub fn main(cli: Cli) -> i32 {
     crate::cli::logging::init(cli.log_format);
+    if matches!(cli.command, Command::Check(_) | Command::Inspect(_) | Command::Replay(_) | Command::Rules(_)) {
+        die_quietly_on_broken_pipe();
+    }
     let result = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Check(a) => check::run(a),
@@ -69,6 +72,17 @@ pub fn main(cli: Cli) -> i32 {
             eprintln!("error: {e:#}");
             1
         }
+    }
+}
+
+/// Commands that print a result end quietly when the reader goes away (`goodput rules … |
+/// head -1`), as Unix tools do. Rust starts with SIGPIPE ignored, so a write to a closed pipe
+/// is an error and `println!` panics on it. The daemon and the live simulator keep it
+/// ignored: what they write goes to sockets, where a closed peer is an error to handle.
+fn die_quietly_on_broken_pipe() {
+    // SAFETY: restoring a signal's default disposition, before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

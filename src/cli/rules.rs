@@ -44,6 +44,7 @@ pub fn load_spec(
     selector: Option<String>,
     target_instances: &[String],
 ) -> Result<RulesSpec, String> {
+    let selector = selector.as_deref().map(crate::rules::parse_selector).transpose()?;
     let loaded = config::load(path).map_err(|errs| errs.to_string())?;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");

@@ -98,9 +98,80 @@ pub fn latency_family(c: LatencyClause) -> &'static str {
     }
 }
 
+/// Checks a user's `--selector` as PromQL label matchers (`job="vllm", namespace=~"llm-.*"`,
+/// braces optional) and returns the matchers without braces. A value must be quoted:
+/// `job=vllm` is not PromQL, and rules built on it would fail to load.
+pub fn parse_selector(selector: &str) -> Result<String, String> {
+    let inner = selector.trim();
+    let inner = inner.strip_prefix('{').map_or(inner, |s| s.strip_suffix('}').unwrap_or(s)).trim();
+    let mut matchers = Vec::new();
+    let mut rest = inner;
+    while !rest.is_empty() {
+        let name_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let name = &rest[..name_len];
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!("--selector {selector:?}: expected a label name at {rest:?}, like job=\"vllm\""));
+        }
+        let after = rest[name_len..].trim_start();
+        let Some(op) = ["=~", "!~", "!=", "="].into_iter().find(|op| after.starts_with(op)) else {
+            return Err(format!("--selector {selector:?}: {name} needs one of = != =~ !~ and a quoted value"));
+        };
+        let value = after[op.len()..].trim_start();
+        let quote = value.chars().next().filter(|q| matches!(q, '"' | '\'' | '`'));
+        let Some(q) = quote else {
+            return Err(format!(
+                "--selector {selector:?}: the value of {name} must be quoted, like {name}{op}\"{}\"",
+                value.split(',').next().unwrap_or("").trim()
+            ));
+        };
+        // The closing quote, skipping escaped ones (backquoted strings have no escapes).
+        let body = &value[1..];
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in body.char_indices() {
+            match c {
+                '\\' if q != '`' && !escaped => escaped = true,
+                c if c == q && !escaped => {
+                    end = Some(i);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        let Some(end) = end else {
+            return Err(format!("--selector {selector:?}: the value of {name} has no closing {q}"));
+        };
+        matchers.push(format!("{name}{op}{q}{}{q}", &body[..end]));
+        rest = body[end + q.len_utf8()..].trim_start();
+        if let Some(r) = rest.strip_prefix(',') {
+            rest = r.trim_start();
+        } else if !rest.is_empty() {
+            return Err(format!("--selector {selector:?}: expected a comma before {rest:?}"));
+        }
+    }
+    Ok(matchers.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn selectors_are_promql_matchers() {
+        assert_eq!(parse_selector("job=\"vllm\"").unwrap(), "job=\"vllm\"");
+        assert_eq!(
+            parse_selector(" {job = \"vllm\",namespace=~'llm-.*', a!~`x,y`} ").unwrap(),
+            "job=\"vllm\", namespace=~'llm-.*', a!~`x,y`"
+        );
+        assert_eq!(parse_selector(r#"a="x\"y", b!="""#).unwrap(), r#"a="x\"y", b!="""#);
+        assert_eq!(parse_selector("").unwrap(), "");
+        let err = parse_selector("job=vllm").unwrap_err();
+        assert!(err.contains("must be quoted, like job=\"vllm\""), "{err}");
+        assert!(parse_selector("job").unwrap_err().contains("needs one of"));
+        assert!(parse_selector("1a=\"x\"").unwrap_err().contains("label name"));
+        assert!(parse_selector("a=\"x").unwrap_err().contains("no closing"));
+        assert!(parse_selector("a=\"x\" b=\"y\"").unwrap_err().contains("comma"));
+    }
 
     #[test]
     fn le_spellings() {

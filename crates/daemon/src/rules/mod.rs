@@ -18,7 +18,7 @@ use crate::alert::config::AlertingConfig;
 use crate::duration::Window;
 use crate::slo::Slo;
 
-pub use expr::{Metrics, le_regex};
+pub use expr::{Metrics, le_regex, parse_selector};
 pub use scope::{ScopeExpr, scope_expr};
 
 /// What the rules are generated from.
