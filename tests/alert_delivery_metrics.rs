@@ -115,6 +115,7 @@ async fn counters_move_for_the_destination_they_describe() {
     assert!(!body.contains("s3cret") && !body.contains("pager@"), "credentials leaked into /metrics");
 
     // The families are what promtool's linter expects (counters end in _total, HELP, TYPE).
+    // Without promtool, tools::require has noted the skip (or failed under CI).
     if let Some(promtool) = tools::require("promtool") {
         let ours: String = body
             .lines()
@@ -137,8 +138,6 @@ async fn counters_move_for_the_destination_they_describe() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-    } else {
-        eprintln!("SKIP: promtool not found; the lint part of this test did not run");
     }
     tokio::time::timeout(Duration::from_secs(10), d.shutdown()).await.expect("daemon stops");
 }

@@ -178,16 +178,7 @@ fn a_decrease_is_a_reset() {
         let s = S { tokens: *v, ..shard(0, i as f64) };
         w.push(5_000 + i as i64 * 10_000, snap(&[s], 1.0));
     }
-    let view = RangeView::collect(&w, 60_000, 60_000);
-    let acc = view
-        .model("m")
-        .unwrap()
-        .series()
-        .iter()
-        .find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None))
-        .unwrap()
-        .1;
-    assert_eq!(acc.raw_increase(), 450.0);
+    assert_eq!(prompt_tokens_raw_increase(&w), 450.0);
     // First value 1000 > 450: zero point far, so 450 × 60/50 / 60 s = 9.
     let r = evaluate_target(&w, 60_000, &cfg(60));
     assert!(close(r[0].windows[0].input_tokens_per_second.unwrap(), 9.0));
@@ -207,16 +198,7 @@ fn a_changed_created_or_process_start_is_a_reset_even_without_a_decrease() {
             let s = S { tokens: *v, created, ..shard(0, 0.0) };
             w.push(5_000 + i as i64 * 10_000, snap(&[s], start));
         }
-        let view = RangeView::collect(&w, 60_000, 60_000);
-        let acc = view
-            .model("m")
-            .unwrap()
-            .series()
-            .iter()
-            .find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None))
-            .unwrap()
-            .1;
-        assert_eq!(acc.raw_increase(), 165.0, "by_created={by_created}");
+        assert_eq!(prompt_tokens_raw_increase(&w), 165.0, "by_created={by_created}");
     }
 }
 
@@ -393,4 +375,13 @@ fn coverage_is_time_since_the_oldest_scrape_plus_one_spacing() {
     let mut one = TargetWindows::new(Duration::from_secs(60));
     one.push(10_000, snap(&[shard(0, 0.0)], 1.0));
     assert!(close(evaluate_target(&one, 16_000, &cfg(60))[0].windows[0].coverage, 0.1));
+}
+
+/// The raw increase of model `m`'s prompt-token counter over the last minute at t = 60 s.
+fn prompt_tokens_raw_increase(w: &TargetWindows) -> f64 {
+    let view = RangeView::collect(w, 60_000, 60_000);
+    let m = view.model("m").unwrap();
+    let (_, acc) =
+        m.series().iter().find(|(k, _)| k.quantity == Quantity::Counter(CounterKind::PromptTokens, None)).unwrap();
+    acc.raw_increase()
 }
