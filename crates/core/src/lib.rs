@@ -11,6 +11,9 @@
 //!          → canonical) scrapes) SLOs)    tick)     alerts)    /metrics, replay)
 //! ```
 //!
+//! The request path's records ([`request`]: from a tap or engine spans) feed evaluate beside
+//! the windows.
+//!
 //! Beside the flow: [`target`] (one target's windows and scrape health), [`canonical`] (the engine-neutral vocabulary), [`duration`] (windows and
 //! the one duration syntax), [`slo`] (SLO math: thresholds, brackets, joint bounds),
 //! [`alert`] (rules and their state machine), [`gpu`] (GPU readings and MFU/HBM/cost math),
@@ -30,6 +33,7 @@ pub mod evaluate;
 pub mod slo;
 
 pub mod report;
+pub mod request;
 
 pub mod alert;
 pub mod enrich;

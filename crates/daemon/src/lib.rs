@@ -18,11 +18,14 @@
 //! `goodput::parse` is `goodput_core::parse`.
 
 pub use goodput_core::{
-    adapt, alert, canonical, duration, enrich, evaluate, export, parse, probe, redact, report, slo, target, window,
+    adapt, alert, canonical, duration, enrich, evaluate, export, parse, probe, redact, report, request, slo, target,
+    window,
 };
 
 pub mod config;
 pub mod scrape;
+
+pub mod requests;
 
 pub mod daemon;
 pub mod gpu;

@@ -1,0 +1,11 @@
+//! The request path's evidence: one [`RequestRecord`] per request a tap measured or an engine
+//! span described (docs/request-path.md).
+//!
+//! Histograms from /metrics only bound per-request compliance; these records know it. The
+//! tap (in the daemon) and the OTLP receiver produce them; the request store turns them into
+//! exact per-window attainment, goodput and latency quantiles. Everything here is pure: the
+//! producers stamp the times, this module only reads them.
+
+mod record;
+
+pub use record::{ItlGap, RequestRecord, Source, Status, TokenCount};

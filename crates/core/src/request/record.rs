@@ -1,0 +1,113 @@
+//! One measured request, whichever source measured it.
+//!
+//! Times are seconds. `finished_unix` is wall-clock Unix time (it places the record in a
+//! window); every duration was measured on the producer's monotonic clock, so a wall-clock
+//! step cannot make a latency negative.
+
+use serde::Serialize;
+
+/// Who measured the request. The tap sees what the client sees (queueing and network
+/// outside the engine, errors, aborts); engine spans see the engine's own timing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Tap,
+    Otlp,
+}
+
+impl Source {
+    /// The `source` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Tap => "tap",
+            Source::Otlp => "otlp",
+        }
+    }
+}
+
+/// How a request ended. Anything but [`Status::Ok`] counts as not good in every SLO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// A complete response: HTTP 2xx and, on streams, the end marker (or EOF where the route
+    /// sends none) with no in-band error.
+    Ok,
+    /// The upstream answered with a non-2xx status.
+    HttpError(u16),
+    /// HTTP 200, but the stream carried an error event (`data: {"error": …}`).
+    StreamError,
+    /// The client went away before the response ended.
+    ClientAbort,
+    /// The upstream connection failed or reset before or during the response.
+    UpstreamReset,
+    /// The stream ended (EOF) without the end marker its route always sends.
+    Truncated,
+}
+
+impl Status {
+    pub fn is_ok(self) -> bool {
+        self == Status::Ok
+    }
+
+    /// The `status` label value: `ok`, `http_<code>`, `stream_error`, `client_abort`,
+    /// `upstream_reset`, `truncated`.
+    pub fn label(self) -> std::borrow::Cow<'static, str> {
+        match self {
+            Status::Ok => "ok".into(),
+            Status::HttpError(code) => format!("http_{code}").into(),
+            Status::StreamError => "stream_error".into(),
+            Status::ClientAbort => "client_abort".into(),
+            Status::UpstreamReset => "upstream_reset".into(),
+            Status::Truncated => "truncated".into(),
+        }
+    }
+}
+
+/// A token count, and whether it is exact. A count made by counting token-bearing events
+/// (no `usage`, no per-event token ids) is a lower bound: one event can carry many tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TokenCount {
+    pub value: u32,
+    pub exact: bool,
+}
+
+/// The gap before one token-bearing event and how many tokens that event carried.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ItlGap {
+    pub seconds: f64,
+    pub tokens: u32,
+}
+
+/// One request, as measured.
+///
+/// A latency is `None` when the source cannot observe it: a non-streaming response has no
+/// TTFT or TPOT, a request that failed before its first token has no TTFT.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestRecord {
+    pub source: Source,
+    /// The configured target's name.
+    pub target: String,
+    /// The model as the request or response named it; empty when neither did.
+    pub model: String,
+    pub status: Status,
+    /// Wall-clock Unix seconds when the request ended (the window it belongs to).
+    pub finished_unix: f64,
+    /// Request received → response ended.
+    pub e2e_s: f64,
+    /// Request received → first token-bearing event.
+    pub ttft_s: Option<f64>,
+    /// `(t_last − t_first) / (N − 1)`. Computed from a lower-bound N it is an upper bound;
+    /// see `output_tokens.exact`.
+    pub tpot_s: Option<f64>,
+    pub prompt_tokens: Option<u32>,
+    pub output_tokens: Option<TokenCount>,
+    /// One entry per token-bearing event after the first (tap only; spans have none).
+    pub itl: Vec<ItlGap>,
+}
+
+impl RequestRecord {
+    /// Whether the TPOT value is exact (N known exactly, or no TPOT at all).
+    pub fn tpot_exact(&self) -> bool {
+        self.tpot_s.is_none() || self.output_tokens.is_some_and(|n| n.exact)
+    }
+}
