@@ -121,3 +121,22 @@ pub fn real_fixture(name: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("no real-scrape fixtures: set GOODPUT_FIXTURES or put shared/ beside the checkout"));
     dir.join(name)
 }
+
+/// The Python interpreter with the real clients the request-path tests drive: the official
+/// `openai` SDK and the OpenTelemetry SDK with its OTLP/HTTP exporter
+/// (`.ci-cache/py`, made by `.ci/run` or `scripts/py-clients.sh`). `None` after a SKIP
+/// note, or a panic under GOODPUT_REQUIRE_TOOLS=1, when it is missing.
+#[track_caller]
+pub fn python_clients() -> Option<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let py =
+        std::env::var_os("GOODPUT_PYTHON").map(PathBuf::from).unwrap_or_else(|| root.join(".ci-cache/py/bin/python"));
+    if py.is_file() {
+        return Some(py);
+    }
+    missing(
+        &format!("no Python with the openai and opentelemetry SDKs at {}", py.display()),
+        "run `scripts/py-clients.sh` (or set GOODPUT_PYTHON)",
+    );
+    None
+}
