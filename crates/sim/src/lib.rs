@@ -9,6 +9,7 @@
 pub mod arrivals;
 pub mod cluster;
 pub mod config;
+pub mod drive;
 pub mod engine;
 pub mod event;
 pub mod expo;
