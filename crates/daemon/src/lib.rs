@@ -37,4 +37,11 @@ pub mod rules;
 pub mod replay;
 
 pub use config::Config;
+
+/// The crate version and the commit it was built from ("unknown" without git or
+/// `GOODPUT_COMMIT`), as `llm_slo_build_info` and `goodput --version` show them.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const COMMIT: &str = env!("GOODPUT_COMMIT");
+/// `VERSION (COMMIT)`, for `--version`.
+pub const LONG_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("GOODPUT_COMMIT"), ")");
 pub use goodput_core::{Engine, EngineHint, EvalConfig, Limits, Report, Snapshot, evaluate_target};

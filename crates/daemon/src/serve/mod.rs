@@ -91,6 +91,10 @@ fn http_lines(stats: &ConnStats) -> Vec<(&'static str, Option<&'static str>, f64
     out
 }
 
+/// Always 1; its labels say which build is running, for joins and rollout dashboards.
+const BUILD_INFO: (&str, &str) =
+    ("llm_slo_build_info", "The goodput build serving these metrics: its version and the commit it was built from.");
+
 /// The full /metrics body for a report: the exported families, the alert-delivery and
 /// HTTP server counters, then process metrics.
 pub fn render_metrics(report: &Report, delivery: Option<&DeliveryMetrics>, http: &ConnStats) -> String {
@@ -115,12 +119,18 @@ pub fn render_metrics(report: &Report, delivery: Option<&DeliveryMetrics>, http:
         labels: reason.iter().map(|r| ("reason", *r)).collect(),
         value: *value,
     }));
+    lines.push(Line {
+        name: BUILD_INFO.0,
+        labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)],
+        value: 1.0,
+    });
     let process = process::process_metrics();
     lines.extend(process.iter().map(|(name, _, _, v)| Line { name, labels: Vec::new(), value: *v }));
     let mut out = String::with_capacity(lines.len() * 96);
     exposition::write(&mut out, &lines, |name| {
         export::family_meta(name)
             .or_else(|| delivery_metrics::family_meta(name))
+            .or_else(|| (name == BUILD_INFO.0).then_some((BUILD_INFO.1, "gauge")))
             .or_else(|| HTTP_FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)))
             .or_else(|| process.iter().find(|p| p.0 == name).map(|p| (p.1, p.2)))
     });
