@@ -183,6 +183,8 @@ pub fn success(enc: Encoding, rejected: u64, message: String) -> Response {
     };
     let body = match enc {
         Encoding::Protobuf => response.encode_to_vec(),
+        // serde writes an absent message as `null`; protobuf JSON leaves it out.
+        Encoding::Json if response.partial_success.is_none() => b"{}".to_vec(),
         // The response is plain data; encoding it cannot fail.
         Encoding::Json => serde_json::to_vec(&response).unwrap_or_default(),
     };
