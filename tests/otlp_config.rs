@@ -81,3 +81,25 @@ fn traces_without_a_receiver_is_a_warning() {
     assert_eq!(w.len(), 1, "{w:#?}");
     assert!(w[0].starts_with("c.yaml:3:61: ") && w[0].contains("without a top-level `otlp: {listen: ADDR}`"), "{w:#?}");
 }
+
+#[test]
+fn goodput_check_says_where_spans_are_received_and_whose_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.yaml");
+    std::fs::write(&path, format!("otlp: {{listen: 127.0.0.1:4318}}\n{TARGETS}")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(["check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.contains("  receive OTLP spans on 127.0.0.1:4318 (POST /v1/traces, body limit 4194304 bytes)\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(" spans of service.name \"a\"\n") && stdout.contains(" spans of service.name \"vllm-b\"\n"),
+        "{stdout}"
+    );
+}

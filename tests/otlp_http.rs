@@ -1,7 +1,8 @@
 //! The OTLP receiver over plain HTTP: an OTLP/JSON export (hex ids, int64 as strings)
 //! becomes records; malformed, oversized, gzip-bombed and wrongly typed bodies are answered
 //! 400/413/415 as the OTLP/HTTP spec says, and the daemon keeps serving; a taken
-//! `otlp.listen` fails the start with an error that names it.
+//! `otlp.listen` fails the start with an error that names it. /metrics, with the receiver's
+//! counters, passes `promtool check metrics`.
 
 mod common;
 mod tools;
@@ -164,6 +165,8 @@ async fn bad_bodies_get_the_spec_status_and_the_receiver_keeps_serving() {
     );
     assert_eq!(value(&body, "llm_slo_otlp_spans_received_total", ("target", "a")), 1.0);
     assert_eq!(value(&body, "llm_slo_otlp_spans_received_total", ("target", "b")), 0.0);
+    // The receiver's families pass the ecosystem's linter with the rest of /metrics.
+    common::promtool_check_metrics(&body);
     d.shutdown().await;
 }
 
