@@ -169,8 +169,25 @@ pub fn decode(enc: Encoding, bytes: &[u8]) -> Result<ExportTraceServiceRequest, 
     };
     match enc {
         Encoding::Protobuf => ExportTraceServiceRequest::decode(bytes).map_err(|e| undecodable(e.to_string())),
-        Encoding::Json => serde_json::from_slice(bytes).map_err(|e| undecodable(e.to_string())),
+        Encoding::Json => {
+            let request: ExportTraceServiceRequest =
+                serde_json::from_slice(bytes).map_err(|e| undecodable(e.to_string()))?;
+            // Unknown JSON fields are ignored, so protobuf's original snake_case names would
+            // decode to an empty export and lose every span without a word.
+            if request.resource_spans.is_empty() && snake_case(bytes) {
+                return Err(undecodable(
+                    "the JSON uses the field name resource_spans; OTLP/JSON writes lowerCamelCase (resourceSpans, scopeSpans, startTimeUnixNano)".into(),
+                ));
+            }
+            Ok(request)
+        }
     }
+}
+
+/// Whether a JSON export names its spans `resource_spans` at the top level.
+fn snake_case(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)
+        .is_ok_and(|m| m.contains_key("resource_spans"))
 }
 
 /// 200, with `partial_success` when spans were rejected.
@@ -242,5 +259,8 @@ mod tests {
         let r = decode(Encoding::Json, b"{\"resourceSpans\": 7}").unwrap_err();
         assert_eq!(r.status, StatusCode::BAD_REQUEST);
         assert!(decode(Encoding::Protobuf, b"").unwrap().resource_spans.is_empty(), "an empty export is valid");
+        assert!(decode(Encoding::Json, b"{}").unwrap().resource_spans.is_empty());
+        let r = decode(Encoding::Json, br#"{"resource_spans": [{"scope_spans": []}]}"#).unwrap_err();
+        assert!(r.message.contains("lowerCamelCase"), "{}", r.message);
     }
 }
