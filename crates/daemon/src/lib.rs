@@ -9,6 +9,7 @@
 //!  (YAML)   (HTTP,                                                            (GPU join,           (/metrics,
 //!           limits)                                                            alerts)              JSON API)
 //! gpu::nvml (driver thread) ───────────────────────────────────────────────► enrich
+//! otlp (engine spans) ─► [core] request::span ─► requests (inbox)
 //! enrich's notifications ─► deliver (Alertmanager, webhook)
 //! ```
 //!
@@ -26,6 +27,8 @@ pub mod config;
 pub mod scrape;
 
 pub mod requests;
+
+pub mod otlp;
 
 pub mod daemon;
 pub mod gpu;

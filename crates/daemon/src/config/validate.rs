@@ -62,6 +62,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
     let kv_cache = kv_section(&mut d, raw.kv_cache.as_ref());
     let alerting = alerting_section(&mut d, raw.alerting.as_ref(), &slos, &windows);
     let spec_draft_cost_ratio = spec_decode_section(&mut d, raw.spec_decode.as_ref());
+    let otlp = super::otlp::otlp_section(&mut d, raw.otlp.as_ref(), listen, raw.targets.as_ref());
     // `gpu` and `cost` check their values as they are read (src/gpu/config.rs).
     let gpu = raw.gpu.map(|g| g.value);
     let cost = raw.cost.map(|c| c.value);
@@ -84,6 +85,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
         gpu,
         cost,
         spec_draft_cost_ratio,
+        otlp,
     };
     Ok(Loaded { config, warnings })
 }
@@ -303,6 +305,7 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
     }
     let follow_redirects = t.follow_redirects.unwrap_or(scrape.follow_redirects);
     let cardinality = cardinality(d, t.max_models.as_ref(), t.max_series.as_ref(), "", scrape.cardinality);
+    let traces = super::otlp::target_traces(d, t.traces.as_ref());
     Some(Target {
         name,
         url: url?,
@@ -314,6 +317,7 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
         timeout,
         follow_redirects,
         cardinality,
+        traces,
     })
 }
 

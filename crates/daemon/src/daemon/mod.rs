@@ -25,6 +25,7 @@ use crate::config::Config;
 use crate::deliver::Delivery;
 use crate::enrich::Enricher;
 use crate::report::Report;
+use crate::requests::Inbox;
 use crate::serve::{self, Shared};
 use clock::Clock;
 use evaluator::Evaluator;
@@ -33,6 +34,7 @@ use target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
 /// A started daemon. Drop does not stop it; call [`Daemon::shutdown`].
 pub struct Daemon {
     addr: SocketAddr,
+    otlp: Option<crate::otlp::Handle>,
     shared: Shared,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
@@ -42,6 +44,17 @@ impl Daemon {
     /// The address the HTTP server is bound to (resolves port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address the OTLP receiver is bound to, when `otlp:` is configured.
+    pub fn otlp_addr(&self) -> Option<SocketAddr> {
+        self.otlp.as_ref().map(|o| o.addr)
+    }
+
+    /// Every request record the OTLP receiver has queued so far.
+    #[cfg(feature = "test-hooks")]
+    pub fn otlp_records(&self) -> Vec<crate::request::RequestRecord> {
+        self.otlp.as_ref().map(|o| o.records()).unwrap_or_default()
     }
 
     /// The latest published report.
@@ -74,6 +87,10 @@ impl Daemon {
     }
 }
 
+/// Request records (tap, OTLP) held between two evaluations; past it they are dropped and
+/// counted. At 1,000 requests/s and a 5 s evaluation interval a tick brings 5,000.
+pub const REQUEST_INBOX_CAPACITY: usize = 65_536;
+
 /// The longest [`Daemon::shutdown`] takes. Kubernetes' `terminationGracePeriodSeconds` must
 /// be longer (docs/deploy.md).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -94,6 +111,12 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.listen)))?;
     let addr = listener.local_addr()?;
+    let inbox = Inbox::new(REQUEST_INBOX_CAPACITY);
+    // Bound before any task starts, so that a taken address fails the start cleanly.
+    let receiver = match &config.otlp {
+        Some(o) => Some(crate::otlp::Receiver::bind(o, &config.targets, inbox.clone()).await?),
+        None => None,
+    };
     let (stop, stop_rx) = watch::channel(false);
     let mut shared = Shared::new();
     let mut tasks = JoinSet::new();
@@ -123,9 +146,11 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     ));
 
     let limits = server_limits(&config);
+    let otlp = receiver.map(|r| r.spawn(limits, stop_rx.clone(), &mut tasks)).transpose()?;
+    shared.otlp = otlp.as_ref().map(|o| o.stats());
     tasks.spawn(serve::server::serve(listener, serve::router(shared.clone()), limits, shared.http.clone(), stop_rx));
     tracing::info!(%addr, targets = config.targets.len(), "goodput is listening");
-    Ok(Daemon { addr, shared, stop, tasks })
+    Ok(Daemon { addr, otlp, shared, stop, tasks })
 }
 
 /// The HTTP server's guards, the connection cap fitted under the descriptor limit with a
