@@ -26,6 +26,7 @@ pub mod config;
 pub mod scrape;
 
 pub mod requests;
+pub mod tap;
 
 pub mod daemon;
 pub mod gpu;

@@ -38,6 +38,11 @@ impl UsageStripper {
         self.done
     }
 
+    /// Whether bytes are held back, waiting for the rest of their event.
+    pub fn holding(&self) -> bool {
+        !self.held.is_empty()
+    }
+
     /// The next piece of the response body.
     pub fn feed(&mut self, piece: &[u8]) -> Forward {
         if self.done {

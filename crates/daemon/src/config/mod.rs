@@ -15,12 +15,14 @@ mod bytes;
 mod de;
 mod error;
 mod raw;
+mod tap;
 mod tree;
 mod validate;
 mod yaml;
 
 pub use bytes::parse_bytes;
 pub use error::{ConfigError, ConfigErrors, MAX_ERRORS, Pos};
+pub use tap::TapConfig;
 pub use tree::{MAX_ALIAS_EVENTS, MAX_DEPTH, MAX_NODES};
 
 use std::net::SocketAddr;
@@ -134,6 +136,9 @@ pub struct Target {
     pub follow_redirects: bool,
     /// `scrape.max_models` / `max_series`, or this target's own.
     pub cardinality: Cardinality,
+    /// A pass-through proxy in front of the engine's API that measures each request
+    /// (docs/request-path.md).
+    pub tap: Option<TapConfig>,
 }
 
 impl std::fmt::Debug for Target {
@@ -149,6 +154,7 @@ impl std::fmt::Debug for Target {
             .field("timeout", &self.timeout)
             .field("follow_redirects", &self.follow_redirects)
             .field("cardinality", &self.cardinality)
+            .field("tap", &self.tap)
             .finish()
     }
 }

@@ -21,6 +21,7 @@ use crate::deliver::DeliveryMetrics;
 use crate::deliver::metrics as delivery_metrics;
 use crate::export;
 use crate::report::Report;
+use crate::tap::metrics::{self as tap_metrics, TapMetrics};
 use exposition::Line;
 use server::{Closed, ConnStats};
 
@@ -32,6 +33,8 @@ pub struct Shared {
     pub ready: Arc<AtomicBool>,
     pub delivery: Option<DeliveryMetrics>,
     pub http: Arc<ConnStats>,
+    /// The taps' health counters (crate::tap::metrics).
+    pub taps: TapMetrics,
 }
 
 impl Shared {
@@ -41,6 +44,7 @@ impl Shared {
             ready: Arc::new(AtomicBool::new(false)),
             delivery: None,
             http: Arc::default(),
+            taps: TapMetrics::default(),
         }
     }
 
@@ -127,9 +131,20 @@ pub fn render_metrics(report: &Report, delivery: Option<&DeliveryMetrics>, http:
     out
 }
 
+/// Appends the taps' health families (none without taps).
+pub fn render_taps(out: &mut String, taps: &TapMetrics) {
+    let samples = taps.samples();
+    let lines: Vec<Line<'_>> = samples
+        .iter()
+        .map(|s| Line { name: s.name, labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(), value: s.value })
+        .collect();
+    exposition::write(out, &lines, tap_metrics::family_meta);
+}
+
 async fn metrics(State(s): State<Shared>) -> Response {
     let report = s.report.load_full();
-    let body = render_metrics(&report, s.delivery.as_ref(), &s.http);
+    let mut body = render_metrics(&report, s.delivery.as_ref(), &s.http);
+    render_taps(&mut body, &s.taps);
     ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT)], body).into_response()
 }
 
