@@ -37,7 +37,10 @@ fn target(tap: &str) -> String {
 fn tap_settings_are_checked_where_written() {
     let ok = config::from_str(&target("{listen: 0.0.0.0:8001, upstream: http://127.0.0.1:8000}"), "c.yaml").unwrap();
     let tap = ok.config.targets[0].tap.clone().expect("a tap");
-    assert_eq!((tap.listen.to_string(), tap.upstream.as_str(), tap.inject_usage), ("0.0.0.0:8001".into(), "http://127.0.0.1:8000/", false));
+    assert_eq!(
+        (tap.listen.to_string(), tap.upstream.as_str(), tap.inject_usage),
+        ("0.0.0.0:8001".into(), "http://127.0.0.1:8000/", false)
+    );
     assert!(ok.warnings.is_empty(), "{:?}", ok.warnings);
 
     let e = one_error(&target("{listen: 8001, upstream: http://127.0.0.1:8000}"));
@@ -49,7 +52,10 @@ fn tap_settings_are_checked_where_written() {
     let e = one_error(&target("{listen: 0.0.0.0:8001, upstream: http://127.0.0.1:8001}"));
     assert!(e.starts_with("4:43: tap.upstream http://127.0.0.1:8001 is the tap's own listen address"), "{e}");
     let e = one_error(&target("{listen: 0.0.0.0:8001, upstream: http://127.0.0.1:8000, inject: true}"));
-    assert!(e.contains(r#"unknown key "inject" in targets[0].tap; expected one of listen, upstream, inject_usage"#), "{e}");
+    assert!(
+        e.contains(r#"unknown key "inject" in targets[0].tap; expected one of listen, upstream, inject_usage"#),
+        "{e}"
+    );
     let e = one_error(&target("{upstream: http://127.0.0.1:8000}"));
     assert!(e.contains("listen"), "{e}");
 
@@ -58,11 +64,18 @@ fn tap_settings_are_checked_where_written() {
   - {name: b, url: 'http://127.0.0.1:9000/metrics', tap: {listen: '127.0.0.1:8001', upstream: 'http://127.0.0.1:9000'}}
 ";
     let e = one_error(two);
-    assert!(e.starts_with("3:67: tap.listen 127.0.0.1:8001 of target \"b\" clashes with the tap of target \"a\""), "{e}");
-    let e = one_error(&format!("listen: 127.0.0.1:8001\n{}", target("{listen: 0.0.0.0:8001, upstream: http://127.0.0.1:8000}")));
+    assert!(
+        e.starts_with("3:67: tap.listen 127.0.0.1:8001 of target \"b\" clashes with the tap of target \"a\""),
+        "{e}"
+    );
+    let e = one_error(&format!(
+        "listen: 127.0.0.1:8001\n{}",
+        target("{listen: 0.0.0.0:8001, upstream: http://127.0.0.1:8000}")
+    ));
     assert!(e.contains("clashes with the daemon's own listen address 127.0.0.1:8001"), "{e}");
 
-    let elsewhere = config::from_str(&target("{listen: 0.0.0.0:8001, upstream: http://10.0.0.9:8000}"), "c.yaml").unwrap();
+    let elsewhere =
+        config::from_str(&target("{listen: 0.0.0.0:8001, upstream: http://10.0.0.9:8000}"), "c.yaml").unwrap();
     let w = elsewhere.warnings.iter().map(|w| w.message.clone()).collect::<Vec<_>>().join("\n");
     assert!(w.contains("is not the host:port its metrics are scraped from"), "{w}");
 }
@@ -135,7 +148,10 @@ targets:
     let mut taken = cfg;
     taken.listen = "127.0.0.1:0".parse().unwrap();
     let err = daemon::start(taken, Arc::new(SystemClock)).await.err().expect("the tap's address is taken");
-    assert!(err.to_string().contains(&format!("cannot listen on 127.0.0.1:{port} for the tap of target \"llama\"")), "{err}");
+    assert!(
+        err.to_string().contains(&format!("cannot listen on 127.0.0.1:{port} for the tap of target \"llama\"")),
+        "{err}"
+    );
 
     d.shutdown().await;
     assert!(tokio::net::TcpStream::connect(tap).await.is_err(), "the tap stopped with the daemon");

@@ -62,8 +62,10 @@ async fn a_client_leaving_mid_stream_is_an_abort_and_the_upstream_hears_of_it() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_upstream_failing_mid_stream_is_a_reset_and_the_client_sees_a_broken_body() {
-    let up = Upstream::start(|_| sse(vec![send(chunk("a")), wait_ms(30), send(chunk("b")), wait_ms(30), tap_common::Step::Fail]))
-        .await;
+    let up = Upstream::start(|_| {
+        sse(vec![send(chunk("a")), wait_ms(30), send(chunk("b")), wait_ms(30), tap_common::Step::Fail])
+    })
+    .await;
     let tap = TapUnder::before(&up).await;
     let direct = fetch(up.addr, post("/v1/chat/completions", CHAT)).await;
     let got = fetch(tap.addr, post("/v1/chat/completions", CHAT)).await;
@@ -113,14 +115,16 @@ async fn a_slow_upload_arrives_whole_and_ttft_counts_from_the_request_head() {
     let up = Upstream::start(|s| engines::vllm(s, TIMING)).await;
     let tap = TapUnder::before(&up).await;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(4);
-    let pieces: Vec<Bytes> = [&CHAT[..10], &CHAT[10..30], &CHAT[30..]].iter().map(|p| Bytes::from(p.to_string())).collect();
+    let pieces: Vec<Bytes> =
+        [&CHAT[..10], &CHAT[10..30], &CHAT[30..]].iter().map(|p| Bytes::from(p.to_string())).collect();
     tokio::spawn(async move {
         for p in pieces {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let _ = tx.send(Ok(Frame::data(p))).await;
         }
     });
-    let body = StreamBody::new(futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) }));
+    let body =
+        StreamBody::new(futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) }));
     let req = Request::post("/v1/chat/completions").header("content-type", "application/json").body(body).unwrap();
     let got = fetch(tap.addr, req).await;
     assert_eq!(got.status, 200);
@@ -140,7 +144,10 @@ async fn huge_requests_and_responses_pass_whole_and_are_measured_without_their_b
             let small = Seen { body: Bytes::from_static(br#"{"model":"served","stream":true}"#), ..s.clone() };
             engines::vllm(&small, Timing { ttft: 5, itl: 1 })
         } else {
-            let big = format!(r#"{{"model":"served","choices":[{{"text":"{}"}}],"usage":{{"completion_tokens":3}}}}"#, "y".repeat(3 << 20));
+            let big = format!(
+                r#"{{"model":"served","choices":[{{"text":"{}"}}],"usage":{{"completion_tokens":3}}}}"#,
+                "y".repeat(3 << 20)
+            );
             Reply::new(200, "application/json", vec![send(big)])
         }
     })
@@ -170,7 +177,9 @@ async fn huge_requests_and_responses_pass_whole_and_are_measured_without_their_b
 async fn other_routes_compressed_and_unknown_bodies_pass_unmeasured_and_counted() {
     let gz: &[u8] = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03not really gzip\x00\xff";
     let up = Upstream::start(move |s: &Seen| match s.path.as_str() {
-        "/v1/chat/completions" => Reply::new(200, "text/event-stream", vec![send(Bytes::from_static(gz))]).header("content-encoding", "gzip"),
+        "/v1/chat/completions" => {
+            Reply::new(200, "text/event-stream", vec![send(Bytes::from_static(gz))]).header("content-encoding", "gzip")
+        }
         "/v1/completions" => Reply::new(200, "text/plain", vec![send("plain")]),
         _ => engines::by_path(s, TIMING),
     })
@@ -193,7 +202,8 @@ async fn other_routes_compressed_and_unknown_bodies_pass_unmeasured_and_counted(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_unreadable_event_is_a_fault_and_the_request_is_still_served() {
-    let up = Upstream::start(|_| sse(vec![send("data: {not json\n\n"), send(chunk("a")), send("data: [DONE]\n\n")])).await;
+    let up =
+        Upstream::start(|_| sse(vec![send("data: {not json\n\n"), send(chunk("a")), send("data: [DONE]\n\n")])).await;
     let tap = TapUnder::before(&up).await;
     let got = fetch(tap.addr, post("/v1/chat/completions", CHAT)).await;
     assert!(got.text().starts_with("data: {not json\n\n"));

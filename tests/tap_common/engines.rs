@@ -41,7 +41,8 @@ pub fn vllm(seen: &Seen, t: Timing) -> Reply {
     let m = model(seen);
     let chat = seen.path.starts_with("/v1/chat/completions");
     let n = TOKENS.len() as u64;
-    let usage = serde_json::json!({"prompt_tokens": PROMPT_TOKENS, "total_tokens": PROMPT_TOKENS + n, "completion_tokens": n});
+    let usage =
+        serde_json::json!({"prompt_tokens": PROMPT_TOKENS, "total_tokens": PROMPT_TOKENS + n, "completion_tokens": n});
     if seen.json()["stream"] != true {
         let body = if chat {
             serde_json::json!({"id": "cmpl-1", "object": "chat.completion", "created": 1, "model": m,
@@ -93,7 +94,8 @@ pub fn sglang_generate(_seen: &Seen, t: Timing) -> Reply {
         if i > 0 {
             steps.push(wait_ms(t.itl));
         }
-        let finish = if i + 1 == n { serde_json::json!({"type": "stop", "matched": 2}) } else { serde_json::Value::Null };
+        let finish =
+            if i + 1 == n { serde_json::json!({"type": "stop", "matched": 2}) } else { serde_json::Value::Null };
         steps.push(event(&serde_json::json!({
             "text": TOKENS[..=i].concat(), "output_ids": (0..=i).collect::<Vec<_>>(),
             "meta_info": {"id": "r1", "finish_reason": finish, "prompt_tokens": PROMPT_TOKENS, "completion_tokens": i + 1}
@@ -111,7 +113,8 @@ pub fn sglang_chat(seen: &Seen, t: Timing) -> Reply {
         event(&serde_json::json!({"id": "s1", "object": "chat.completion.chunk", "created": 1, "model": m,
             "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish, "matched_stop": null}]}))
     };
-    let mut steps = vec![wait_ms(t.ttft), chunk(serde_json::json!({"role": "assistant", "content": ""}), serde_json::Value::Null)];
+    let mut steps =
+        vec![wait_ms(t.ttft), chunk(serde_json::json!({"role": "assistant", "content": ""}), serde_json::Value::Null)];
     steps.push(chunk(serde_json::json!({"reasoning_content": "Hmm."}), serde_json::Value::Null));
     for tok in TOKENS {
         steps.push(wait_ms(t.itl));
@@ -120,8 +123,10 @@ pub fn sglang_chat(seen: &Seen, t: Timing) -> Reply {
     steps.push(chunk(serde_json::json!({}), serde_json::json!("stop")));
     if wants_usage(seen) {
         let n = TOKENS.len() as u64 + 1;
-        steps.push(event(&serde_json::json!({"id": "s1", "object": "chat.completion.chunk", "created": 1, "model": m, "choices": [],
-            "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": n, "total_tokens": PROMPT_TOKENS + n}})));
+        steps.push(event(
+            &serde_json::json!({"id": "s1", "object": "chat.completion.chunk", "created": 1, "model": m, "choices": [],
+            "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": n, "total_tokens": PROMPT_TOKENS + n}}),
+        ));
     }
     steps.push(send("data: [DONE]\n\n"));
     Reply::new(200, "text/event-stream", steps)
@@ -177,7 +182,11 @@ pub fn by_path(seen: &Seen, t: Timing) -> Reply {
         "/generate" => sglang_generate(seen, t),
         "/generate_stream" => tgi_generate_stream(seen, t),
         "/v1/chat/completions" | "/v1/completions" => vllm(seen, t),
-        "/v1/models" => Reply::new(200, "application/json", vec![send(r#"{"object":"list","data":[{"id":"llama","object":"model"}]}"#)]),
+        "/v1/models" => Reply::new(
+            200,
+            "application/json",
+            vec![send(r#"{"object":"list","data":[{"id":"llama","object":"model"}]}"#)],
+        ),
         _ => Reply::new(404, "application/json", vec![send(r#"{"detail":"Not Found"}"#)]),
     }
 }

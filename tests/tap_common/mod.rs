@@ -112,7 +112,8 @@ impl Upstream {
                 let (script, s, a) = (script.clone(), s.clone(), a.clone());
                 tokio::spawn(async move {
                     let svc = hyper::service::service_fn(move |req| respond(req, script.clone(), s.clone(), a.clone()));
-                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+                    let _ =
+                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
                 });
             }
         });

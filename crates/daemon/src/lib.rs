@@ -10,6 +10,7 @@
 //!           limits)                                                            alerts)              JSON API)
 //! gpu::nvml (driver thread) ───────────────────────────────────────────────► enrich
 //! enrich's notifications ─► deliver (Alertmanager, webhook)
+//! tap (proxy in front of an engine's API, [core] request::meter) ─► requests::Inbox
 //! ```
 //!
 //! [`daemon`] drives the flow live on a clock; [`replay`] drives the same core in virtual

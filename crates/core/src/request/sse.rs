@@ -207,7 +207,7 @@ mod tests {
         assert_eq!(got, vec![(Some("01234567".into()), 18, true), (Some("ok".into()), 28, false)]);
         let mut d = Decoder::new(8);
         assert!(blocks(&mut d, b"data: 0123").is_empty());
-        assert_eq!(blocks(&mut d, b"456789\n\n")[0].2, true);
+        assert!(blocks(&mut d, b"456789\n\n")[0].2);
     }
 
     #[test]

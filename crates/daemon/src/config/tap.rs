@@ -69,7 +69,10 @@ fn upstream(d: &mut Diagnostics, s: &S<String>) -> Option<Url> {
     let url = match Url::parse(s.value.trim()) {
         Ok(u) => u,
         Err(e) => {
-            d.error(s.pos, format!("tap.upstream: invalid URL {:?} ({e}); {expected}", crate::redact::url_str(&s.value)));
+            d.error(
+                s.pos,
+                format!("tap.upstream: invalid URL {:?} ({e}); {expected}", crate::redact::url_str(&s.value)),
+            );
             return None;
         }
     };

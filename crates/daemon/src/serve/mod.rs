@@ -136,7 +136,11 @@ pub fn render_taps(out: &mut String, taps: &TapMetrics) {
     let samples = taps.samples();
     let lines: Vec<Line<'_>> = samples
         .iter()
-        .map(|s| Line { name: s.name, labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(), value: s.value })
+        .map(|s| Line {
+            name: s.name,
+            labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
+            value: s.value,
+        })
         .collect();
     exposition::write(out, &lines, tap_metrics::family_meta);
 }

@@ -87,7 +87,11 @@ impl TapMetrics {
             }
         }
         for (target, s) in &self.0 {
-            out.push(TapSample { name: FAULTS, labels: vec![("target", target.clone())], value: s.fault_count() as f64 });
+            out.push(TapSample {
+                name: FAULTS,
+                labels: vec![("target", target.clone())],
+                value: s.fault_count() as f64,
+            });
         }
         out
     }

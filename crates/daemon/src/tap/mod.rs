@@ -59,7 +59,10 @@ pub async fn start(
     tasks: &mut JoinSet<()>,
 ) -> std::io::Result<Tap> {
     let listener = TcpListener::bind(config.listen).await.map_err(|e| {
-        std::io::Error::new(e.kind(), format!("cannot listen on {} for the tap of target {target:?}: {e}", config.listen))
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot listen on {} for the tap of target {target:?}: {e}", config.listen),
+        )
     })?;
     let addr = listener.local_addr()?;
     let stats = Arc::new(TapStats::default());
@@ -113,10 +116,8 @@ async fn serve(listener: TcpListener, proxy: Arc<Proxy>, mut stop: watch::Receiv
 async fn connection(stream: TcpStream, proxy: Arc<Proxy>, mut stop: watch::Receiver<bool>) {
     let _ = stream.set_nodelay(true);
     let svc = service_fn(move |req| proxy.clone().handle(req));
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .serve_connection(TokioIo::new(stream), svc)
-        .with_upgrades();
+    let conn =
+        http1::Builder::new().timer(TokioTimer::new()).serve_connection(TokioIo::new(stream), svc).with_upgrades();
     tokio::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => {}
