@@ -241,3 +241,65 @@ async fn inject_usage_makes_n_exact_and_the_client_sees_what_it_would_have() {
     assert_eq!(up.last().body, plain.as_bytes());
     assert_eq!(tap.record().await.output_tokens, Some(TokenCount { value: 6, exact: true }));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn expect_100_continue_is_answered_and_the_body_forwarded() {
+    let up = Upstream::start(|s| engines::vllm(s, Timing { ttft: 5, itl: 1 })).await;
+    let tap = TapUnder::before(&up).await;
+    let mut req = post("/v1/chat/completions", CHAT);
+    req.headers_mut().insert("expect", "100-continue".parse().unwrap());
+    let got = fetch(tap.addr, req).await;
+    assert_eq!(got.status, 200);
+    assert!(got.text().ends_with("data: [DONE]\n\n"));
+    assert_eq!(up.last().body, CHAT.as_bytes());
+    assert_eq!(tap.record().await.status, Status::Ok);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_websocket_style_upgrade_is_relayed_as_bytes_and_counted() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // An upstream that switches to an echo protocol on request.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let svc = hyper::service::service_fn(|mut req: Request<hyper::body::Incoming>| async move {
+            let on = hyper::upgrade::on(&mut req);
+            tokio::spawn(async move {
+                let mut io = hyper_util::rt::TokioIo::new(on.await.unwrap());
+                let mut buf = [0u8; 64];
+                while let Ok(n @ 1..) = io.read(&mut buf).await {
+                    let _ = io.write_all(&buf[..n]).await;
+                }
+            });
+            let resp = hyper::Response::builder()
+                .status(101)
+                .header("connection", "upgrade")
+                .header("upgrade", "echo")
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            Ok::<_, std::convert::Infallible>(resp)
+        });
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+            .with_upgrades()
+            .await;
+    });
+    let tap = TapUnder::start(&format!("http://{up}"), false).await;
+    let mut c = tokio::net::TcpStream::connect(tap.addr).await.unwrap();
+    c.write_all(b"GET /v1/realtime HTTP/1.1\r\nHost: engine\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n").await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut b = [0u8; 1];
+        assert_eq!(c.read(&mut b).await.unwrap(), 1, "the tap closed before the 101");
+        head.push(b[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_lowercase();
+    assert!(head.starts_with("http/1.1 101") && head.contains("upgrade: echo"), "{head}");
+    c.write_all(b"ping").await.unwrap();
+    let mut back = [0u8; 4];
+    c.read_exact(&mut back).await.unwrap();
+    assert_eq!(&back, b"ping");
+    assert_eq!(tap.stats.unmeasured_count(Unmeasured::Upgrade), 1);
+    assert!(tap.inbox.drain().is_empty());
+}

@@ -141,3 +141,29 @@ async fn keep_alive_connections_carry_many_requests_each_measured() {
     assert_eq!(records.len(), 5);
     assert!(records.iter().all(|r| r.status == Status::Ok && r.output_tokens.unwrap().value == 6));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_event_reaches_the_client_when_the_upstream_sends_it() {
+    use tap_common::{send, wait_ms};
+    // One event every 100 ms: a tap that held bytes back would deliver them late or together.
+    let up = Upstream::start(|_| {
+        let mut steps = Vec::new();
+        for i in 0..5 {
+            steps.push(wait_ms(100));
+            steps.push(send(format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{i}\"}}]}}\n\n")));
+        }
+        steps.push(send("data: [DONE]\n\n"));
+        Reply::new(200, "text/event-stream", steps)
+    })
+    .await;
+    let tap = TapUnder::before(&up).await;
+    let got = fetch(tap.addr, post("/v1/completions", r#"{"prompt":"x","stream":true}"#)).await;
+    let events: Vec<f64> =
+        got.frames.iter().filter(|(_, b)| b.starts_with(b"data: {")).map(|(t, _)| t.as_secs_f64()).collect();
+    assert_eq!(events.len(), 5, "one frame per event: {:?}", got.frames);
+    for (i, t) in events.iter().enumerate() {
+        let due = 0.1 * (i + 1) as f64;
+        within(&format!("event {i} arrival"), *t, due - 0.002, due + 0.03);
+    }
+    assert_eq!(tap.record().await.status, Status::Ok);
+}

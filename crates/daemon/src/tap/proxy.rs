@@ -166,9 +166,14 @@ fn catch<R>(f: impl FnOnce() -> R, m: &Measure) -> Option<R> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| m.ctx().stats.faults(1)).ok()
 }
 
-/// Whether the request asks to switch protocols (WebSocket).
+/// Whether the request asks to switch protocols (WebSocket). An offer of `h2c` alone is
+/// not: the tap declines it (it speaks HTTP/1.1), drops it with the hop-by-hop headers, and
+/// measures the request as usual, as the engine's own HTTP/1.1 server would serve it.
 fn is_upgrade(headers: &HeaderMap) -> bool {
-    headers.contains_key(header::UPGRADE)
+    let protocols = headers.get_all(header::UPGRADE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(','));
+    let mut protocols = protocols.map(str::trim).filter(|p| !p.is_empty()).peekable();
+    protocols.peek().is_some()
+        && !protocols.all(|p| p.eq_ignore_ascii_case("h2c"))
         && headers
             .get_all(header::CONNECTION)
             .iter()
@@ -254,5 +259,9 @@ mod tests {
         assert_eq!(h.get("connection").unwrap(), "upgrade");
         assert!(h.contains_key("sec-websocket-key"));
         assert!(!is_upgrade(&headers(&[("upgrade", "websocket")])), "no Connection: upgrade");
+        let mut h2c = headers(&[("connection", "Upgrade, HTTP2-Settings"), ("upgrade", "h2c"), ("http2-settings", "x")]);
+        assert!(!is_upgrade(&h2c), "an h2c offer is declined, not relayed");
+        remove_hop_by_hop(&mut h2c, false);
+        assert!(h2c.is_empty(), "{h2c:?}");
     }
 }
