@@ -287,7 +287,9 @@ async fn a_websocket_style_upgrade_is_relayed_as_bytes_and_counted() {
     });
     let tap = TapUnder::start(&format!("http://{up}"), false).await;
     let mut c = tokio::net::TcpStream::connect(tap.addr).await.unwrap();
-    c.write_all(b"GET /v1/realtime HTTP/1.1\r\nHost: engine\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n").await.unwrap();
+    c.write_all(b"GET /v1/realtime HTTP/1.1\r\nHost: engine\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+        .await
+        .unwrap();
     let mut head = Vec::new();
     while !head.ends_with(b"\r\n\r\n") {
         let mut b = [0u8; 1];

@@ -167,3 +167,23 @@ async fn each_event_reaches_the_client_when_the_upstream_sends_it() {
     }
     assert_eq!(tap.record().await.status, Status::Ok);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_streams_are_each_relayed_and_measured() {
+    let up = Upstream::start(|s| engines::vllm(s, Timing { ttft: 30, itl: 10 })).await;
+    let tap = TapUnder::before(&up).await;
+    let want = fetch(up.addr, post("/v1/chat/completions", CHAT_USAGE)).await.body;
+    let addr = tap.addr;
+    let clients: Vec<_> = (0..64)
+        .map(|_| tokio::spawn(async move { fetch(addr, post("/v1/chat/completions", CHAT_USAGE)).await }))
+        .collect();
+    for c in clients {
+        assert_eq!(c.await.unwrap().body, want);
+    }
+    let records = tap.records(64).await;
+    assert_eq!(records.len(), 64);
+    for r in &records {
+        assert_eq!((r.status, r.output_tokens), (Status::Ok, Some(TokenCount { value: 6, exact: true })));
+        within("ttft", r.ttft_s.unwrap(), 0.028, 0.5);
+    }
+}

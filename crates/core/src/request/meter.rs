@@ -345,9 +345,11 @@ impl Tokens {
             self.prompt = u.prompt_tokens.or(self.prompt);
             if let Some(c) = u.completion_tokens {
                 self.usage = Some(c);
-                // Usage on a chunk with choices is cumulative (continuous usage); the
-                // usage-only chunk at the end repeats the total and carries no tokens.
-                if !choices.is_empty() {
+                // Usage on chunks with choices from the start is cumulative (continuous
+                // usage). Usage that first shows up on a later chunk with choices is the total
+                // riding on the last chunk (TGI's chat), and the usage-only chunk at the end
+                // repeats the total: neither says what its own event carried.
+                if !choices.is_empty() && (self.cumulative.is_some() || self.events == 0) {
                     let before = self.cumulative.unwrap_or(0);
                     bearing |= c > before;
                     exact = Some(c.saturating_sub(before));

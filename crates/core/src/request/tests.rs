@@ -87,6 +87,21 @@ fn without_usage_n_is_counted_and_marked_a_lower_bound() {
 }
 
 #[test]
+fn a_total_riding_on_the_last_chunk_is_not_that_chunks_count() {
+    let events = [
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"a"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"b"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"c"},"finish_reason":"stop"}],"usage":{"prompt_tokens":2,"completion_tokens":3}}"#,
+        "[DONE]",
+    ];
+    let pieces = timed(sse(&events), &[0.1, 0.2, 0.3, 0.3]);
+    let (r, _) = measure(Route::ChatCompletions, "text/event-stream", &pieces, End::Eof, 0.3);
+    assert_eq!(gaps(&r), vec![(0.1, 1), (0.1, 1)], "the last chunk carried one token, not three");
+    assert_eq!(r.output_tokens, Some(TokenCount { value: 3, exact: true }));
+    assert_eq!(r.prompt_tokens, Some(2));
+}
+
+#[test]
 fn token_ids_give_exact_per_event_counts() {
     let events = [
         r#"{"choices":[{"index":0,"text":"","token_ids":[]}]}"#,

@@ -259,7 +259,8 @@ mod tests {
         assert_eq!(h.get("connection").unwrap(), "upgrade");
         assert!(h.contains_key("sec-websocket-key"));
         assert!(!is_upgrade(&headers(&[("upgrade", "websocket")])), "no Connection: upgrade");
-        let mut h2c = headers(&[("connection", "Upgrade, HTTP2-Settings"), ("upgrade", "h2c"), ("http2-settings", "x")]);
+        let mut h2c =
+            headers(&[("connection", "Upgrade, HTTP2-Settings"), ("upgrade", "h2c"), ("http2-settings", "x")]);
         assert!(!is_upgrade(&h2c), "an h2c offer is declined, not relayed");
         remove_hop_by_hop(&mut h2c, false);
         assert!(h2c.is_empty(), "{h2c:?}");
