@@ -77,6 +77,10 @@ impl Decoder {
 
     /// Decodes `bytes`, calling `on_block` for each block they complete, in order.
     pub fn feed(&mut self, mut bytes: &[u8], mut on_block: impl FnMut(Block<'_>)) {
+        if bytes.is_empty() {
+            // An empty read must not forget a pending `\r`.
+            return;
+        }
         if self.skip_lf {
             self.skip_lf = false;
             if let Some((b'\n', rest)) = bytes.split_first() {
@@ -198,6 +202,10 @@ mod tests {
         assert!(blocks(&mut d, b"\ndata: b\r").is_empty());
         assert_eq!(blocks(&mut d, b"\n\r\n"), vec![(Some("b".into()), 22, false)]);
         assert!(!d.in_event());
+        let mut d = Decoder::default();
+        assert!(blocks(&mut d, b"data: a\r").is_empty());
+        assert!(blocks(&mut d, b"").is_empty(), "an empty read between the \\r and the \\n");
+        assert_eq!(blocks(&mut d, b"\n\n").len(), 1, "the \\n still belongs to the line end");
     }
 
     #[test]
