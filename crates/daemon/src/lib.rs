@@ -11,6 +11,7 @@
 //! gpu::nvml (driver thread) ───────────────────────────────────────────────► enrich
 //! otlp (engine spans) ─► [core] request::span ─► requests (inbox)
 //! enrich's notifications ─► deliver (Alertmanager, webhook)
+//! tap (proxy in front of an engine's API, [core] request::meter) ─► requests::Inbox
 //! ```
 //!
 //! [`daemon`] drives the flow live on a clock; [`replay`] drives the same core in virtual
@@ -27,6 +28,7 @@ pub mod config;
 pub mod scrape;
 
 pub mod requests;
+pub mod tap;
 
 pub mod otlp;
 

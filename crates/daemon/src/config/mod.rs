@@ -16,12 +16,14 @@ mod de;
 mod error;
 mod otlp;
 mod raw;
+mod tap;
 mod tree;
 mod validate;
 mod yaml;
 
 pub use bytes::parse_bytes;
 pub use error::{ConfigError, ConfigErrors, MAX_ERRORS, Pos};
+pub use tap::TapConfig;
 pub use tree::{MAX_ALIAS_EVENTS, MAX_DEPTH, MAX_NODES};
 
 use std::net::SocketAddr;
@@ -155,6 +157,9 @@ pub struct Target {
     /// Which OTLP spans are this target's; `None` when `traces:` is not written (the
     /// target's name is then its service name, docs/config.md).
     pub traces: Option<TargetTraces>,
+    /// A pass-through proxy in front of the engine's API that measures each request
+    /// (docs/request-path.md).
+    pub tap: Option<TapConfig>,
 }
 
 impl std::fmt::Debug for Target {
@@ -171,6 +176,7 @@ impl std::fmt::Debug for Target {
             .field("follow_redirects", &self.follow_redirects)
             .field("cardinality", &self.cardinality)
             .field("traces", &self.traces)
+            .field("tap", &self.tap)
             .finish()
     }
 }

@@ -86,6 +86,16 @@ pub struct RawTarget {
     pub max_models: Option<S<u64>>,
     pub max_series: Option<S<u64>>,
     pub traces: Option<S<RawTraces>>,
+    pub tap: Option<S<RawTap>>,
+}
+
+/// `targets[].tap` (docs/request-path.md).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTap {
+    pub listen: S<String>,
+    pub upstream: S<String>,
+    pub inject_usage: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -87,8 +87,9 @@ impl Daemon {
     }
 }
 
-/// Request records (tap, OTLP) held between two evaluations; past it they are dropped and
-/// counted. At 1,000 requests/s and a 5 s evaluation interval a tick brings 5,000.
+/// Most request records held between two evaluation ticks; past it they are dropped and
+/// counted. At 1,000 requests/s and a 5 s tick that is 5,000; a record is a few hundred
+/// bytes plus 16 per ITL gap.
 pub const REQUEST_INBOX_CAPACITY: usize = 65_536;
 
 /// The longest [`Daemon::shutdown`] takes. Kubernetes' `terminationGracePeriodSeconds` must
@@ -128,6 +129,15 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
         let rt = Arc::new(TargetRuntime::new(t.clone(), config.max_window()));
         tasks.spawn(scrape_loop(rt.clone(), fetcher, limits, clock.clone(), stop_rx.clone()));
         targets.push(rt);
+    }
+
+    // Where the taps (and the OTLP receiver) put their per-request records.
+    let inbox = crate::requests::Inbox::new(REQUEST_INBOX_CAPACITY);
+    for t in &config.targets {
+        if let Some(tap) = &t.tap {
+            let started = crate::tap::start(&t.name, tap, inbox.clone(), stop_rx.clone(), &mut tasks).await?;
+            shared.taps.0.push((t.name.clone(), started.stats));
+        }
     }
 
     let gpus = gpu::GpuSources::start(&config, stop_rx.clone(), &mut tasks);

@@ -22,6 +22,7 @@ use crate::deliver::metrics as delivery_metrics;
 use crate::export;
 use crate::otlp::metrics::{self as otlp_metrics, OtlpStats};
 use crate::report::Report;
+use crate::tap::metrics::{self as tap_metrics, TapMetrics};
 use exposition::Line;
 use server::{Closed, ConnStats};
 
@@ -36,6 +37,8 @@ pub struct Shared {
     pub http: Arc<ConnStats>,
     /// `None` when `otlp:` is not configured.
     pub otlp: Option<Arc<OtlpStats>>,
+    /// The taps' health counters (crate::tap::metrics).
+    pub taps: TapMetrics,
 }
 
 impl Shared {
@@ -46,6 +49,7 @@ impl Shared {
             delivery: None,
             http: Arc::default(),
             otlp: None,
+            taps: TapMetrics::default(),
         }
     }
 
@@ -154,9 +158,24 @@ pub fn render_metrics(
     out
 }
 
+/// Appends the taps' health families (none without taps).
+pub fn render_taps(out: &mut String, taps: &TapMetrics) {
+    let samples = taps.samples();
+    let lines: Vec<Line<'_>> = samples
+        .iter()
+        .map(|s| Line {
+            name: s.name,
+            labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
+            value: s.value,
+        })
+        .collect();
+    exposition::write(out, &lines, tap_metrics::family_meta);
+}
+
 async fn metrics(State(s): State<Shared>) -> Response {
     let report = s.report.load_full();
-    let body = render_metrics(&report, s.delivery.as_ref(), &s.http, s.otlp.as_deref());
+    let mut body = render_metrics(&report, s.delivery.as_ref(), &s.http, s.otlp.as_deref());
+    render_taps(&mut body, &s.taps);
     ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT)], body).into_response()
 }
 
