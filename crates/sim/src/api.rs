@@ -40,8 +40,38 @@ fn error(status: StatusCode, message: &str, kind: &str, param: Option<&str>) -> 
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-fn bad_request(message: &str) -> Response {
-    error(StatusCode::BAD_REQUEST, message, "BadRequestError", None)
+/// A request vLLM would refuse, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// 400 BadRequestError.
+    BadRequest(String),
+    /// 404 NotFoundError for the `model` parameter.
+    UnknownModel(String),
+}
+
+impl Refusal {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Refusal::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Refusal::UnknownModel(_) => StatusCode::NOT_FOUND,
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match &self {
+            Refusal::BadRequest(m) => error(self.status(), m, "BadRequestError", None),
+            Refusal::UnknownModel(model) => {
+                let m = format!("The model `{model}` does not exist.");
+                error(self.status(), &m, "NotFoundError", Some("model"))
+            }
+        }
+    }
+}
+
+fn bad_request(message: &str) -> Refusal {
+    Refusal::BadRequest(message.to_string())
 }
 
 /// Crude token count of a text: one token per 4 characters, rounded up.
@@ -105,8 +135,8 @@ fn flag(v: Option<&Value>) -> bool {
     v.and_then(Value::as_bool).unwrap_or(false)
 }
 
-/// Validates a request body as vLLM does; the error is the response to send.
-pub fn parse(route: Route, body: &[u8], cfg: &SimConfig) -> Result<Parsed, Response> {
+/// Validates a request body as vLLM does.
+pub fn parse(route: Route, body: &[u8], cfg: &SimConfig) -> Result<Parsed, Refusal> {
     let v: Value = serde_json::from_slice(body).map_err(|e| bad_request(&format!("invalid JSON body: {e}")))?;
     if !v.is_object() {
         return Err(bad_request("the body must be a JSON object"));
@@ -114,8 +144,7 @@ pub fn parse(route: Route, body: &[u8], cfg: &SimConfig) -> Result<Parsed, Respo
     if let Some(m) = v.get("model").and_then(Value::as_str)
         && m != cfg.model
     {
-        let msg = format!("The model `{m}` does not exist.");
-        return Err(error(StatusCode::NOT_FOUND, &msg, "NotFoundError", Some("model")));
+        return Err(Refusal::UnknownModel(m.to_string()));
     }
     let n = opt_u32(&v, "n").map_err(|e| bad_request(&e))?;
     if n.is_some_and(|n| n != 1) {
@@ -187,7 +216,7 @@ fn request_id_header(headers: &HeaderMap) -> Option<String> {
 async fn generate(app: Arc<App>, route: Route, headers: &HeaderMap, body: &[u8]) -> Response {
     let p = match parse(route, body, &app.cfg) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let traceparent = headers.get("traceparent").and_then(|v| v.to_str().ok()).and_then(otlp::parse_traceparent);
     let (tx, rx) = mpsc::unbounded_channel();

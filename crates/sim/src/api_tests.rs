@@ -3,7 +3,7 @@
 use super::*;
 
 fn ok(route: Route, body: &str) -> Parsed {
-    parse(route, body.as_bytes(), &SimConfig::default()).unwrap_or_else(|r| panic!("{body}: {}", r.status()))
+    parse(route, body.as_bytes(), &SimConfig::default()).unwrap_or_else(|r| panic!("{body}: {r:?}"))
 }
 
 fn status(route: Route, body: &str) -> u16 {
