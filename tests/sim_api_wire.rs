@@ -42,6 +42,25 @@ async fn a_stream_is_role_tokens_finish_usage_done() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_decode_step_is_one_chunk_with_several_tokens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = quiet();
+    (cfg.engine.spec_tokens, cfg.engine.spec_acceptance) = (3, 1.0);
+    let (h, _) = start(cfg, dir.path(), None).await;
+    let body = CHAT.replace(r#""max_tokens":8"#, r#""max_tokens":17"#);
+    let (_, _, body) = http(h.addr, "POST", "/v1/chat/completions", &body, &[]).await;
+    let words: Vec<usize> = sse_data(&body)
+        .iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str().map(|t| t.split_whitespace().count()))
+        .filter(|n| *n > 0)
+        .collect();
+    // Prefill gives 1 token, then each step 1 + 3 accepted drafts: 1, 4, 4, 4, 4.
+    assert_eq!(words, [1, 4, 4, 4, 4], "{body}");
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_on_the_wire_are_vllms() {
     let dir = tempfile::tempdir().expect("tempdir");
     for (rate, kind) in [(0, "stream_error"), (1, "server_abort"), (2, "http_500")] {
@@ -80,6 +99,27 @@ async fn faults_on_the_wire_are_vllms() {
         assert_eq!(t["fault"], kind);
         h.shutdown().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_open_streams() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (h, _) = start(quiet(), dir.path(), None).await;
+    let body = CHAT.replace(r#""max_tokens":8"#, r#""max_tokens":5000"#);
+    let mut s = tokio::net::TcpStream::connect(h.addr).await.expect("connect");
+    let req = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut buf = [0u8; 4096];
+    let n = s.read(&mut buf).await.expect("the stream started");
+    assert!(n > 0);
+    tokio::time::timeout(Duration::from_secs(5), h.shutdown()).await.expect("a 50 s stream does not hold up shutdown");
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest).await;
+    assert!(!String::from_utf8_lossy(&rest).contains("[DONE]"), "the cut stream does not claim to be complete");
 }
 
 /// A stand-in OTLP/HTTP receiver: every body posted to /v1/traces.
