@@ -200,6 +200,30 @@ async fn otlp_spans_carry_the_truths_values() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_otlp_endpoint_costs_spans_not_requests() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A port nobody listens on: bind, note it, close.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr");
+    let (h, truth) = start(quiet(), dir.path(), Some(format!("http://{dead}"))).await;
+    let (status, _, body) = http(h.addr, "POST", "/v1/chat/completions", CHAT, &[]).await;
+    assert_eq!(status, 200);
+    assert!(body.ends_with("data: [DONE]\n\n"), "served in full: {body}");
+    assert_eq!(read_truth(&truth).len(), 1);
+    let counts = {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let c = h.otlp_counts().expect("exporting");
+            if c.1 > 0 || std::time::Instant::now() > deadline {
+                break c;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    assert_eq!(counts, (0, 1, 0), "(sent, failed, dropped): the failed post is counted");
+    h.shutdown().await;
+}
+
 #[test]
 fn the_cli_serves_the_api_with_no_load_of_its_own() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -20,8 +20,8 @@ use super::api_json::{self as json, Route, StreamFormat};
 use super::client::{ClientRequest, Fault};
 use super::config::SimConfig;
 use super::event::FinishReason;
-use super::live::{App, Step, Waiter};
 use super::otlp;
+use super::realtime::{App, Step, Waiter};
 use super::truth::Origin;
 
 /// What a valid request asks for.

@@ -23,6 +23,7 @@ pub mod offline;
 pub mod otlp;
 pub mod process;
 pub mod pyfmt;
+mod realtime;
 pub mod sglang;
 pub mod tgi;
 pub mod truth;
