@@ -24,6 +24,10 @@ use super::otlp;
 use super::realtime::{App, Step, Waiter};
 use super::truth::Origin;
 
+/// The largest request body accepted (128 MiB): room for multimodal requests, whose
+/// image parts count no prompt tokens here.
+pub const MAX_BODY: usize = 128 << 20;
+
 /// What a valid request asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {

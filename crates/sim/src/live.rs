@@ -129,6 +129,8 @@ pub async fn serve_with(cfg: SimConfig, addr: SocketAddr, opts: Options) -> Resu
         .route("/v1/models", get(api::models))
         .route("/v1/chat/completions", post(api::chat))
         .route("/v1/completions", post(api::completions))
+        // uvicorn sets no body limit; multimodal requests run to tens of MB.
+        .layer(axum::extract::DefaultBodyLimit::max(api::MAX_BODY))
         .with_state(app.clone());
     let mut server_stop = stop.subscribe();
     // Each chunk goes out when written, as uvicorn's does.
