@@ -152,29 +152,23 @@ async fn one(ctx: &Ctx, spec: &RequestSpec, give_up: Option<Instant>) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A prompt the simulator's API counts as `tokens` prompt tokens: one word per token
-/// (docs/simulator.md#the-openai-api).
+/// Chat content the simulator's API counts, with its 4 tokens per message, as `tokens`
+/// prompt tokens: one 4-character word per token (docs/simulator.md#the-openai-api).
+/// A prompt shorter than 5 tokens gets one word.
 pub fn prompt_text(tokens: u32) -> String {
-    let mut s = String::with_capacity(tokens as usize * 4);
-    for i in 0..tokens {
-        if i > 0 {
-            s.push(' ');
-        }
-        s.push_str(WORDS[i as usize % WORDS.len()]);
-    }
-    s
+    "tok ".repeat(tokens.saturating_sub(4).max(1) as usize)
 }
-
-const WORDS: [&str; 8] = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dogs"];
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn prompt_text_has_one_word_per_token() {
-        assert_eq!(prompt_text(0), "");
-        assert_eq!(prompt_text(3), "the quick brown");
-        assert_eq!(prompt_text(400).split_whitespace().count(), 400);
+    fn prompt_text_counts_as_the_drawn_prompt_length() {
+        for n in [5, 6, 400, 3000] {
+            // The simulator's count: 4 per chat message plus one per 4 characters.
+            assert_eq!(crate::api::text_tokens(&prompt_text(n)) + 4, n, "{n}");
+        }
+        assert_eq!(prompt_text(1), "tok ");
     }
 }
