@@ -35,6 +35,8 @@ use target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
 pub struct Daemon {
     addr: SocketAddr,
     otlp: Option<crate::otlp::Handle>,
+    /// Each tapped target's name and the tap's bound address.
+    taps: Vec<(String, SocketAddr)>,
     shared: Shared,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
@@ -44,6 +46,12 @@ impl Daemon {
     /// The address the HTTP server is bound to (resolves port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address the tap of `target` is bound to (resolves port 0); `None` for a target
+    /// without a tap.
+    pub fn tap_addr(&self, target: &str) -> Option<SocketAddr> {
+        self.taps.iter().find(|(name, _)| name == target).map(|(_, addr)| *addr)
     }
 
     /// The address the OTLP receiver is bound to, when `otlp:` is configured.
@@ -131,12 +139,13 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
         targets.push(rt);
     }
 
-    // Where the taps (and the OTLP receiver) put their per-request records.
-    let inbox = crate::requests::Inbox::new(REQUEST_INBOX_CAPACITY);
+    // The taps put their per-request records in the inbox the OTLP receiver uses.
+    let mut taps = Vec::new();
     for t in &config.targets {
         if let Some(tap) = &t.tap {
             let started = crate::tap::start(&t.name, tap, inbox.clone(), stop_rx.clone(), &mut tasks).await?;
             shared.taps.0.push((t.name.clone(), started.stats));
+            taps.push((t.name.clone(), started.addr));
         }
     }
 
@@ -160,7 +169,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     shared.otlp = otlp.as_ref().map(|o| o.stats());
     tasks.spawn(serve::server::serve(listener, serve::router(shared.clone()), limits, shared.http.clone(), stop_rx));
     tracing::info!(%addr, targets = config.targets.len(), "goodput is listening");
-    Ok(Daemon { addr, otlp, shared, stop, tasks })
+    Ok(Daemon { addr, otlp, taps, shared, stop, tasks })
 }
 
 /// The HTTP server's guards, the connection cap fitted under the descriptor limit with a
