@@ -1,9 +1,11 @@
-//! The HTTP side of the daemon (axum): `/metrics`, `/healthz`, `/readyz` and
-//! `/api/v1/report`, all read from the latest published [`Report`] without blocking the
-//! evaluator. [`server`] serves them with timeouts and a connection cap.
+//! The HTTP side of the daemon (axum): `/metrics`, `/healthz`, `/readyz`,
+//! `/api/v1/report` and the status page at `/` ([`page`]), all read from the latest
+//! published [`Report`] without blocking the evaluator. [`server`] serves them with timeouts
+//! and a connection cap.
 
 pub mod exposition;
 pub mod fds;
+pub mod page;
 pub mod process;
 pub mod server;
 
@@ -25,13 +27,15 @@ use exposition::Line;
 use server::{Closed, ConnStats};
 
 /// What the handlers read: the latest report, whether one has been published yet, and the
-/// alert-delivery and HTTP server counters, which are live rather than part of a report.
+/// alert-delivery and HTTP server counters, which are live rather than part of a report, and
+/// the status page's history of recent reports.
 #[derive(Clone)]
 pub struct Shared {
     pub report: Arc<ArcSwap<Report>>,
     pub ready: Arc<AtomicBool>,
     pub delivery: Option<DeliveryMetrics>,
     pub http: Arc<ConnStats>,
+    pub page: Arc<page::StatusPage>,
 }
 
 impl Shared {
@@ -41,11 +45,14 @@ impl Shared {
             ready: Arc::new(AtomicBool::new(false)),
             delivery: None,
             http: Arc::default(),
+            page: Arc::default(),
         }
     }
 
-    /// Publishes a new report; readers see it on their next request.
+    /// Publishes a new report; readers see it on their next request. The status page's
+    /// history takes its point first, so that a page never shows a report its charts lack.
     pub fn publish(&self, report: Report) {
+        self.page.record(&report);
         self.report.store(Arc::new(report));
         self.ready.store(true, Ordering::Release);
     }
@@ -61,6 +68,8 @@ pub const CONTENT_TYPE_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 pub fn router(shared: Shared) -> Router {
     Router::new()
+        .route("/", get(status_page))
+        .route("/status.css", get(|| async { page::stylesheet() }))
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -141,6 +150,11 @@ async fn metrics(State(s): State<Shared>) -> Response {
     let report = s.report.load_full();
     let body = render_metrics(&report, s.delivery.as_ref(), &s.http);
     ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT)], body).into_response()
+}
+
+async fn status_page(State(s): State<Shared>) -> Response {
+    let report = s.report.load_full();
+    s.page.response(&report)
 }
 
 async fn healthz() -> &'static str {
