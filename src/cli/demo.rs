@@ -98,6 +98,7 @@ fn print_banner(cfg: &Config, addr: SocketAddr, engines: &[live::LiveHandle]) {
         };
         println!("  engine {name:<10} {}  ({what})", e.url());
     }
+    println!("  status page      http://{addr}/");
     println!("  metrics          http://{addr}/metrics");
     println!("  report (JSON)    http://{addr}/api/v1/report");
     println!("  alerts (JSON)    http://{addr}/api/v1/alerts");

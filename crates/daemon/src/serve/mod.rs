@@ -152,9 +152,15 @@ async fn metrics(State(s): State<Shared>) -> Response {
     ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT)], body).into_response()
 }
 
+/// Rendered on the blocking pool: a page of 100 targets takes milliseconds, which the
+/// scrape and evaluation tasks sharing the async workers should not wait for.
 async fn status_page(State(s): State<Shared>) -> Response {
     let report = s.report.load_full();
-    s.page.response(&report)
+    let page = s.page.clone();
+    match tokio::task::spawn_blocking(move || page.response(&report)).await {
+        Ok(r) => r,
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot render the status page: {e}\n")).into_response(),
+    }
 }
 
 async fn healthz() -> &'static str {

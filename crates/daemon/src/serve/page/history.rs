@@ -116,6 +116,9 @@ impl History {
 fn push<T>(ring: &mut VecDeque<T>, cap: usize, v: T) {
     if ring.len() == cap {
         ring.pop_front();
+    } else if ring.capacity() == 0 {
+        // The whole ring at once: growing by doubling would hold 256 slots for 180.
+        ring.reserve_exact(cap);
     }
     ring.push_back(v);
 }
@@ -149,7 +152,8 @@ fn push_point(s: &mut Series, cap: usize, t_ms: i64, w: &WindowReport) {
             Some((_, ring)) => push(ring, cap, point),
             None => {
                 // A column that starts late is padded so that its points line up in time.
-                let mut ring: VecDeque<[f32; 3]> = std::iter::repeat_n([f32::NAN; 3], len - 1).collect();
+                let mut ring = VecDeque::with_capacity(cap);
+                ring.extend(std::iter::repeat_n([f32::NAN; 3], len - 1));
                 ring.push_back(point);
                 s.goodput.push((slo.slo.clone(), ring));
             }
