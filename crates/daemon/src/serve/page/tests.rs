@@ -1,3 +1,6 @@
+//! The page as HTML: escaping of hostile names, the attainment bracket, thresholds and KV
+//! bands, gaps in the charts, the response headers, and the size of a 100-target page.
+
 use super::svg::{Verdict, budget_left};
 use super::*;
 use crate::report::SloStatus;

@@ -1,3 +1,6 @@
+//! The history rings: bounded length, the shortest window, gaps for missing series and their
+//! removal, late SLO columns, the quantile drawn, and the memory bound of docs/limits.md.
+
 use super::*;
 use crate::serve::page::sample;
 
