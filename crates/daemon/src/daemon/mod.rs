@@ -128,6 +128,10 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     };
     let (stop, stop_rx) = watch::channel(false);
     let mut shared = Shared::new();
+    shared.page = Arc::new(serve::page::StatusPage::new(
+        serve::page::PageFacts::from_config(&config),
+        serve::page::DEFAULT_RING_LEN,
+    ));
     let mut tasks = JoinSet::new();
 
     let limits = limits_for(&config);

@@ -1,9 +1,11 @@
-//! The HTTP side of the daemon (axum): `/metrics`, `/healthz`, `/readyz` and
-//! `/api/v1/report`, all read from the latest published [`Report`] without blocking the
-//! evaluator. [`server`] serves them with timeouts and a connection cap.
+//! The HTTP side of the daemon (axum): `/metrics`, `/healthz`, `/readyz`,
+//! `/api/v1/report` and the status page at `/` ([`page`]), all read from the latest
+//! published [`Report`] without blocking the evaluator. [`server`] serves them with timeouts
+//! and a connection cap.
 
 pub mod exposition;
 pub mod fds;
+pub mod page;
 pub mod process;
 pub mod server;
 
@@ -28,7 +30,7 @@ use server::{Closed, ConnStats};
 
 /// What the handlers read: the latest report, whether one has been published yet, and the
 /// alert-delivery, HTTP server and OTLP receiver counters, which are live rather than part
-/// of a report.
+/// of a report, and the status page's history of recent reports.
 #[derive(Clone)]
 pub struct Shared {
     pub report: Arc<ArcSwap<Report>>,
@@ -39,6 +41,7 @@ pub struct Shared {
     pub otlp: Option<Arc<OtlpStats>>,
     /// The taps' health counters (crate::tap::metrics).
     pub taps: TapMetrics,
+    pub page: Arc<page::StatusPage>,
 }
 
 impl Shared {
@@ -50,11 +53,14 @@ impl Shared {
             http: Arc::default(),
             otlp: None,
             taps: TapMetrics::default(),
+            page: Arc::default(),
         }
     }
 
-    /// Publishes a new report; readers see it on their next request.
+    /// Publishes a new report; readers see it on their next request. The status page's
+    /// history takes its point first, so that a page never shows a report its charts lack.
     pub fn publish(&self, report: Report) {
+        self.page.record(&report);
         self.report.store(Arc::new(report));
         self.ready.store(true, Ordering::Release);
     }
@@ -70,6 +76,8 @@ pub const CONTENT_TYPE_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 pub fn router(shared: Shared) -> Router {
     Router::new()
+        .route("/", get(status_page))
+        .route("/status.css", get(|| async { page::stylesheet() }))
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -177,6 +185,17 @@ async fn metrics(State(s): State<Shared>) -> Response {
     let mut body = render_metrics(&report, s.delivery.as_ref(), &s.http, s.otlp.as_deref());
     render_taps(&mut body, &s.taps);
     ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT)], body).into_response()
+}
+
+/// Rendered on the blocking pool: a page of 100 targets takes milliseconds, which the
+/// scrape and evaluation tasks sharing the async workers should not wait for.
+async fn status_page(State(s): State<Shared>) -> Response {
+    let report = s.report.load_full();
+    let page = s.page.clone();
+    match tokio::task::spawn_blocking(move || page.response(&report)).await {
+        Ok(r) => r,
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot render the status page: {e}\n")).into_response(),
+    }
 }
 
 async fn healthz() -> &'static str {

@@ -1,0 +1,180 @@
+//! The status page's memory of recent evaluations: per target and model, a ring of the few
+//! numbers its charts draw over time (docs/status-page.md#history, docs/limits.md).
+//!
+//! Each published report appends one point to every series, from the model's shortest
+//! window; a series its report lacks (a target down, a model gone) gets a gap, so that
+//! every ring advances one step per evaluation and the charts share their time axis. A
+//! series that has been nothing but gaps for a whole ring is dropped, so memory is bounded
+//! by the (target, model) pairs seen within the last ring × the ring's length.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::canonical::HistogramKind;
+use crate::report::{Report, SloStatus, WindowReport};
+
+/// Evaluations kept per series by default: 15 minutes at the default 5 s interval.
+pub const DEFAULT_RING_LEN: usize = 180;
+
+/// The latency quantile the charts draw, when the config evaluates it.
+pub const CHART_QUANTILE: f64 = 0.99;
+
+/// The recent history of every (target, model) the reports showed.
+#[derive(Debug)]
+pub struct History {
+    ring_len: usize,
+    series: BTreeMap<(String, String), Series>,
+}
+
+/// One (target, model): columns of equal length, oldest first, `NaN` where a value was
+/// missing. `f32` halves the memory; the charts draw a few hundred pixels.
+#[derive(Debug, Default)]
+pub struct Series {
+    pub t_ms: VecDeque<i64>,
+    /// Output tokens per second.
+    pub throughput: VecDeque<f32>,
+    /// The [`Series::quantile`] of TTFT and TPOT, seconds.
+    pub ttft: VecDeque<f32>,
+    pub tpot: VecDeque<f32>,
+    /// KV-cache utilization at the last scrape, in [0, 1].
+    pub kv: VecDeque<f32>,
+    /// Per SLO, goodput in output tokens per second as `[lower, estimate, upper]`.
+    pub goodput: Vec<(String, VecDeque<[f32; 3]>)>,
+    /// The latency quantile drawn: [`CHART_QUANTILE`], or the highest evaluated.
+    pub quantile: f64,
+    /// Gaps in a row at the end; the series is dropped when they fill the ring.
+    gaps: usize,
+}
+
+impl Series {
+    pub fn len(&self) -> usize {
+        self.t_ms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t_ms.is_empty()
+    }
+}
+
+impl History {
+    pub fn new(ring_len: usize) -> History {
+        History { ring_len: ring_len.max(2), series: BTreeMap::new() }
+    }
+
+    pub fn ring_len(&self) -> usize {
+        self.ring_len
+    }
+
+    pub fn get(&self, target: &str, model: &str) -> Option<&Series> {
+        self.series.get(&(target.to_string(), model.to_string()))
+    }
+
+    /// Number of series held.
+    pub fn len(&self) -> usize {
+        self.series.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+
+    /// Appends one point per series from `report`, and a gap to every series it lacks.
+    pub fn record(&mut self, report: &Report) {
+        let cap = self.ring_len;
+        let mut seen = std::collections::BTreeSet::new();
+        for t in &report.targets {
+            for m in &t.models {
+                let Some(w) = m.windows.iter().min_by_key(|w| w.window) else { continue };
+                let key = (t.target.clone(), m.model.clone());
+                let s = self.series.entry(key.clone()).or_default();
+                push_point(s, cap, report.t_ms, w);
+                seen.insert(key);
+            }
+        }
+        self.series.retain(|k, s| {
+            if !seen.contains(k) {
+                push_gap(s, cap, report.t_ms);
+            }
+            s.gaps < cap
+        });
+    }
+
+    /// Bytes the rings hold now, for docs/limits.md's bound and its test.
+    pub fn heap_bytes(&self) -> usize {
+        self.series
+            .iter()
+            .map(|((t, m), s)| {
+                t.capacity()
+                    + m.capacity()
+                    + s.t_ms.capacity() * 8
+                    + (s.throughput.capacity() + s.ttft.capacity() + s.tpot.capacity() + s.kv.capacity()) * 4
+                    + s.goodput.iter().map(|(n, g)| n.capacity() + g.capacity() * 12).sum::<usize>()
+            })
+            .sum()
+    }
+}
+
+fn push<T>(ring: &mut VecDeque<T>, cap: usize, v: T) {
+    if ring.len() == cap {
+        ring.pop_front();
+    } else if ring.capacity() == 0 {
+        // The whole ring at once: growing by doubling would hold 256 slots for 180.
+        ring.reserve_exact(cap);
+    }
+    ring.push_back(v);
+}
+
+fn f(v: Option<f64>) -> f32 {
+    v.filter(|v| v.is_finite()).map_or(f32::NAN, |v| v as f32)
+}
+
+fn quantile(w: &WindowReport, kind: HistogramKind, q: f64) -> Option<f64> {
+    w.latency.iter().find(|l| l.metric == kind && l.quantile == q).map(|l| l.value)
+}
+
+fn push_point(s: &mut Series, cap: usize, t_ms: i64, w: &WindowReport) {
+    // Only quantiles the config evaluates exist: 0.99 when it is one, else the highest.
+    let qs = || w.latency.iter().filter(|l| l.metric == HistogramKind::Ttft).map(|l| l.quantile);
+    let highest = qs().fold(f64::NAN, f64::max);
+    s.quantile = if qs().any(|q| q == CHART_QUANTILE) || highest.is_nan() { CHART_QUANTILE } else { highest };
+    push(&mut s.t_ms, cap, t_ms);
+    push(&mut s.throughput, cap, f(w.output_tokens_per_second));
+    push(&mut s.ttft, cap, f(quantile(w, HistogramKind::Ttft, s.quantile)));
+    push(&mut s.tpot, cap, f(quantile(w, HistogramKind::Tpot, s.quantile)));
+    push(&mut s.kv, cap, f(w.kv_cache.as_ref().map(|k| k.last)));
+    let len = s.t_ms.len();
+    for slo in &w.slos {
+        let g = match &slo.status {
+            SloStatus::Evaluated(v) => v.goodput_tokens_per_second,
+            _ => None,
+        };
+        let point = g.map_or([f32::NAN; 3], |g| [f(Some(g.lower)), f(Some(g.estimate)), f(Some(g.upper))]);
+        match s.goodput.iter_mut().find(|(n, _)| *n == slo.slo) {
+            Some((_, ring)) => push(ring, cap, point),
+            None => {
+                // A column that starts late is padded so that its points line up in time.
+                let mut ring = VecDeque::with_capacity(cap);
+                ring.extend(std::iter::repeat_n([f32::NAN; 3], len - 1));
+                ring.push_back(point);
+                s.goodput.push((slo.slo.clone(), ring));
+            }
+        }
+    }
+    for (_, ring) in s.goodput.iter_mut().filter(|(_, r)| r.len() < len) {
+        push(ring, cap, [f32::NAN; 3]);
+    }
+    s.gaps = 0;
+}
+
+fn push_gap(s: &mut Series, cap: usize, t_ms: i64) {
+    push(&mut s.t_ms, cap, t_ms);
+    for ring in [&mut s.throughput, &mut s.ttft, &mut s.tpot, &mut s.kv] {
+        push(ring, cap, f32::NAN);
+    }
+    for (_, ring) in &mut s.goodput {
+        push(ring, cap, [f32::NAN; 3]);
+    }
+    s.gaps += 1;
+}
+
+#[cfg(test)]
+mod tests;

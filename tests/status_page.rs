@@ -1,0 +1,236 @@
+//! The status page at `/` in a real browser: headless Chromium (Debian `chromium`) loads it
+//! from a running daemon scraping two simulated engines and one dead target, dumps the DOM
+//! and takes a screenshot. The test checks what is drawn (targets, SLOs, an SVG per chart,
+//! alerts with runbook links, scrape health), that hostile names stay text, that nothing is
+//! loaded from elsewhere, and that the screenshot has the right size and is not blank. The
+//! screenshot is kept at `target/artifacts/status-page.png` (docs/status-page.md).
+
+mod tools;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goodput::config;
+use goodput::daemon::{self, clock::SystemClock};
+use goodput_sim::config::{Profile, SimConfig};
+use goodput_sim::live;
+
+/// A model name as hostile as an engine could send, and a target name from the config.
+const EVIL_MODEL: &str = "<script>alert(1)</script>";
+const EVIL_TARGET: &str = "<img src=x onerror=alert(2)>";
+
+const WIDTH: u32 = 1280;
+const HEIGHT: u32 = 2000;
+
+fn config_yaml(chat: &str, batch: &str, dead: u16) -> String {
+    format!(
+        r#"
+listen: 127.0.0.1:0
+evaluation_interval: 1s
+scrape: {{interval: 1s, timeout: 900ms}}
+targets:
+  - {{name: sim-chat, url: "{chat}", engine: vllm, model: "{EVIL_MODEL}"}}
+  - {{name: sim-batch, url: "{batch}", engine: vllm, model: sim-llama-70b}}
+  - {{name: "{EVIL_TARGET}", url: "http://127.0.0.1:{dead}/metrics", engine: vllm}}
+windows: [1m, 5m]
+quantiles: [0.5, 0.99]
+slos:
+  - {{name: chat, ttft: 500ms, tpot: 50ms, objective: 0.99, targets: [sim-chat]}}
+  - {{name: batch, ttft: 2s, tpot: 100ms, e2e: 30s, objective: 0.95, models: [sim-llama-70b]}}
+kv_cache: {{underloaded: 0.70, target_low: 0.75, target_high: 0.85, critical: 0.90}}
+alerting:
+  rules:
+    # Fires as soon as any KV cache is in use, so that the page has an alert to show.
+    LLMKVCacheSaturated: {{threshold: 0.001, for: 0s}}
+"#
+    )
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The raw response (head and body) to `GET path`.
+fn get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+/// Where CI keeps the screenshot.
+fn artifact() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/artifacts/status-page.png")
+}
+
+/// Runs Chromium headless on `url` with `args`, killed after 90 s; its stdout.
+fn chromium(bin: &Path, profile: &Path, args: &[&str], url: &str) -> String {
+    let mut child = Command::new(bin)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        .args(["--no-first-run", "--disable-extensions", "--hide-scrollbars"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chromium {args:?} did not finish within 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+    assert!(status.success(), "chromium {args:?}: {status:?}\n{stderr}");
+    reader.join().unwrap()
+}
+
+/// Every `name="…"` attribute value in `html`.
+fn attribute_values<'a>(html: &'a str, name: &str) -> Vec<&'a str> {
+    let key = format!(" {name}=\"");
+    html.match_indices(&key)
+        .map(|(i, _)| {
+            let v = &html[i + key.len()..];
+            &v[..v.find('"').unwrap_or(v.len())]
+        })
+        .collect()
+}
+
+/// The page once both engines have several evaluations in their charts and an alert fires.
+fn wait_for_page(port: u16) -> String {
+    let start = Instant::now();
+    let mut last = String::new();
+    while start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(500));
+        let Some(page) = get(port, "/") else { continue };
+        let ready = |target: &str| {
+            page.find(&format!(r#"<h2>{target} "#)).is_some_and(|at| {
+                let section = &page[at..];
+                let section = &section[..section.find("</section>").unwrap_or(section.len())];
+                attribute_values(section, "data-points").iter().any(|n| n.parse::<u32>().unwrap_or(0) >= 8)
+            })
+        };
+        if ready("sim-chat") && ready("sim-batch") && page.contains(r#"<a class="runbook""#) {
+            return page;
+        }
+        last = page;
+    }
+    panic!("the page did not show both engines with 8 evaluations and an alert within 60 s:\n{last}");
+}
+
+#[test]
+fn chromium_draws_the_status_page_from_a_running_daemon() {
+    let Some(browser) = tools::require_any(&["chromium", "chromium-browser"]) else { return };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (d, engines) = rt.block_on(async {
+        let mut engines = Vec::new();
+        for (profile, model) in [(Profile::Steady, EVIL_MODEL), (Profile::Ramp, "sim-llama-70b")] {
+            let mut sim = SimConfig::profile(profile);
+            sim.model = model.into();
+            engines.push(live::serve(sim, "127.0.0.1:0".parse().unwrap(), 1.0).await.unwrap());
+        }
+        let yaml = config_yaml(&engines[0].url(), &engines[1].url(), free_port());
+        let cfg = config::from_str(&yaml, "status_page.yaml").expect("the test config is valid").config;
+        let d = daemon::start(cfg, Arc::new(SystemClock)).await.unwrap();
+        (d, engines)
+    });
+    let port = d.local_addr().port();
+    let served = wait_for_page(port);
+
+    // What the daemon sent: a strict policy, HTML, and its own stylesheet.
+    let (head, _) = served.split_once("\r\n\r\n").unwrap();
+    let head = head.to_ascii_lowercase();
+    assert!(head.contains("content-type: text/html; charset=utf-8"), "{head}");
+    assert!(head.contains("content-security-policy: default-src 'none'; style-src 'self';"), "{head}");
+    let css = get(port, "/status.css").unwrap();
+    assert!(css.starts_with("HTTP/1.1 200") && css.contains(".band.target"), "{css}");
+
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}/");
+    let dom = chromium(&browser, profile.path(), &["--dump-dom"], &url);
+    let shot = artifact();
+    std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
+    let _ = std::fs::remove_file(&shot);
+    let size = format!("--window-size={WIDTH},{HEIGHT}");
+    chromium(&browser, profile.path(), &[&format!("--screenshot={}", shot.display()), &size], &url);
+    rt.block_on(async {
+        d.shutdown().await;
+        for e in engines {
+            e.shutdown().await;
+        }
+    });
+
+    // The DOM as the browser built it.
+    assert!(dom.contains("<title>goodput status</title>"), "{dom}");
+    for needle in [
+        r#"<section id="alerts">"#,
+        r#"<section id="health">"#,
+        "<h2>sim-chat ",
+        "<h2>sim-batch ",
+        r#"data-slo="chat""#,
+        r#"data-slo="batch""#,
+        "TTFT ≤ 500 ms",
+        "LLMKVCacheSaturated",
+        r#"<a class="runbook" href="https://"#,
+        "Connection refused",
+    ] {
+        assert!(dom.contains(needle), "{needle} not in the DOM:\n{dom}");
+    }
+    // Hostile names are text: no element was made of them.
+    assert!(dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{dom}");
+    assert!(dom.contains("&lt;img src=x onerror=alert(2)&gt;"), "{dom}");
+    assert!(!dom.contains("<script") && !dom.contains("<img"), "{dom}");
+    // Two models (the dead target has none), four charts each, each an SVG.
+    for chart in ["goodput", "ttft", "tpot", "kv"] {
+        let n = dom.matches(&format!(r#"<figure class="chart" data-chart="{chart}""#)).count();
+        assert_eq!(n, 2, "{chart} charts");
+    }
+    let figures: Vec<&str> = dom.split(r#"<figure class="chart""#).skip(1).collect();
+    assert!(figures.iter().all(|f| f.contains("<svg") && f.contains("</svg>")), "a chart without its SVG");
+    assert!(dom.matches(r#"class="attainment""#).count() >= 2, "attainment brackets drawn");
+    assert!(dom.contains(r#"class="threshold""#) && dom.contains(r#"class="band critical""#));
+    // Nothing comes from elsewhere: every src and href is the daemon's own, or a runbook link.
+    let runbooks = dom.matches(r#"<a class="runbook" href=""#).count();
+    let external: Vec<&str> = ["src", "href"]
+        .iter()
+        .flat_map(|a| attribute_values(&dom, a))
+        .filter(|v| v.contains("//") || v.starts_with("data:") || v.starts_with("javascript:"))
+        .collect();
+    assert_eq!(external.len(), runbooks, "only runbook links leave the daemon: {external:?}");
+    assert!(external.iter().all(|v| v.starts_with("https://") && v.contains("runbooks.md#")), "{external:?}");
+
+    // The screenshot: the right size, and drawn.
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (WIDTH, HEIGHT));
+    let channels = info.color_type.samples();
+    assert!(channels >= 3, "{:?}", info.color_type);
+    let pixels: Vec<[u8; 3]> = buf[..info.buffer_size()].chunks(channels).map(|p| [p[0], p[1], p[2]]).collect();
+    let non_white = pixels.iter().filter(|p| **p != [255, 255, 255]).count();
+    let colours: std::collections::HashSet<[u8; 3]> = pixels.iter().copied().collect();
+    assert!(non_white * 20 > pixels.len(), "{non_white} of {} pixels are not white", pixels.len());
+    assert!(colours.len() > 50, "{} distinct colours: a blank or unstyled page", colours.len());
+    // The KV chart's target band, in the stylesheet's colour: CSS and SVG were applied.
+    assert!(colours.contains(&[0xda, 0xfb, 0xe1]), "no pixel of the KV target band colour");
+}
