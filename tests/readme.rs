@@ -104,10 +104,12 @@ fn wait_for(addr: &str, path: &str, want: &str) -> String {
     }
 }
 
-/// The README line as argv, with the sandbox's substitutions.
+/// The README line as argv, with the sandbox's substitutions. A recording must span one
+/// 5 s replay step (replay evaluates at multiples of `--step` between the first and the
+/// last scrape), hence 7 s.
 fn argv(cmd: &str, engine: &str) -> Vec<String> {
     let cmd =
-        cmd.replace("127.0.0.1:8000", engine).replace("--interval 5s --duration 10m", "--interval 1s --duration 3s");
+        cmd.replace("127.0.0.1:8000", engine).replace("--interval 5s --duration 10m", "--interval 1s --duration 7s");
     cmd.split_whitespace().skip(1).map(str::to_string).collect()
 }
 
