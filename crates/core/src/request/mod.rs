@@ -9,6 +9,8 @@
 //! module only reads them, and the caller passes "now" in.
 
 mod attach;
+#[cfg(test)]
+mod attach_tests;
 mod compact;
 mod evaluate;
 mod judge;
