@@ -9,6 +9,7 @@
 pub mod clock;
 pub mod evaluator;
 pub mod gpu;
+pub mod requests;
 pub mod target;
 #[cfg(test)]
 mod tests;
@@ -25,9 +26,11 @@ use crate::config::Config;
 use crate::deliver::Delivery;
 use crate::enrich::Enricher;
 use crate::report::Report;
+use crate::requests::Inbox;
 use crate::serve::{self, Shared};
 use clock::Clock;
 use evaluator::Evaluator;
+use requests::RequestPath;
 use target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
 
 /// A started daemon. Drop does not stop it; call [`Daemon::shutdown`].
@@ -36,12 +39,19 @@ pub struct Daemon {
     shared: Shared,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
+    inbox: Inbox,
 }
 
 impl Daemon {
     /// The address the HTTP server is bound to (resolves port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The inbox request records go into (docs/architecture.md#the-request-path): what the
+    /// tap and the OTLP receiver push, evaluated with each tick's report.
+    pub fn request_inbox(&self) -> Inbox {
+        self.inbox.clone()
     }
 
     /// The latest published report.
@@ -98,6 +108,11 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     let mut shared = Shared::new();
     let mut tasks = JoinSet::new();
 
+    // Before anything that produces request records: the tap and the OTLP receiver are
+    // spawned with a clone of `requests.inbox()`.
+    let requests = RequestPath::new(&config);
+    let inbox = requests.inbox();
+
     let limits = limits_for(&config);
     let mut targets = Vec::with_capacity(config.targets.len());
     for t in &config.targets {
@@ -115,7 +130,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     shared.delivery = Some(delivery.metrics());
     tasks.spawn(evaluate_loop(
         Evaluator::new(targets, eval),
-        Post { enricher, gpus, delivery },
+        Post { requests, enricher, gpus, delivery },
         config.evaluation_interval,
         clock,
         shared.clone(),
@@ -125,7 +140,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     let limits = server_limits(&config);
     tasks.spawn(serve::server::serve(listener, serve::router(shared.clone()), limits, shared.http.clone(), stop_rx));
     tracing::info!(%addr, targets = config.targets.len(), "goodput is listening");
-    Ok(Daemon { addr, shared, stop, tasks })
+    Ok(Daemon { addr, shared, stop, tasks, inbox })
 }
 
 /// The HTTP server's guards, the connection cap fitted under the descriptor limit with a
@@ -146,8 +161,10 @@ fn server_limits(config: &Config) -> serve::server::ServerLimits {
     }
 }
 
-/// What happens to each report after evaluation: GPU join, alert rules, delivery.
+/// What happens to each report after evaluation: request-derived windows, GPU join, alert
+/// rules, delivery.
 struct Post {
+    requests: RequestPath,
     enricher: Enricher,
     gpus: gpu::GpuSources,
     delivery: Delivery,
@@ -181,6 +198,7 @@ async fn evaluate_loop(
             r = tick => r,
             _ = stop.changed() => return abandon(&evaluator, &post.delivery).await,
         };
+        post.requests.apply(&mut report).await;
         let notifications = post.enricher.apply(&mut report, post.gpus.latest());
         post.delivery.submit(&notifications);
         held.log_armed(&report);
