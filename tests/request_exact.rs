@@ -157,7 +157,10 @@ alerting:
     };
     assert_eq!((joint("tap"), joint("otlp"), joint("metrics")), (Some(0.5), Some(1.0), Some(1.0)));
     let total = |source, status| value("llm_slo_requests_total", &[("source", source), ("status", status)]);
-    assert_eq!((total("tap", "ok"), total("tap", "http_500"), total("otlp", "ok")), (Some(16.0), Some(4.0), Some(16.0)));
+    assert_eq!(
+        (total("tap", "ok"), total("tap", "http_500"), total("otlp", "ok")),
+        (Some(16.0), Some(4.0), Some(16.0))
+    );
     assert_eq!(total("tap", "client_abort"), Some(0.0), "known statuses start at 0");
     assert_eq!(value("llm_slo_good_requests_total", &[("source", "tap"), ("slo", "fast")]), Some(10.0));
     assert_eq!(

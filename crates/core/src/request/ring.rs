@@ -169,6 +169,13 @@ mod tests {
         assert_eq!(slots_for(1_009), 1_009);
     }
 
+    /// docs/limits.md#request-store quotes these sizes.
+    #[test]
+    fn a_slot_is_as_big_as_documented() {
+        assert_eq!(std::mem::size_of::<(i64, Slot)>(), 240);
+        assert_eq!(std::mem::size_of::<crate::request::SloCounts>(), 144);
+    }
+
     #[test]
     fn a_record_on_an_edge_belongs_to_the_slot_it_ends() {
         let r = Ring::new(Window::from_secs(60));
