@@ -129,7 +129,13 @@ pub fn runbook_url(base: Option<&str>, name: AlertName) -> String {
 pub fn readiness(rules: &RuleSet, inputs: &[AlertInput]) -> Vec<RuleReadiness> {
     let mut out = Vec::new();
     for input in inputs.iter().filter(|i| i.up) {
+        // A model only requests name (a client's spelling of it) has no scrapes: the scrape
+        // rules have nothing to wait for there, and would wait forever.
+        let requests_only = input.windows.iter().all(|w| w.coverage == 0.0 && w.slo_source != DataSource::Metrics);
         for rule in &rules.rules {
+            if requests_only && !rule.kind.reads_slos() {
+                continue;
+            }
             let mut windows = rule.kind.windows();
             windows.dedup();
             for w in windows {

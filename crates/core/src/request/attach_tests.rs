@@ -184,7 +184,16 @@ fn a_model_only_clients_name_gets_its_own_entry() {
     assert_eq!(models, ["m", "alias"]);
     let alias = &report.targets[0].models[1].windows[0];
     assert_eq!((alias.coverage, alias.requests.len()), (0.0, 1));
-    let wi = &from_report::inputs(&report, &[slo()])[0];
-    let alias_in = from_report::inputs(&report, &[slo()]).into_iter().find(|i| i.model == "alias").unwrap();
-    assert!(alias_in.windows[0].slo_coverage > 0.0 && wi.model == "m");
+    let inputs = from_report::inputs(&report, &[slo()]);
+    let alias_in = inputs.iter().find(|i| i.model == "alias").unwrap();
+    assert!(alias_in.windows[0].slo_coverage > 0.0);
+    // Its SLO rules wait for the tap's coverage; the scrape rules do not wait at all.
+    let rules = crate::alert::AlertingConfig::default().rule_set();
+    let waits: Vec<&str> = crate::alert::rule::readiness(&rules, &inputs)
+        .into_iter()
+        .filter(|r| r.model == "alias")
+        .map(|r| r.alertname)
+        .collect();
+    assert!(waits.contains(&"LLMErrorBudgetBurnFast"), "{waits:?}");
+    assert!(!waits.contains(&"LLMQueueGrowing") && !waits.contains(&"LLMPreemptionsSustained"), "{waits:?}");
 }

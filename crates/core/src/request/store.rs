@@ -138,7 +138,7 @@ impl RequestStore {
     }
 
     fn add(&mut self, r: &RequestRecord, now_ms: i64) -> Result<(), Reject> {
-        if !self.cfg.targets.iter().any(|t| *t == r.target) {
+        if !self.cfg.targets.contains(&r.target) {
             return Err(Reject::UnknownTarget);
         }
         let c = Compact::of(r)?;
