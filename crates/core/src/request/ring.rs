@@ -106,8 +106,14 @@ impl Ring {
     /// Adds one request (and its ITL gaps as sketch bins) unless its slot is already
     /// behind every window from `now_ms` on.
     pub fn add(&mut self, r: &Compact, judgements: &[Judgement], itl: &[(Option<i32>, u32)], now_ms: i64) {
+        // Checked on the time first, so that a finish time from long ago (or a wild one)
+        // never reaches the slot arithmetic.
+        let oldest = self.oldest(now_ms);
+        if r.finished <= edge(oldest * self.width_ms) {
+            return;
+        }
         let k = self.key(r.finished);
-        if k < self.oldest(now_ms) {
+        if k < oldest {
             return;
         }
         let slot =

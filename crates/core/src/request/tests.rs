@@ -260,6 +260,9 @@ fn refusals_are_counted_by_reason() {
             RequestRecord { target: "nope".into(), ..ok.clone() },
             RequestRecord { e2e_s: f64::NAN, ..ok.clone() },
             RequestRecord { finished_unix: T0 + 200.0, ..ok.clone() },
+            // Long ago, or absurdly so: counted, in no window, and no arithmetic overflows.
+            RequestRecord { finished_unix: -1e300, ..ok.clone() },
+            RequestRecord { finished_unix: 0.0, e2e_s: 1e300, ..ok.clone() },
             ok,
         ],
         now_ms,
@@ -269,7 +272,8 @@ fn refusals_are_counted_by_reason() {
         assert_eq!(c.rejected[reason], 1, "{reason}");
     }
     assert_eq!(c.rejected["too_many_series"], 0);
-    assert_eq!(c.series[0].requests["ok"], 1);
+    assert_eq!(c.series[0].requests["ok"], 3);
+    assert_eq!(store.evaluate(now_ms)[0].windows[0].1.requests, 1);
 }
 
 #[test]
