@@ -21,7 +21,7 @@ mod sketch;
 mod store;
 mod tally;
 #[cfg(test)]
-mod tests;
+mod store_tests;
 
 pub use attach::{attach, preferred};
 pub use compact::{Compact, Invalid};
