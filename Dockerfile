@@ -15,6 +15,9 @@ ARG DEBIAN_SUITE=bookworm
 FROM docker.io/library/rust:${RUST_VERSION}-${DEBIAN_SUITE} AS builder
 WORKDIR /src
 COPY . .
+# The commit llm_slo_build_info and --version name (.git is not in the build context):
+# podman build --build-arg GOODPUT_COMMIT=$(git rev-parse --short=12 HEAD) .
+ARG GOODPUT_COMMIT=""
 # Cache mounts keep the registry and target dir between builds; the binary is copied out
 # of the cached target dir because cache mounts do not persist into the image.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

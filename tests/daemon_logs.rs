@@ -1,6 +1,7 @@
 //! A target that stays down is logged once when it goes down, not on every failed scrape:
 //! with 200 such targets at a 5 s interval, one warning per scrape was thousands of lines a
-//! minute. The real binary scrapes a port nothing listens on, ten times a second.
+//! minute. The real binary scrapes a port nothing listens on, ten times a second. And the
+//! human format writes no colour codes into a pipe or a log file.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -61,4 +62,36 @@ async fn a_target_that_stays_down_is_logged_once() {
         .collect();
     assert_eq!(warnings.len(), 1, "{failures} failed scrapes gave these warnings:\n{}", warnings.join("\n"));
     assert!(warnings[0].contains("connect"), "the warning says why: {}", warnings[0]);
+}
+
+#[test]
+fn human_logs_written_to_a_pipe_carry_no_colour_codes() {
+    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (port, refused) = (free(), free());
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "listen: 127.0.0.1:{port}\nscrape: {{interval: 100ms, timeout: 80ms}}\n\
+             targets:\n  - {{name: gone, url: 'http://127.0.0.1:{refused}/metrics'}}\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new(BIN)
+        .args(["--log-format", "human", "run", "--config"])
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough to log the start and the target going down.
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("goodput is listening"), "the start was logged:\n{stderr}");
+    assert!(stderr.contains("target is down"), "the failing target was logged:\n{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "ANSI escape codes in piped logs:\n{stderr:?}");
 }

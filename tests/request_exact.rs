@@ -32,6 +32,7 @@ fn record(source: Source, finished: f64, e2e: f64, ttft: Option<f64>, status: St
         prompt_tokens: Some(100),
         output_tokens: Some(TokenCount { value: 30, exact: true }),
         itl: Vec::new(),
+        engine: None,
     }
 }
 

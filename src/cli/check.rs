@@ -104,8 +104,11 @@ pub fn summary(file: &str, c: &Config) -> String {
         .iter()
         .map(|q| if c.quantiles.contains(q) { q.to_string() } else { format!("{q} (read by alert rules)") })
         .collect();
+    let otlp = c.otlp.map_or(String::new(), |o| {
+        format!("  receive OTLP spans on {} (POST /v1/traces, body limit {} bytes)\n", o.listen, o.body_limit)
+    });
     let mut s = format!(
-        "OK: {file}\n  listen {}\n  scrape every {} (timeout {}, body limit {} bytes, gzip {})\n  evaluate every {} over windows {} at quantiles {}\n  {} target(s):\n",
+        "OK: {file}\n  listen {}\n{otlp}  scrape every {} (timeout {}, body limit {} bytes, gzip {})\n  evaluate every {} over windows {} at quantiles {}\n  {} target(s):\n",
         c.listen,
         format_duration(c.scrape.interval),
         format_duration(c.scrape.timeout),
@@ -121,8 +124,13 @@ pub fn summary(file: &str, c: &Config) -> String {
             crate::adapt::EngineHint::Auto => "auto".to_string(),
             crate::adapt::EngineHint::Is(e) => e.as_str().to_string(),
         };
+        let spans = match (&c.otlp, &t.traces, c.targets.len()) {
+            (None, _, _) => String::new(),
+            (Some(_), None, 1) => " spans of any service.name".to_string(),
+            (Some(_), _, _) => format!(" spans of service.name {:?}", t.service_name()),
+        };
         s.push_str(&format!(
-            "    {} {} engine={} every {} timeout {}\n",
+            "    {} {} engine={} every {} timeout {}{spans}\n",
             t.name,
             crate::redact::url(&t.url),
             engine,

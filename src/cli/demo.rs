@@ -1,8 +1,13 @@
-//! `goodput demo`: two simulated vLLM engines (one healthy, one that ramps into overload
-//! on a loop) and the daemon scraping both, on loopback, with a live terminal summary.
+//! `goodput demo`: two simulated vLLM engines (one healthy with speculative decoding, one
+//! that ramps into overload on a loop) and the daemon watching both, on loopback, with a
+//! live terminal summary.
 //!
-//! The daemon runs on the embedded `config/demo.yaml`; the engines listen on free ports
-//! and the config's target URLs are pointed at them.
+//! The daemon runs on the embedded `config/demo.yaml`. The engines serve no load of their
+//! own: a load generator per engine sends its workload as real streaming requests through
+//! the engine's tap, so the daemon sees every request three ways: exactly, from the tap;
+//! from the engine's own spans, through its OTLP receiver; and bracketed, from the
+//! engine's histograms. Everything listens on free ports, and the config's addresses are
+//! pointed at them.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,7 +19,7 @@ use crate::config::{self, Config};
 use crate::daemon::{self, clock::SystemClock};
 use crate::report::{Report, SloStatus, WindowReport};
 use crate::sim::config::{Profile, SimConfig};
-use crate::sim::live;
+use crate::sim::{drive, live};
 use crate::slo::Clause;
 
 /// The demo's config, also shipped as `config/demo.yaml` for `goodput check`.
@@ -36,8 +41,15 @@ pub struct Args {
     pub duration: Option<Duration>,
 }
 
-/// The engines the demo simulates: (target name in the config, profile).
-const ENGINES: [(&str, Profile); 2] = [("sim-chat", Profile::Steady), ("sim-batch", Profile::Ramp)];
+/// The engines the demo simulates: (target name in the config, the load profile its
+/// clients generate).
+const ENGINES: [(&str, Profile); 2] = [("sim-chat", Profile::Spec), ("sim-batch", Profile::Ramp)];
+
+/// A port free now, for an address that must be known before its listener is bound (the
+/// engines' span endpoint is fixed when they start, before the daemon binds it).
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
 
 pub fn run(args: Args) -> CliResult {
     let mut cfg = config::from_str(DEMO_CONFIG, "config/demo.yaml (embedded)")
@@ -46,18 +58,40 @@ pub fn run(args: Args) -> CliResult {
     cfg.listen = args.listen;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
-        let mut engines = Vec::new();
+        let otlp: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+        if let Some(o) = cfg.otlp.as_mut() {
+            o.listen = otlp;
+        }
+        let (mut engines, mut loads) = (Vec::new(), Vec::new());
         for (name, profile) in ENGINES {
             let target = cfg.targets.iter_mut().find(|t| t.name == name).ok_or("demo config lacks a target")?;
-            let mut sim = SimConfig::profile(profile);
-            sim.name = name.to_string();
-            sim.model = target.model.clone();
-            let handle = live::serve(sim, "127.0.0.1:0".parse()?, args.speed).await?;
+            let mut load = SimConfig::profile(profile);
+            load.name = name.to_string();
+            load.model = target.model.clone();
+            // The engine generates nothing itself: its load arrives through the tap.
+            let mut engine = load.clone();
+            engine.apply_profile(Profile::None);
+            let opts = live::Options {
+                otlp_traces_endpoint: Some(format!("http://{otlp}/v1/traces")),
+                service_name: name.to_string(),
+                ..live::Options::speed(args.speed)
+            };
+            let handle = live::serve_with(engine, "127.0.0.1:0".parse()?, opts).await?;
             target.url = handle.url().parse()?;
+            if let Some(tap) = target.tap.as_mut() {
+                tap.listen = "127.0.0.1:0".parse()?;
+                tap.upstream = format!("http://{}", handle.addr).parse()?;
+            }
             engines.push(handle);
+            loads.push(load);
         }
         let d = daemon::start(cfg.clone(), Arc::new(SystemClock)).await?;
-        print_banner(&cfg, d.local_addr(), &engines);
+        let mut drivers = Vec::new();
+        for ((name, _), load) in ENGINES.iter().zip(&loads) {
+            let tap = d.tap_addr(name).ok_or("the demo config gives every engine a tap")?;
+            drivers.push(drive::start(load, &format!("http://{tap}"), args.speed)?);
+        }
+        print_banner(&cfg, &d, &engines);
         let summary = async {
             if args.summary_every == 0 {
                 return std::future::pending().await;
@@ -81,26 +115,39 @@ pub fn run(args: Args) -> CliResult {
             _ = summary => {}
         }
         println!("\nstopping the demo");
-        d.shutdown().await;
+        // Clients first, then the engines (their last spans still reach the receiver),
+        // then the daemon.
+        for l in drivers {
+            l.shutdown().await;
+        }
         for e in engines {
             e.shutdown().await;
         }
+        d.shutdown().await;
         Ok::<i32, Box<dyn std::error::Error + Send + Sync>>(0)
     })
 }
 
-fn print_banner(cfg: &Config, addr: SocketAddr, engines: &[live::LiveHandle]) {
+fn print_banner(cfg: &Config, d: &daemon::Daemon, engines: &[live::LiveHandle]) {
     println!("goodput demo: two simulated vLLM engines and the daemon, on loopback");
     for ((name, profile), e) in ENGINES.iter().zip(engines) {
         let what = match profile {
             Profile::Ramp => "ramps into overload every 5 minutes",
-            _ => "comfortably loaded",
+            _ => "comfortably loaded, speculative decoding on",
         };
         println!("  engine {name:<10} {}  ({what})", e.url());
+        if let Some(tap) = d.tap_addr(name) {
+            println!("    its tap          http://{tap}/v1  (the demo's clients send their requests here)");
+        }
     }
+    let addr = d.local_addr();
+    println!("  status page      http://{addr}/");
     println!("  metrics          http://{addr}/metrics");
     println!("  report (JSON)    http://{addr}/api/v1/report");
     println!("  alerts (JSON)    http://{addr}/api/v1/alerts");
+    if let Some(otlp) = d.otlp_addr() {
+        println!("  engine spans     http://{otlp}/v1/traces  (OTLP receiver)");
+    }
     println!("  SLOs: {}", cfg.slos.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "));
     println!("Ctrl-C stops everything. The first summary comes in a few seconds.\n");
 }

@@ -1,5 +1,7 @@
 //! Logging setup: human-readable or JSON lines on stderr, filtered by `RUST_LOG`.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 /// How log lines are written on stderr.
@@ -11,7 +13,12 @@ pub enum LogFormat {
 
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colour only for a person at a terminal: escape codes in a pipe or a log file are noise
+    // to every reader after it (kubectl logs, grep, journald).
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     // A second init (tests calling `cli::main` twice) is harmless, so the error is ignored.
     let _ = match format {
         LogFormat::Human => builder.try_init(),

@@ -19,7 +19,7 @@ pub use crate::cli::logging::LogFormat;
 #[derive(Debug, Parser)]
 #[command(
     name = "goodput",
-    version,
+    version = goodput::LONG_VERSION,
     about = "PromQL-exact latency quantiles, SLO attainment and goodput for LLM inference engines"
 )]
 pub struct Cli {

@@ -60,6 +60,26 @@ pub struct Opts {
     /// Offline mode: unix seconds of virtual time zero.
     #[arg(long)]
     pub start: Option<u64>,
+    /// Live mode: write the ground truth (one JSON line per finished request) to FILE as
+    /// requests finish.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub truth: Option<PathBuf>,
+    /// Live mode: POST a vLLM-shaped `llm_request` span per finished request to this
+    /// OTLP/HTTP endpoint (JSON), e.g. http://127.0.0.1:4318/v1/traces.
+    #[arg(long, value_name = "URL", requires = "listen")]
+    pub otlp_traces_endpoint: Option<String>,
+    /// The spans' `service.name`.
+    #[arg(long, value_name = "NAME", default_value = "vllm")]
+    pub otlp_service_name: String,
+    /// Share of API requests answered with HTTP 500 before streaming.
+    #[arg(long, value_name = "RATE")]
+    pub fault_http_error: Option<f64>,
+    /// Share of API requests that end in an in-band stream error (`data: {"error": …}`).
+    #[arg(long, value_name = "RATE")]
+    pub fault_stream_error: Option<f64>,
+    /// Share of API requests whose connection the server drops mid-stream.
+    #[arg(long, value_name = "RATE")]
+    pub fault_server_abort: Option<f64>,
 }
 
 impl Opts {
@@ -96,6 +116,16 @@ impl Opts {
         if let Some(v) = self.start {
             c.start_unix_s = v;
         }
+        let f = &mut c.faults;
+        for (flag, slot) in [
+            (self.fault_http_error, &mut f.http_error_rate),
+            (self.fault_stream_error, &mut f.stream_error_rate),
+            (self.fault_server_abort, &mut f.server_abort_rate),
+        ] {
+            if let Some(v) = flag {
+                *slot = v;
+            }
+        }
         c.validate()?;
         Ok(c)
     }
@@ -120,9 +150,20 @@ pub fn run(args: Args) -> CliResult {
     }
     let addr = args.listen.ok_or("give --listen ADDR (live) or --out DIR --duration D (offline)")?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let opts = live::Options {
+        speed: args.speed,
+        truth: args.truth.clone(),
+        otlp_traces_endpoint: args.otlp_traces_endpoint.clone(),
+        service_name: args.otlp_service_name.clone(),
+    };
     rt.block_on(async move {
-        let handle = live::serve(cfg, addr, args.speed).await?;
-        println!("simulated engine serving {} ({}x speed); Ctrl-C stops it", handle.url(), args.speed);
+        let handle = live::serve_with(cfg, addr, opts).await?;
+        println!(
+            "simulated engine serving {} and the OpenAI API at {} ({}x speed); Ctrl-C stops it",
+            handle.url(),
+            handle.api_base(),
+            args.speed
+        );
         tokio::signal::ctrl_c().await?;
         handle.shutdown().await;
         Ok(0)

@@ -73,6 +73,7 @@ impl Case {
             Profile::Ramp => "ramp",
             Profile::Burst => "burst",
             Profile::Spec => "spec",
+            Profile::None => "none",
         }
     }
 

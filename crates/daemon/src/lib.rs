@@ -9,7 +9,9 @@
 //!  (YAML)   (HTTP,                                                            (GPU join,           (/metrics,
 //!           limits)                                                            alerts)              JSON API)
 //! gpu::nvml (driver thread) ───────────────────────────────────────────────► enrich
+//! otlp (engine spans) ─► [core] request::span ─► requests (inbox)
 //! enrich's notifications ─► deliver (Alertmanager, webhook)
+//! tap (proxy in front of an engine's API, [core] request::meter) ─► requests::Inbox
 //! ```
 //!
 //! [`daemon`] drives the flow live on a clock; [`replay`] drives the same core in virtual
@@ -26,6 +28,9 @@ pub mod config;
 pub mod scrape;
 
 pub mod requests;
+pub mod tap;
+
+pub mod otlp;
 
 pub mod daemon;
 pub mod gpu;
@@ -37,4 +42,11 @@ pub mod rules;
 pub mod replay;
 
 pub use config::Config;
+
+/// The crate version and the commit it was built from ("unknown" without git or
+/// `GOODPUT_COMMIT`), as `llm_slo_build_info` and `goodput --version` show them.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const COMMIT: &str = env!("GOODPUT_COMMIT");
+/// `VERSION (COMMIT)`, for `--version`.
+pub const LONG_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("GOODPUT_COMMIT"), ")");
 pub use goodput_core::{Engine, EngineHint, EvalConfig, Limits, Report, Snapshot, evaluate_target};

@@ -10,6 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, LogNormal};
 
 use super::config::{Arrivals, Pattern, SimConfig, Workload};
+use super::event::FinishReason;
 
 /// What one request asks for, fixed at arrival.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,8 +21,9 @@ pub struct RequestSpec {
     pub prompt: u32,
     /// Tokens it will generate unless aborted.
     pub output: u32,
-    /// True when `output` was cut by `max_tokens` (finish reason `length`).
-    pub hits_max_tokens: bool,
+    /// How it finishes once `output` tokens are out: `length` when `max_tokens` cut it,
+    /// else `stop`; an injected fault (client requests only) ends it with `error` or `abort`.
+    pub end: FinishReason,
     pub max_tokens: u32,
     /// Prompt tokens served from the prefix cache when first scheduled.
     pub prefix_hit: u32,
@@ -120,7 +122,7 @@ impl ArrivalGen {
         let max_prompt = self.max_model_len - w.max_tokens;
         let prompt = (self.prompt.sample(&mut self.rng).round() as u32).clamp(1, max_prompt.max(1));
         let sampled = (self.output.sample(&mut self.rng).round() as u32).max(1);
-        let hits_max_tokens = sampled >= w.max_tokens;
+        let end = if sampled >= w.max_tokens { FinishReason::Length } else { FinishReason::Stop };
         let output = sampled.min(w.max_tokens);
         let shared: f64 = self.rng.random();
         let prefix_hit = if shared < w.shared_prefix_fraction {
@@ -137,7 +139,7 @@ impl ArrivalGen {
             let after = w.abort_after_min_s + patience * (w.abort_after_max_s - w.abort_after_min_s);
             abort_at = Some(abort_at.map_or(arrival + after, |t| t.min(arrival + after)));
         }
-        RequestSpec { id, arrival, prompt, output, hits_max_tokens, max_tokens: w.max_tokens, prefix_hit, abort_at }
+        RequestSpec { id, arrival, prompt, output, end, max_tokens: w.max_tokens, prefix_hit, abort_at }
     }
 }
 

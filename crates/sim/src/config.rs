@@ -28,6 +28,9 @@ pub enum Profile {
     Burst,
     /// Steady load with speculative decoding on.
     Spec,
+    /// No load of its own: every request comes from a client of the OpenAI API
+    /// (`goodput simulate --listen`).
+    None,
 }
 
 /// The shape of the open-loop arrival process (a non-homogeneous Poisson process).
@@ -58,6 +61,22 @@ pub struct SimConfig {
     pub arrivals: Arrivals,
     pub workload: Workload,
     pub engine: EngineModel,
+    pub faults: Faults,
+}
+
+/// Faults injected into requests from API clients (live mode), each with its own share of
+/// requests, drawn from the seeded client stream. Generated load is never faulted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Faults {
+    /// HTTP 500 with vLLM's error JSON, before anything is streamed; the engine never sees it.
+    pub http_error_rate: f64,
+    /// HTTP 200, then partway through the output an in-band `data: {"error": …}` event and
+    /// `data: [DONE]`; the engine finishes the request with reason `error`.
+    pub stream_error_rate: f64,
+    /// Partway through the output the server closes the connection without `[DONE]`; the
+    /// engine finishes the request with reason `abort`.
+    pub server_abort_rate: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -135,6 +154,7 @@ impl Default for SimConfig {
             arrivals: Arrivals::default(),
             workload: Workload::default(),
             engine: EngineModel::default(),
+            faults: Faults::default(),
         }
     }
 }
@@ -226,6 +246,10 @@ impl SimConfig {
                 self.engine.spec_tokens = 3;
                 self.engine.spec_acceptance = 0.7;
             }
+            Profile::None => {
+                a.pattern = Pattern::Steady;
+                a.rate = 0.0;
+            }
         }
     }
 
@@ -241,7 +265,8 @@ impl SimConfig {
         let e = &self.engine;
         let w = &self.workload;
         let a = &self.arrivals;
-        let checks: [(bool, &str); 16] = [
+        let f = &self.faults;
+        let checks: [(bool, &str); 17] = [
             (self.engines >= 1 && self.engines <= 64, "engines must be 1..=64"),
             (!self.name.is_empty() && !self.name.contains(['/', '\\']), "name must be non-empty without slashes"),
             (e.block_size >= 1, "engine.block_size must be >= 1"),
@@ -289,6 +314,11 @@ impl SimConfig {
                     && w.frontend_overhead_s < 10.0,
                 "workload timeouts must be >= 0 with abort_after_min_s <= abort_after_max_s",
             ),
+            (
+                [f.http_error_rate, f.stream_error_rate, f.server_abort_rate].iter().all(|x| (0.0..=1.0).contains(x))
+                    && f.http_error_rate + f.stream_error_rate + f.server_abort_rate <= 1.0,
+                "faults rates must each be in [0, 1] and sum to at most 1",
+            ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {
             Some((_, msg)) => Err(format!("invalid simulator config: {msg}")),
@@ -319,7 +349,7 @@ mod tests {
 
     #[test]
     fn every_profile_is_valid_and_ramp_passes_the_steady_rate() {
-        for p in [Profile::Steady, Profile::Ramp, Profile::Burst, Profile::Spec] {
+        for p in [Profile::Steady, Profile::Ramp, Profile::Burst, Profile::Spec, Profile::None] {
             SimConfig::profile(p).validate().expect("profile validates");
         }
         let steady = SimConfig::profile(Profile::Steady);

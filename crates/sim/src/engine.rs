@@ -126,6 +126,19 @@ impl Engine {
         }
     }
 
+    /// The client of request `id` gave up at `at`: it finishes with reason `abort` at the
+    /// next step boundary, as vLLM's frontend aborts a request whose connection closed.
+    /// False when the request is not here.
+    pub fn abort(&mut self, id: u64, at: f64) -> bool {
+        let Some(r) = self.running.iter_mut().chain(self.waiting.iter_mut()).find(|r| r.spec.id == id) else {
+            return false;
+        };
+        let t = r.spec.abort_at.map_or(at, |t| t.min(at));
+        r.spec.abort_at = Some(t);
+        self.next_abort = self.next_abort.min(t);
+        true
+    }
+
     /// Applies the step that ends at `now`, then starts the next one if there is work.
     pub fn end_step(&mut self, now: f64, out: &mut Vec<Event>) {
         self.busy_until = None;
@@ -169,12 +182,11 @@ impl Engine {
             r.generated += new_tokens;
             r.last_token_at = Some(now);
             iteration_tokens += u64::from(new_tokens);
-            out.push(Event::Tokens { engine: self.index, n: new_tokens, itl });
+            out.push(Event::Tokens { engine: self.index, id: r.spec.id, at: now, n: new_tokens, itl });
             if r.generated >= r.spec.output {
-                let reason = if r.spec.hits_max_tokens { FinishReason::Length } else { FinishReason::Stop };
                 let r = self.running.remove(i);
                 self.pool.release(r.blocks);
-                out.push(Event::Finished(self.finished(&r, now, reason)));
+                out.push(Event::Finished(self.finished(&r, now, r.spec.end)));
             } else {
                 i += 1;
             }

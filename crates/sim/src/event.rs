@@ -63,10 +63,12 @@ pub enum Event {
         ttft: f64,
         prompt: u32,
     },
-    /// One request got `n` new tokens in one step; `itl` is the gap since its previous
-    /// token (absent for the first token).
+    /// Request `id` got `n` new tokens in the step that ended at `at`; `itl` is the gap
+    /// since its previous token (absent for the first token).
     Tokens {
         engine: u32,
+        id: u64,
+        at: f64,
         n: u32,
         itl: Option<f64>,
     },

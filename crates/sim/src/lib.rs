@@ -6,9 +6,13 @@
 //! them into the exact expositions those engines serve, and [`truth`] into per-request
 //! ground truth. [`offline`] and [`live`] are the I/O shells. See docs/simulator.md.
 
+pub mod api;
+pub mod api_json;
 pub mod arrivals;
+pub mod client;
 pub mod cluster;
 pub mod config;
+pub mod drive;
 pub mod engine;
 pub mod event;
 pub mod expo;
@@ -17,8 +21,10 @@ pub mod kv;
 pub mod live;
 pub mod metrics;
 pub mod offline;
+pub mod otlp;
 pub mod process;
 pub mod pyfmt;
+mod realtime;
 pub mod sglang;
 pub mod tgi;
 pub mod truth;

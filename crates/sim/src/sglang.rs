@@ -103,7 +103,7 @@ impl SglangMetrics {
                 s.prefill_compute += u64::from(queried - hit);
             }
             Event::FirstToken { ttft, .. } => self.ttft.observe(*ttft),
-            Event::Tokens { engine, n, itl } => {
+            Event::Tokens { engine, n, itl, .. } => {
                 let s = &mut self.sched[*engine as usize];
                 s.decode += u64::from(*n);
                 s.tokens_since_log += u64::from(*n);

@@ -110,7 +110,7 @@ impl VllmMetrics {
                 m.ttft.observe(*ttft);
                 m.prompt_tokens += u64::from(*prompt);
             }
-            Event::Tokens { engine, n, itl } => {
+            Event::Tokens { engine, n, itl, .. } => {
                 let m = &mut self.engines[*engine as usize];
                 m.generation_tokens += u64::from(*n);
                 if let Some(itl) = itl {

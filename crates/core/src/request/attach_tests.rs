@@ -42,6 +42,7 @@ fn rec(source: Source, model: &str, at: f64, ttft: f64, status: Status) -> Reque
         prompt_tokens: None,
         output_tokens: Some(TokenCount { value: 10, exact: true }),
         itl: Vec::new(),
+        engine: None,
     }
 }
 

@@ -112,6 +112,7 @@ mod tests {
             prompt_tokens: Some(10),
             output_tokens: Some(TokenCount { value: 50, exact: false }),
             itl: Vec::new(),
+            engine: None,
         }
     }
 

@@ -183,6 +183,7 @@ mod tests {
             prompt_tokens: None,
             output_tokens: Some(TokenCount { value: 20, exact }),
             itl: Vec::new(),
+            engine: None,
         })
         .unwrap()
     }

@@ -103,6 +103,21 @@ pub struct RequestRecord {
     pub output_tokens: Option<TokenCount>,
     /// One entry per token-bearing event after the first (tap only; spans have none).
     pub itl: Vec<ItlGap>,
+    /// The engine's own split of the request's time, where its span carried one (OTLP only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineTimes>,
+}
+
+/// Where the engine says a request's time went: waiting to be scheduled, prefill, decode.
+/// Seconds; `None` where the span did not say.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct EngineTimes {
+    /// Queued → first scheduled (`gen_ai.latency.time_in_queue`).
+    pub queue_s: Option<f64>,
+    /// First scheduled → first token (`gen_ai.latency.time_in_model_prefill`).
+    pub prefill_s: Option<f64>,
+    /// First token → last token (`gen_ai.latency.time_in_model_decode`).
+    pub decode_s: Option<f64>,
 }
 
 impl RequestRecord {

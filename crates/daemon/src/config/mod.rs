@@ -14,13 +14,16 @@
 mod bytes;
 mod de;
 mod error;
+mod otlp;
 mod raw;
+mod tap;
 mod tree;
 mod validate;
 mod yaml;
 
 pub use bytes::parse_bytes;
 pub use error::{ConfigError, ConfigErrors, MAX_ERRORS, Pos};
+pub use tap::TapConfig;
 pub use tree::{MAX_ALIAS_EVENTS, MAX_DEPTH, MAX_NODES};
 
 use std::net::SocketAddr;
@@ -61,6 +64,23 @@ pub struct Config {
     pub cost: Option<CostConfig>,
     /// Draft step cost / target step cost, for the spec-decode speedup estimate.
     pub spec_draft_cost_ratio: Option<f64>,
+    /// The engine-trace receiver; `None` when `otlp:` is absent.
+    pub otlp: Option<OtlpConfig>,
+}
+
+/// `otlp:`: where engines send their request spans (OTLP/HTTP, docs/request-path.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OtlpConfig {
+    pub listen: SocketAddr,
+    /// Largest accepted export request, compressed and after gzip decoding.
+    pub body_limit: usize,
+}
+
+/// `targets[].traces:` as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetTraces {
+    /// The `service.name` resource attribute of the target's spans.
+    pub service_name: String,
 }
 
 /// Global scrape settings; each target may override interval, timeout and the
@@ -134,6 +154,12 @@ pub struct Target {
     pub follow_redirects: bool,
     /// `scrape.max_models` / `max_series`, or this target's own.
     pub cardinality: Cardinality,
+    /// Which OTLP spans are this target's; `None` when `traces:` is not written (the
+    /// target's name is then its service name, docs/config.md).
+    pub traces: Option<TargetTraces>,
+    /// A pass-through proxy in front of the engine's API that measures each request
+    /// (docs/request-path.md).
+    pub tap: Option<TapConfig>,
 }
 
 impl std::fmt::Debug for Target {
@@ -149,6 +175,8 @@ impl std::fmt::Debug for Target {
             .field("timeout", &self.timeout)
             .field("follow_redirects", &self.follow_redirects)
             .field("cardinality", &self.cardinality)
+            .field("traces", &self.traces)
+            .field("tap", &self.tap)
             .finish()
     }
 }
@@ -174,6 +202,9 @@ pub const DEFAULT_MAX_MODELS: usize = 1_000;
 /// A data-parallel engine with every latency histogram stores about 100 series per rank
 /// and model; a few thousand is a large real target.
 pub const DEFAULT_MAX_SERIES: usize = 100_000;
+/// A batch of 512 vLLM spans (the Python SDK's largest by default) is about 300 KiB of
+/// protobuf, a few times that as JSON.
+pub const DEFAULT_OTLP_BODY_LIMIT: usize = 4 << 20;
 pub const DEFAULT_WINDOWS: &[&str] = &["1m", "5m", "15m", "1h"];
 pub const DEFAULT_QUANTILES: &[f64] = &[0.5, 0.9, 0.95, 0.99];
 

@@ -27,6 +27,22 @@ pub struct RawConfig {
     pub gpu: Option<S<crate::gpu::config::GpuConfig>>,
     pub cost: Option<S<crate::gpu::config::CostConfig>>,
     pub spec_decode: Option<RawSpecDecode>,
+    pub otlp: Option<S<RawOtlp>>,
+}
+
+/// `otlp:`, the engine-trace receiver.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOtlp {
+    pub listen: S<String>,
+    pub body_limit: Option<S<Scalar>>,
+}
+
+/// `targets[].traces:`, which spans belong to the target.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTraces {
+    pub service_name: S<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -69,6 +85,17 @@ pub struct RawTarget {
     pub follow_redirects: Option<bool>,
     pub max_models: Option<S<u64>>,
     pub max_series: Option<S<u64>>,
+    pub traces: Option<S<RawTraces>>,
+    pub tap: Option<S<RawTap>>,
+}
+
+/// `targets[].tap` (docs/request-path.md).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTap {
+    pub listen: S<String>,
+    pub upstream: S<String>,
+    pub inject_usage: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -51,7 +51,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
 
     let targets = match &raw.targets {
         None if d.rejected(root, "targets") => Vec::new(),
-        t => targets_section(&mut d, t.as_ref(), &scrape),
+        t => targets_section(&mut d, t.as_ref(), &scrape, listen),
     };
     let windows = windows_section(&mut d, raw.windows.as_ref(), &targets);
     let quantiles = quantiles_section(&mut d, raw.quantiles.as_ref());
@@ -62,6 +62,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
     let kv_cache = kv_section(&mut d, raw.kv_cache.as_ref());
     let alerting = alerting_section(&mut d, raw.alerting.as_ref(), &slos, &windows);
     let spec_draft_cost_ratio = spec_decode_section(&mut d, raw.spec_decode.as_ref());
+    let otlp = super::otlp::otlp_section(&mut d, raw.otlp.as_ref(), listen, raw.targets.as_ref());
     // `gpu` and `cost` check their values as they are read (src/gpu/config.rs).
     let gpu = raw.gpu.map(|g| g.value);
     let cost = raw.cost.map(|c| c.value);
@@ -84,6 +85,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
         gpu,
         cost,
         spec_draft_cost_ratio,
+        otlp,
     };
     Ok(Loaded { config, warnings })
 }
@@ -210,7 +212,12 @@ fn cardinality(
     }
 }
 
-fn targets_section(d: &mut Diagnostics, raw: Option<&S<Vec<RawTarget>>>, scrape: &ScrapeConfig) -> Vec<Target> {
+fn targets_section(
+    d: &mut Diagnostics,
+    raw: Option<&S<Vec<RawTarget>>>,
+    scrape: &ScrapeConfig,
+    listen: Option<SocketAddr>,
+) -> Vec<Target> {
     let Some(raw) = raw else {
         d.error(Pos::FILE, "no targets: add a `targets:` list with at least one {name, url} entry");
         return Vec::new();
@@ -231,6 +238,7 @@ fn targets_section(d: &mut Diagnostics, raw: Option<&S<Vec<RawTarget>>>, scrape:
             out.push(target);
         }
     }
+    super::tap::distinct_addresses(d, &raw.value, &out, listen);
     out
 }
 
@@ -303,6 +311,11 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
     }
     let follow_redirects = t.follow_redirects.unwrap_or(scrape.follow_redirects);
     let cardinality = cardinality(d, t.max_models.as_ref(), t.max_series.as_ref(), "", scrape.cardinality);
+    let traces = super::otlp::target_traces(d, t.traces.as_ref());
+    let tap = match &t.tap {
+        None => None,
+        Some(raw) => Some(super::tap::tap(d, raw, &name, url.as_ref())?),
+    };
     Some(Target {
         name,
         url: url?,
@@ -314,6 +327,8 @@ fn target(d: &mut Diagnostics, t: &RawTarget, scrape: &ScrapeConfig) -> Option<T
         timeout,
         follow_redirects,
         cardinality,
+        traces,
+        tap,
     })
 }
 

@@ -36,6 +36,9 @@ use target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
 /// A started daemon. Drop does not stop it; call [`Daemon::shutdown`].
 pub struct Daemon {
     addr: SocketAddr,
+    otlp: Option<crate::otlp::Handle>,
+    /// Each tapped target's name and the tap's bound address.
+    taps: Vec<(String, SocketAddr)>,
     shared: Shared,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
@@ -49,9 +52,26 @@ impl Daemon {
     }
 
     /// The inbox request records go into (docs/architecture.md#the-request-path): what the
-    /// tap and the OTLP receiver push, evaluated with each tick's report.
+    /// taps and the OTLP receiver push, evaluated with each tick's report.
     pub fn request_inbox(&self) -> Inbox {
         self.inbox.clone()
+    }
+
+    /// The address the tap of `target` is bound to (resolves port 0); `None` for a target
+    /// without a tap.
+    pub fn tap_addr(&self, target: &str) -> Option<SocketAddr> {
+        self.taps.iter().find(|(name, _)| name == target).map(|(_, addr)| *addr)
+    }
+
+    /// The address the OTLP receiver is bound to, when `otlp:` is configured.
+    pub fn otlp_addr(&self) -> Option<SocketAddr> {
+        self.otlp.as_ref().map(|o| o.addr)
+    }
+
+    /// Every request record the OTLP receiver has queued so far.
+    #[cfg(feature = "test-hooks")]
+    pub fn otlp_records(&self) -> Vec<crate::request::RequestRecord> {
+        self.otlp.as_ref().map(|o| o.records()).unwrap_or_default()
     }
 
     /// The latest published report.
@@ -84,6 +104,11 @@ impl Daemon {
     }
 }
 
+/// Most request records held between two evaluation ticks; past it they are dropped and
+/// counted. At 1,000 requests/s and a 5 s tick that is 5,000; a record is a few hundred
+/// bytes plus 16 per ITL gap.
+pub const REQUEST_INBOX_CAPACITY: usize = 65_536;
+
 /// The longest [`Daemon::shutdown`] takes. Kubernetes' `terminationGracePeriodSeconds` must
 /// be longer (docs/deploy.md).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -104,14 +129,18 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.listen)))?;
     let addr = listener.local_addr()?;
+    // One inbox for every producer (the taps, the OTLP receiver), drained by the evaluation
+    // loop into the request store.
+    let inbox = Inbox::new(REQUEST_INBOX_CAPACITY);
+    let requests = RequestPath::new(&config, inbox.clone());
+    // Bound before any task starts, so that a taken address fails the start cleanly.
+    let receiver = match &config.otlp {
+        Some(o) => Some(crate::otlp::Receiver::bind(o, &config.targets, inbox.clone()).await?),
+        None => None,
+    };
     let (stop, stop_rx) = watch::channel(false);
     let mut shared = Shared::new();
     let mut tasks = JoinSet::new();
-
-    // Before anything that produces request records: the tap and the OTLP receiver are
-    // spawned with a clone of `requests.inbox()`.
-    let requests = RequestPath::new(&config);
-    let inbox = requests.inbox();
 
     let limits = limits_for(&config);
     let mut targets = Vec::with_capacity(config.targets.len());
@@ -120,6 +149,16 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
         let rt = Arc::new(TargetRuntime::new(t.clone(), config.max_window()));
         tasks.spawn(scrape_loop(rt.clone(), fetcher, limits, clock.clone(), stop_rx.clone()));
         targets.push(rt);
+    }
+
+    // The taps put their per-request records in the inbox the OTLP receiver uses.
+    let mut taps = Vec::new();
+    for t in &config.targets {
+        if let Some(tap) = &t.tap {
+            let started = crate::tap::start(&t.name, tap, inbox.clone(), stop_rx.clone(), &mut tasks).await?;
+            shared.taps.0.push((t.name.clone(), started.stats));
+            taps.push((t.name.clone(), started.addr));
+        }
     }
 
     let gpus = gpu::GpuSources::start(&config, stop_rx.clone(), &mut tasks);
@@ -138,9 +177,11 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     ));
 
     let limits = server_limits(&config);
+    let otlp = receiver.map(|r| r.spawn(limits, stop_rx.clone(), &mut tasks)).transpose()?;
+    shared.otlp = otlp.as_ref().map(|o| o.stats());
     tasks.spawn(serve::server::serve(listener, serve::router(shared.clone()), limits, shared.http.clone(), stop_rx));
     tracing::info!(%addr, targets = config.targets.len(), "goodput is listening");
-    Ok(Daemon { addr, shared, stop, tasks, inbox })
+    Ok(Daemon { addr, otlp, taps, shared, stop, tasks, inbox })
 }
 
 /// The HTTP server's guards, the connection cap fitted under the descriptor limit with a

@@ -12,10 +12,6 @@ use crate::request::{
 };
 use crate::requests::Inbox;
 
-/// Records the inbox holds between two drains (one evaluation interval): at 5 s, 13,000
-/// requests/s before it drops. Each record's ITL vector is the producer's to bound.
-pub const INBOX_CAPACITY: usize = 65_536;
-
 /// The inbox and the store behind it.
 pub struct RequestPath {
     inbox: Inbox,
@@ -23,7 +19,8 @@ pub struct RequestPath {
 }
 
 impl RequestPath {
-    pub fn new(config: &Config) -> RequestPath {
+    /// The store for `config`'s targets, windows and SLOs, fed from `inbox`.
+    pub fn new(config: &Config, inbox: Inbox) -> RequestPath {
         let store = RequestStore::new(StoreConfig {
             targets: config.targets.iter().map(|t| t.name.clone()).collect(),
             windows: config.eval_windows(),
@@ -32,12 +29,7 @@ impl RequestPath {
             max_records_per_series: DEFAULT_MAX_RECORDS_PER_SERIES,
             max_series_per_target: DEFAULT_MAX_SERIES_PER_TARGET,
         });
-        RequestPath { inbox: Inbox::new(INBOX_CAPACITY), store: Arc::new(Mutex::new(store)) }
-    }
-
-    /// A handle producers push into; clones share the one inbox.
-    pub fn inbox(&self) -> Inbox {
-        self.inbox.clone()
+        RequestPath { inbox, store: Arc::new(Mutex::new(store)) }
     }
 
     /// Drains the inbox into the store at the report's instant, evaluates the store's

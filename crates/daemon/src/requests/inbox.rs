@@ -79,6 +79,7 @@ mod tests {
             prompt_tokens: None,
             output_tokens: None,
             itl: Vec::new(),
+            engine: None,
         }
     }
 

@@ -20,18 +20,25 @@ use axum::routing::get;
 use crate::deliver::DeliveryMetrics;
 use crate::deliver::metrics as delivery_metrics;
 use crate::export;
+use crate::otlp::metrics::{self as otlp_metrics, OtlpStats};
 use crate::report::Report;
+use crate::tap::metrics::{self as tap_metrics, TapMetrics};
 use exposition::Line;
 use server::{Closed, ConnStats};
 
 /// What the handlers read: the latest report, whether one has been published yet, and the
-/// alert-delivery and HTTP server counters, which are live rather than part of a report.
+/// alert-delivery, HTTP server and OTLP receiver counters, which are live rather than part
+/// of a report.
 #[derive(Clone)]
 pub struct Shared {
     pub report: Arc<ArcSwap<Report>>,
     pub ready: Arc<AtomicBool>,
     pub delivery: Option<DeliveryMetrics>,
     pub http: Arc<ConnStats>,
+    /// `None` when `otlp:` is not configured.
+    pub otlp: Option<Arc<OtlpStats>>,
+    /// The taps' health counters (crate::tap::metrics).
+    pub taps: TapMetrics,
 }
 
 impl Shared {
@@ -41,6 +48,8 @@ impl Shared {
             ready: Arc::new(AtomicBool::new(false)),
             delivery: None,
             http: Arc::default(),
+            otlp: None,
+            taps: TapMetrics::default(),
         }
     }
 
@@ -91,9 +100,18 @@ fn http_lines(stats: &ConnStats) -> Vec<(&'static str, Option<&'static str>, f64
     out
 }
 
-/// The full /metrics body for a report: the exported families, the alert-delivery and
-/// HTTP server counters, then process metrics.
-pub fn render_metrics(report: &Report, delivery: Option<&DeliveryMetrics>, http: &ConnStats) -> String {
+/// Always 1; its labels say which build is running, for joins and rollout dashboards.
+const BUILD_INFO: (&str, &str) =
+    ("llm_slo_build_info", "The goodput build serving these metrics: its version and the commit it was built from.");
+
+/// The full /metrics body for a report: the exported families, the alert-delivery, HTTP
+/// server and OTLP receiver counters, then process metrics.
+pub fn render_metrics(
+    report: &Report,
+    delivery: Option<&DeliveryMetrics>,
+    http: &ConnStats,
+    otlp: Option<&OtlpStats>,
+) -> String {
     let samples = export::samples(report);
     let mut lines: Vec<Line<'_>> = samples
         .iter()
@@ -115,21 +133,49 @@ pub fn render_metrics(report: &Report, delivery: Option<&DeliveryMetrics>, http:
         labels: reason.iter().map(|r| ("reason", *r)).collect(),
         value: *value,
     }));
+    lines.push(Line {
+        name: BUILD_INFO.0,
+        labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)],
+        value: 1.0,
+    });
+    let received = otlp.map(OtlpStats::samples).unwrap_or_default();
+    lines.extend(received.iter().map(|s| Line {
+        name: s.name,
+        labels: vec![(s.label.0, s.label.1.as_str())],
+        value: s.value,
+    }));
     let process = process::process_metrics();
     lines.extend(process.iter().map(|(name, _, _, v)| Line { name, labels: Vec::new(), value: *v }));
     let mut out = String::with_capacity(lines.len() * 96);
     exposition::write(&mut out, &lines, |name| {
         export::family_meta(name)
             .or_else(|| delivery_metrics::family_meta(name))
+            .or_else(|| (name == BUILD_INFO.0).then_some((BUILD_INFO.1, "gauge")))
             .or_else(|| HTTP_FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)))
+            .or_else(|| otlp_metrics::family_meta(name))
             .or_else(|| process.iter().find(|p| p.0 == name).map(|p| (p.1, p.2)))
     });
     out
 }
 
+/// Appends the taps' health families (none without taps).
+pub fn render_taps(out: &mut String, taps: &TapMetrics) {
+    let samples = taps.samples();
+    let lines: Vec<Line<'_>> = samples
+        .iter()
+        .map(|s| Line {
+            name: s.name,
+            labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
+            value: s.value,
+        })
+        .collect();
+    exposition::write(out, &lines, tap_metrics::family_meta);
+}
+
 async fn metrics(State(s): State<Shared>) -> Response {
     let report = s.report.load_full();
-    let body = render_metrics(&report, s.delivery.as_ref(), &s.http);
+    let mut body = render_metrics(&report, s.delivery.as_ref(), &s.http, s.otlp.as_deref());
+    render_taps(&mut body, &s.taps);
     ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT)], body).into_response()
 }
 

@@ -1,0 +1,222 @@
+//! The fields of a stream event (or a non-streaming response body) that the meter reads,
+//! across the engines' formats (docs/request-path.md, "Wire formats"):
+//!
+//! - OpenAI chat and completions chunks (vLLM, SGLang, TGI, TRT-LLM): `choices[].delta`
+//!   or `choices[].text`, `choices[].token_ids`, `finish_reason`, `usage`, `model`;
+//! - TGI `/generate_stream`: `token`, and on the last event `generated_text` and `details`;
+//! - SGLang `/generate`: `text`, `output_ids` and `meta_info`;
+//! - in-band errors: a top-level `error`, or vLLM's older `"object": "error"`.
+//!
+//! Every other field is skipped without being built; text is only measured, never copied.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// How much a JSON value holds: a string's or array's length, 1 for a non-empty object
+/// or any scalar, 0 for `null`, `""`, `[]` and `{}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Len(pub usize);
+
+impl Len {
+    pub fn any(self) -> bool {
+        self.0 > 0
+    }
+}
+
+impl<'de> Deserialize<'de> for Len {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Len, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Len;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Len, E> {
+                Ok(Len(v.len()))
+            }
+            fn visit_unit<E>(self) -> Result<Len, E> {
+                Ok(Len(0))
+            }
+            fn visit_none<E>(self) -> Result<Len, E> {
+                Ok(Len(0))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Len, E> {
+                Ok(Len(1))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Len, E> {
+                Ok(Len(1))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Len, E> {
+                Ok(Len(1))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Len, E> {
+                Ok(Len(1))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Len, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Len(n))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Len, A::Error> {
+                let mut n = 0;
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+                    n = 1;
+                }
+                Ok(Len(n))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One event's data, or a whole non-streaming body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Event<'a> {
+    #[serde(borrow)]
+    pub model: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub object: Option<Cow<'a, str>>,
+    pub choices: Option<Vec<Choice>>,
+    pub usage: Option<Usage>,
+    pub error: Option<IgnoredAny>,
+    /// TGI `/generate_stream`: the token this event carries.
+    pub token: Option<IgnoredAny>,
+    /// TGI: set (not null) on the last event only.
+    pub generated_text: Option<IgnoredAny>,
+    pub details: Option<Details>,
+    /// SGLang `/generate`: the text so far.
+    pub text: Len,
+    pub output_ids: Len,
+    pub meta_info: Option<MetaInfo>,
+}
+
+impl Event<'_> {
+    /// An in-band error: a top-level `error`, or `"object": "error"`.
+    pub fn is_error(&self) -> bool {
+        self.error.is_some() || self.object.as_deref() == Some("error")
+    }
+
+    /// The usage event `include_usage` adds: no choices, and a usage.
+    pub fn is_usage_only(&self) -> bool {
+        self.usage.is_some() && self.choices.as_ref().is_some_and(Vec::is_empty)
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Choice {
+    pub index: u32,
+    pub delta: Option<Delta>,
+    /// Completions: the text of this chunk.
+    pub text: Len,
+    /// vLLM `return_token_ids`, TRT-LLM `detokenize: false`.
+    pub token_ids: Len,
+    pub finish_reason: Option<IgnoredAny>,
+}
+
+impl Choice {
+    /// Whether this choice carries output: text, reasoning, tool calls or token ids. The
+    /// role-only or empty first chunk carries none.
+    pub fn bears_tokens(&self) -> bool {
+        let delta = self.delta.as_ref().is_some_and(|d| {
+            d.content.any() || d.reasoning.any() || d.reasoning_content.any() || d.tool_calls.any() || d.token_ids.any()
+        });
+        delta || self.text.any() || self.token_ids.any()
+    }
+
+    pub fn token_ids(&self) -> usize {
+        self.token_ids.0 + self.delta.as_ref().map_or(0, |d| d.token_ids.0)
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Delta {
+    pub content: Len,
+    pub reasoning: Len,
+    pub reasoning_content: Len,
+    pub tool_calls: Len,
+    pub token_ids: Len,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+}
+
+/// TGI's `details` on the last event (with `"details": true`) or a non-streaming body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Details {
+    pub generated_tokens: Option<u64>,
+    pub input_length: Option<u64>,
+    pub finish_reason: Option<IgnoredAny>,
+}
+
+/// SGLang's per-event counters, cumulative over the request.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MetaInfo {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub finish_reason: Option<IgnoredAny>,
+}
+
+/// Parses an event's data; `None` when it is not a JSON object.
+pub fn parse(data: &[u8]) -> Option<Event<'_>> {
+    // serde would read an array's elements as the fields in order.
+    if data.trim_ascii_start().first() != Some(&b'{') {
+        return None;
+    }
+    serde_json::from_slice(data).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_of_every_kind_of_value() {
+        let l = |s: &str| serde_json::from_str::<Len>(s).unwrap().0;
+        assert_eq!([l("null"), l(r#""""#), l("[]"), l("{}")], [0, 0, 0, 0]);
+        assert_eq!([l(r#""h\u00e9""#), l("[1,[2],{}]"), l(r#"{"a":1}"#), l("0"), l("false")], [3, 3, 1, 1, 1]);
+    }
+
+    #[test]
+    fn role_only_chunk_bears_nothing_and_tokens_do() {
+        let role =
+            parse(br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#)
+                .unwrap();
+        let c = &role.choices.as_ref().unwrap()[0];
+        assert!(!c.bears_tokens() && c.finish_reason.is_none());
+        for data in [
+            r#"{"choices":[{"delta":{"content":"x"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"x"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning":"x"}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}"#,
+            r#"{"choices":[{"text":"x"}]}"#,
+            r#"{"choices":[{"text":"","token_ids":[5]}]}"#,
+        ] {
+            assert!(parse(data.as_bytes()).unwrap().choices.unwrap()[0].bears_tokens(), "{data}");
+        }
+    }
+
+    #[test]
+    fn errors_and_the_usage_only_event() {
+        assert!(parse(br#"{"error":{"message":"boom","code":500}}"#).unwrap().is_error());
+        assert!(parse(br#"{"error":"x","error_type":"generation"}"#).unwrap().is_error());
+        assert!(parse(br#"{"object":"error","message":"x"}"#).unwrap().is_error());
+        assert!(!parse(br#"{"error":null,"choices":[]}"#).unwrap().is_error());
+        assert!(parse(br#"{"choices":[],"usage":{"completion_tokens":3}}"#).unwrap().is_usage_only());
+        assert!(!parse(br#"{"choices":[{"text":"a"}],"usage":{"completion_tokens":3}}"#).unwrap().is_usage_only());
+        assert!(!parse(br#"{"choices":[],"usage":null}"#).unwrap().is_usage_only());
+        assert!(parse(b"[DONE]").is_none());
+    }
+}

@@ -1,0 +1,174 @@
+//! A load generator that speaks HTTP: the simulator's own open-loop workload, sent as real
+//! OpenAI-compatible streaming requests to a URL (a tap, a simulator's API, or an engine).
+//!
+//! The arrival process, prompt and output lengths and client give-ups are exactly those of
+//! [`ArrivalGen`], so a simulator serving `--profile none` behind a tap sees the same load
+//! it would generate itself, but every request now crosses the request path. Each request
+//! asks for exactly its drawn output length (`max_tokens` with `ignore_eos`), and a client
+//! that gives up drops its stream at the drawn instant, as a user closing a tab does.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinHandle;
+
+use super::arrivals::{ArrivalGen, RequestSpec};
+use super::config::SimConfig;
+
+/// Requests in flight at most; past it an arrival is dropped and counted, so an overloaded
+/// engine cannot make the generator itself grow without limit.
+pub const MAX_IN_FLIGHT: usize = 4096;
+
+/// What the generator did, for its summary line and for tests.
+#[derive(Debug, Default)]
+pub struct DriveStats {
+    pub sent: AtomicU64,
+    pub completed: AtomicU64,
+    pub failed: AtomicU64,
+    pub gave_up: AtomicU64,
+    pub dropped: AtomicU64,
+}
+
+/// A running generator; [`Driver::shutdown`] stops it and abandons requests in flight.
+pub struct Driver {
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+    pub stats: Arc<DriveStats>,
+}
+
+impl Driver {
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+/// Starts sending `cfg`'s workload to `base` (e.g. `http://127.0.0.1:8001`) at `speed`×
+/// wall time, on the current tokio runtime.
+pub fn start(cfg: &SimConfig, base: &str, speed: f64) -> Result<Driver, String> {
+    if !(speed.is_finite() && speed > 0.0) {
+        return Err(format!("speed must be a positive number, got {speed}"));
+    }
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .build()
+        .map_err(|e| format!("cannot build the load generator's HTTP client: {e}"))?;
+    let url = format!("{}/v1/chat/completions", base.trim_end_matches('/'));
+    let (stop, stop_rx) = watch::channel(false);
+    let stats = Arc::new(DriveStats::default());
+    let arrivals = ArrivalGen::new(cfg);
+    let ctx = Arc::new(Ctx { client, url, model: cfg.model.clone(), speed, stats: stats.clone() });
+    let task = tokio::spawn(run(arrivals, ctx, stop_rx));
+    Ok(Driver { stop, task: Some(task), stats })
+}
+
+struct Ctx {
+    client: reqwest::Client,
+    url: String,
+    model: String,
+    speed: f64,
+    stats: Arc<DriveStats>,
+}
+
+async fn run(mut arrivals: ArrivalGen, ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
+    let started = Instant::now();
+    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let mut requests = tokio::task::JoinSet::new();
+    while let Some(spec) = arrivals.pop() {
+        let at = started + Duration::from_secs_f64(spec.arrival / ctx.speed);
+        tokio::select! {
+            _ = tokio::time::sleep_until(at.into()) => {}
+            _ = stop.wait_for(|s| *s) => break,
+        }
+        // Reap finished tasks so the set holds only what is in flight.
+        while requests.try_join_next().is_some() {}
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            ctx.stats.dropped.fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        let ctx = ctx.clone();
+        let give_up = spec.abort_at.map(|t| started + Duration::from_secs_f64(t / ctx.speed));
+        requests.spawn(async move {
+            let _permit = permit;
+            one(&ctx, &spec, give_up).await;
+        });
+    }
+    requests.abort_all();
+}
+
+/// Sends one request and reads its stream to the end, or until the client gives up.
+async fn one(ctx: &Ctx, spec: &RequestSpec, give_up: Option<Instant>) {
+    ctx.stats.sent.fetch_add(1, Ordering::Relaxed);
+    let body = serde_json::json!({
+        "model": ctx.model,
+        "messages": [{"role": "user", "content": prompt_text(spec.prompt)}],
+        "max_tokens": spec.output.max(1),
+        "ignore_eos": true,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    let exchange = async {
+        let resp = ctx
+            .client
+            .post(&ctx.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|_| ())?;
+        if !resp.status().is_success() {
+            return Err(());
+        }
+        let mut stream = resp.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            chunk.map_err(|_| ())?;
+        }
+        Ok(())
+    };
+    let outcome = match give_up {
+        Some(at) => tokio::select! {
+            r = exchange => Some(r),
+            _ = tokio::time::sleep_until(at.into()) => None,
+        },
+        None => Some(exchange.await),
+    };
+    let counter = match outcome {
+        Some(Ok(())) => &ctx.stats.completed,
+        Some(Err(())) => &ctx.stats.failed,
+        None => &ctx.stats.gave_up,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Chat content the simulator's API counts, with its 4 tokens per message, as `tokens`
+/// prompt tokens: one 4-character word per token (docs/simulator.md#the-openai-api).
+/// A prompt shorter than 5 tokens gets one word.
+pub fn prompt_text(tokens: u32) -> String {
+    "tok ".repeat(tokens.saturating_sub(4).max(1) as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_text_counts_as_the_drawn_prompt_length() {
+        for n in [5, 6, 400, 3000] {
+            // The simulator's count: 4 per chat message plus one per 4 characters.
+            assert_eq!(crate::api::text_tokens(&prompt_text(n)) + 4, n, "{n}");
+        }
+        assert_eq!(prompt_text(1), "tok ");
+    }
+}
