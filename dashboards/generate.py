@@ -21,6 +21,10 @@ WIN = 'window="$window"'
 # an empty-matching regex keeps them next to the selected window's mean and max.
 WIN_OR_LAST = 'window=~"$window|"'
 SLO = 'slo=~"$slo"'
+# The histogram-derived series; the request-derived ones beside them say source="tap"/"otlp".
+MET = 'source="metrics"'
+REQ = 'source=~"tap|otlp"'
+REQUESTS = "requests: needs a tap or an OTLP receiver feeding request records"
 GPU = "gpu: needs GPU telemetry (NVML or dcgm-exporter); CI has no GPU"
 COST = "cost: needs cost.gpu_hour_dollars in the config"
 SPEC = "spec: only when the engine runs speculative decoding"
@@ -167,7 +171,7 @@ def latency_panel(lay, metric, title, quantiles, by, w=12):
     qsel = f'q=~"{quantiles}"'
     return panel(
         lay, "timeseries", title,
-        [q(f"max by ({by}, q) ({fam}{{{SEL}, {qsel}, {WIN}}})",
+        [q(f"max by ({by}, q) ({fam}{{{SEL}, {MET}, {qsel}, {WIN}}})",
            "{{%s}} p{{q}}" % by.split(",")[0], "A"),
          q(f'max by ({by}, q, side) (llm_slo_quantile_bracket_seconds{{{SEL}, metric="{metric}", {qsel}, {WIN}}})',
            "{{%s}} p{{q}} bucket {{side}}" % by.split(",")[0], "B")],
@@ -206,7 +210,7 @@ def gpu_row(lay, panels, target_sel):
     panels.append(panel(lay, "timeseries", "Decode TPOT floor vs measured p50 TPOT",
                         [q(f"max by (target) (llm_slo_decode_tpot_floor_seconds{{{target_sel}, model=~\"$model\", {WIN}}})",
                            "{{target}} floor (bytes per step / HBM bandwidth)", "A", GPU),
-                         q(f'max by (target) (llm_slo_tpot_seconds{{{target_sel}, model=~"$model", q="0.5", {WIN}}})',
+                         q(f'max by (target) (llm_slo_tpot_seconds{{{target_sel}, model=~"$model", {MET}, q="0.5", {WIN}}})',
                            "{{target}} measured p50", "B")],
                         w=12, unit="s", minv=0, custom=ts(),
                         desc="How far decode is from the memory-bandwidth floor. Far above it: batching, scheduling or contention, not the GPU."))
@@ -282,18 +286,46 @@ def alerts_table(lay, tsel, w=24, h=7):
         desc="Alerts goodput evaluates itself (same state machine as Prometheus ALERTS).")
 
 
+def exact_panels(lay, panels, sel):
+    """Values from the requests a tap or engine spans measured, beside the histogram bracket."""
+    panels.append(panel(
+        lay, "timeseries", "Joint attainment: exact from requests vs histogram bracket",
+        [q(f'min by (source) (llm_slo_attainment_ratio{{{sel}, {REQ}, {SLO}, clause="joint", bound="estimate", {WIN}}})',
+           "{{source}} exact", "A", REQUESTS),
+         q(f'min by (bound) (llm_slo_attainment_ratio{{{sel}, {MET}, {SLO}, clause="joint", bound=~"lower|upper", {WIN}}})',
+           "metrics {{bound}}", "B")],
+        w=8, unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style(),
+        desc=("Per-request attainment from the tap (what clients see) or engine spans; failures count as bad. "
+              "Dashed: the bracket /metrics histograms allow. The exact value lies inside it unless the tap "
+              "sees what the engine does not (queueing in front of it, rejections).")))
+    panels.append(panel(
+        lay, "timeseries", "Requests measured by outcome",
+        [q(f"sum by (source, status) (rate(llm_slo_requests_total{{{sel}, {REQ}}}[$__rate_interval]))",
+           "{{source}} {{status}}", "A", REQUESTS)],
+        w=8, unit="reqps", custom=ts(),
+        desc="ok, http_<code>, stream_error (error event under HTTP 200), client_abort, upstream_reset, truncated."))
+    panels.append(panel(
+        lay, "timeseries", "Client TTFT minus engine TTFT",
+        [q(f'max by (reference) (llm_slo_ttft_gap_seconds{{{sel}, stat="mean", {WIN}}})', "mean vs {{reference}}", "A", REQUESTS),
+         q(f'max by (reference) (llm_slo_ttft_gap_seconds{{{sel}, stat="quantile", q="0.99", {WIN}}})',
+           "p99 vs {{reference}}", "B", REQUESTS)],
+        w=8, unit="s", custom=ts(),
+        desc=("Time outside the engine that engine metrics never show: network, proxies, the HTTP server. "
+              "Differences of means and of quantiles, not per-request differences.")))
+
+
 def overview():
     lay, panels = Layout(), []
     tsel = 'target=~"$target"'
     panels.append(row(lay, "Service level"))
     panels.append(panel(
         lay, "stat", "Joint SLO attainment (worst target, estimate)",
-        [q(f'min by (slo) (llm_slo_attainment_ratio{{{SEL}, {SLO}, clause="joint", bound="estimate", {WIN}}})', "{{slo}}", "A")],
+        [q(f'min by (slo) (llm_slo_attainment_ratio{{{SEL}, {MET}, {SLO}, clause="joint", bound="estimate", {WIN}}})', "{{slo}}", "A")],
         w=8, h=5, unit="percentunit", steps=[("red", None), ("orange", 0.95), ("green", 0.99)],
         desc="Share of requests meeting every clause of the SLO (independence estimate; bounds below)."))
     panels.append(panel(
         lay, "stat", "Highest error-budget burn rate",
-        [q(f'max by (slo) (llm_slo_error_budget_burn_rate{{{SEL}, {SLO}, bound="estimate", {WIN}}})', "{{slo}}", "A")],
+        [q(f'max by (slo) (llm_slo_error_budget_burn_rate{{{SEL}, {MET}, {SLO}, bound="estimate", {WIN}}})', "{{slo}}", "A")],
         w=8, h=5, unit="x", steps=[("green", None), ("orange", 6), ("red", 14.4)],
         desc="(1 - attainment) / (1 - objective). 14.4x over 1h spends 2 % of a 30-day budget."))
     panels.append(panel(
@@ -309,26 +341,29 @@ def overview():
     panels.append(panel(
         lay, "timeseries", "Output tokens/s: throughput vs goodput (with bounds)",
         [q(f'sum(llm_slo_tokens_per_second{{{SEL}, direction="output", {WIN}}})', "throughput", "A"),
-         q(f"sum by (slo, bound) (llm_slo_goodput_tokens_per_second{{{SEL}, {SLO}, {WIN}}})", "goodput {{slo}} {{bound}}", "B")],
+         q(f"sum by (slo, bound) (llm_slo_goodput_tokens_per_second{{{SEL}, {MET}, {SLO}, {WIN}}})", "goodput {{slo}} {{bound}}", "B")],
         unit="short", custom=ts(), overrides=bounds_style(),
         desc=("Only tokens of requests meeting the SLO count. Near saturation throughput keeps rising while "
               "goodput falls: that gap is the production ceiling. /metrics marginals bound goodput; they do not pin it.")))
     panels.append(panel(
         lay, "timeseries", "Joint SLO attainment with bounds (worst target)",
-        [q(f'min by (slo, bound) (llm_slo_attainment_ratio{{{SEL}, {SLO}, clause="joint", {WIN}}})', "{{slo}} {{bound}}", "A")],
+        [q(f'min by (slo, bound) (llm_slo_attainment_ratio{{{SEL}, {MET}, {SLO}, clause="joint", {WIN}}})', "{{slo}} {{bound}}", "A")],
         unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style(),
         desc="Lower max(0, p_ttft + p_tpot - 1), upper min(p_ttft, p_tpot), estimate p_ttft x p_tpot."))
     panels.append(panel(
         lay, "timeseries", "Requests/s: all vs good",
         [q(f"sum(llm_slo_requests_per_second{{{SEL}, {WIN}}})", "all", "A"),
-         q(f"sum by (slo, bound) (llm_slo_goodput_requests_per_second{{{SEL}, {SLO}, {WIN}}})", "good {{slo}} {{bound}}", "B")],
+         q(f"sum by (slo, bound) (llm_slo_goodput_requests_per_second{{{SEL}, {MET}, {SLO}, {WIN}}})", "good {{slo}} {{bound}}", "B")],
         unit="reqps", custom=ts(), overrides=bounds_style()))
     panels.append(panel(
         lay, "timeseries", "Error-budget burn rate by window",
-        [q(f'max by (slo, window) (llm_slo_error_budget_burn_rate{{{SEL}, {SLO}, bound="estimate"}})', "{{slo}} {{window}}", "A")],
+        [q(f'max by (slo, window) (llm_slo_error_budget_burn_rate{{{SEL}, {MET}, {SLO}, bound="estimate"}})', "{{slo}} {{window}}", "A")],
         unit="x", minv=0, custom=ts(threshold_style="line"),
         steps=[("transparent", None), ("orange", 6), ("red", 14.4)],
         desc="Multi-window burn: page when both the long and the short window burn fast (14.4x at 1h/5m, 6x at 6h/30m)."))
+
+    panels.append(row(lay, "Exact from requests (tap, OTLP spans)"))
+    exact_panels(lay, panels, SEL)
 
     panels.append(row(lay, "Latency (p99 with histogram brackets)"))
     panels.append(latency_panel(lay, "ttft", "p99 TTFT", "0.99", "target, model", w=8))
@@ -336,7 +371,7 @@ def overview():
     panels.append(latency_panel(lay, "itl", "p99 ITL (per step)", "0.99", "target, model", w=8))
     panels.append(panel(
         lay, "timeseries", "E2E latency p50 / p90 / p99",
-        [q(f'max by (q) (llm_slo_e2e_seconds{{{SEL}, q=~"0.5|0.9|0.99", {WIN}}})', "p{{q}}", "A")],
+        [q(f'max by (q) (llm_slo_e2e_seconds{{{SEL}, {MET}, q=~"0.5|0.9|0.99", {WIN}}})', "p{{q}}", "A")],
         unit="s", custom=ts()))
     panels.append(panel(
         lay, "timeseries", "Token throughput by direction",
@@ -368,30 +403,33 @@ def target():
     panels.append(row(lay, "SLO attainment and goodput"))
     panels.append(panel(
         lay, "timeseries", "Per-clause attainment with brackets",
-        [q(f'min by (slo, clause, bound) (llm_slo_attainment_ratio{{{sel}, {SLO}, clause!="joint", {WIN}}})',
+        [q(f'min by (slo, clause, bound) (llm_slo_attainment_ratio{{{sel}, {MET}, {SLO}, clause!="joint", {WIN}}})',
            "{{slo}} {{clause}} {{bound}}", "A")],
         unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style(),
         desc=("Exact when the SLO threshold is a histogram bucket boundary (lower = upper); otherwise the truth "
               "lies between lower and upper and the estimate interpolates linearly.")))
     panels.append(panel(
         lay, "timeseries", "Joint attainment: lower / estimate / upper",
-        [q(f'min by (slo, bound) (llm_slo_attainment_ratio{{{sel}, {SLO}, clause="joint", {WIN}}})', "{{slo}} {{bound}}", "A")],
+        [q(f'min by (slo, bound) (llm_slo_attainment_ratio{{{sel}, {MET}, {SLO}, clause="joint", {WIN}}})', "{{slo}} {{bound}}", "A")],
         unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style()))
     panels.append(panel(
         lay, "timeseries", "Output tokens/s: throughput vs goodput",
         [q(f'sum(llm_slo_tokens_per_second{{{sel}, direction="output", {WIN}}})', "throughput", "A"),
-         q(f"sum by (slo, bound) (llm_slo_goodput_tokens_per_second{{{sel}, {SLO}, {WIN}}})", "goodput {{slo}} {{bound}}", "B")],
+         q(f"sum by (slo, bound) (llm_slo_goodput_tokens_per_second{{{sel}, {MET}, {SLO}, {WIN}}})", "goodput {{slo}} {{bound}}", "B")],
         unit="short", custom=ts(), overrides=bounds_style()))
     panels.append(panel(
         lay, "timeseries", "Requests/s: all vs good",
         [q(f"sum(llm_slo_requests_per_second{{{sel}, {WIN}}})", "all", "A"),
-         q(f"sum by (slo, bound) (llm_slo_goodput_requests_per_second{{{sel}, {SLO}, {WIN}}})", "good {{slo}} {{bound}}", "B")],
+         q(f"sum by (slo, bound) (llm_slo_goodput_requests_per_second{{{sel}, {MET}, {SLO}, {WIN}}})", "good {{slo}} {{bound}}", "B")],
         unit="reqps", custom=ts(), overrides=bounds_style()))
     panels.append(panel(
         lay, "timeseries", "Error-budget burn rate, every window",
-        [q(f"max by (slo, window, bound) (llm_slo_error_budget_burn_rate{{{sel}, {SLO}}})", "{{slo}} {{window}} {{bound}}", "A")],
+        [q(f"max by (slo, window, bound) (llm_slo_error_budget_burn_rate{{{sel}, {MET}, {SLO}}})", "{{slo}} {{window}} {{bound}}", "A")],
         w=24, unit="x", minv=0, custom=ts(threshold_style="line"), overrides=bounds_style(),
         steps=[("transparent", None), ("orange", 6), ("red", 14.4)]))
+
+    panels.append(row(lay, "Exact from requests (tap, OTLP spans)"))
+    exact_panels(lay, panels, sel)
 
     panels.append(row(lay, "Latency quantiles with brackets"))
     for metric, title in (("ttft", "TTFT"), ("tpot", "TPOT (per request)"), ("itl", "ITL (per step)"), ("e2e", "E2E")):

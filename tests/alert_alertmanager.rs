@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common_am::{Am, Http, alertmanager_binary};
-use goodput::alert::{AlertEngine, AlertInput, AlertingConfig, Bounded, Clause, KvUsage, Slo, SloReport, WindowInput};
+use goodput::alert::{
+    AlertEngine, AlertInput, AlertingConfig, Bounded, Clause, DataSource, KvUsage, Slo, SloReport, WindowInput,
+};
 use goodput::deliver::Delivery;
 use goodput::duration::Window;
 use goodput::slo::{Objective, Scope};
@@ -48,6 +50,8 @@ fn input(target: &str, up: bool, kv: f64, joint: f64) -> AlertInput {
             vec![WindowInput {
                 window: win(60),
                 coverage: 1.0,
+                slo_source: DataSource::Metrics,
+                slo_coverage: 1.0,
                 output_tokens_per_second: Some(1500.0),
                 preemptions_per_second: None,
                 ttft_p99: None,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::vllm_body;
 use goodput::adapt::EngineHint;
-use goodput::alert::{AlertEngine, AlertInput, AlertingConfig, Bounded, Clause, SloReport, WindowInput};
+use goodput::alert::{AlertEngine, AlertInput, AlertingConfig, Bounded, Clause, DataSource, SloReport, WindowInput};
 use goodput::duration::Window;
 use goodput::export::samples;
 use goodput::parse::Limits;
@@ -177,6 +177,8 @@ fn burning(long_cov: f64, short_cov: f64) -> AlertInput {
     let w = |s: u64, coverage: f64| WindowInput {
         window: win(s),
         coverage,
+        slo_source: DataSource::Metrics,
+        slo_coverage: coverage,
         output_tokens_per_second: None,
         preemptions_per_second: None,
         ttft_p99: None,

@@ -8,7 +8,8 @@ use goodput::alert::rule::RuleKind;
 use goodput::alert::validate::{required_quantiles, required_windows, validate};
 use goodput::alert::view::{api_response, samples};
 use goodput::alert::{
-    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, Clause, KvUsage, Severity, Slo, SloReport, WindowInput,
+    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, Clause, DataSource, KvUsage, Severity, Slo, SloReport,
+    WindowInput,
 };
 use goodput::duration::Window;
 use goodput::slo::{Objective, Scope};
@@ -55,6 +56,8 @@ fn window(s: u64) -> WindowInput {
         window: win(s),
         // Full windows: these tests are about thresholds; coverage has its own tests below.
         coverage: 1.0,
+        slo_source: DataSource::Metrics,
+        slo_coverage: 1.0,
         output_tokens_per_second: None,
         preemptions_per_second: None,
         ttft_p99: None,

@@ -218,39 +218,39 @@ fn tests_file(rules: &str, fleet_bad: bool) -> String {
     let r = |e: &str, n: &str| format!("round({e}, {n})");
     exprs += &expr_test(
         &r(&format!("llm_slo:attainment_ratio{{model=\"bad\",clause=\"ttft\",{w}}}"), "0.001"),
-        &format!("{{model=\"bad\",slo=\"chat\",clause=\"ttft\",{w}}}"),
+        &format!("{{model=\"bad\",slo=\"chat\",clause=\"ttft\",source=\"metrics\",{w}}}"),
         "0.6",
     );
     exprs += &expr_test(
         &r(&format!("llm_slo:attainment_ratio{{model=\"bad\",clause=\"tpot\",{w}}}"), "0.001"),
-        &format!("{{model=\"bad\",slo=\"chat\",clause=\"tpot\",{w}}}"),
+        &format!("{{model=\"bad\",slo=\"chat\",clause=\"tpot\",source=\"metrics\",{w}}}"),
         "0.5",
     );
     for (bound, v) in [("estimate", "0.27"), ("lower", "0"), ("upper", "0.5")] {
         exprs += &expr_test(
             &r(&format!("llm_slo:attainment_ratio{{model=\"bad\",clause=\"joint\",bound=\"{bound}\",{w}}}"), "0.001"),
-            &format!("{{model=\"bad\",slo=\"chat\",clause=\"joint\",bound=\"{bound}\",{w}}}"),
+            &format!("{{model=\"bad\",slo=\"chat\",clause=\"joint\",bound=\"{bound}\",source=\"metrics\",{w}}}"),
             v,
         );
     }
     exprs += &expr_test(
         &r(&format!("llm_slo:error_budget_burn_rate{{model=\"good\",{w}}}"), "0.001"),
-        &format!("{{model=\"good\",slo=\"chat\",{w}}}"),
+        &format!("{{model=\"good\",slo=\"chat\",source=\"metrics\",{w}}}"),
         "0",
     );
     exprs += &expr_test(
         &r(&format!("llm_slo:error_budget_burn_rate{{model=\"bad\",{w}}}"), "0.001"),
-        &format!("{{model=\"bad\",slo=\"chat\",{w}}}"),
+        &format!("{{model=\"bad\",slo=\"chat\",source=\"metrics\",{w}}}"),
         "73",
     );
     exprs += &expr_test(
         &format!("llm_slo:ttft_seconds{{model=\"bad\",q=\"0.99\",{w}}}"),
-        &format!("llm_slo:ttft_seconds{{model=\"bad\",q=\"0.99\",{w}}}"),
+        &format!("llm_slo:ttft_seconds{{model=\"bad\",q=\"0.99\",source=\"metrics\",{w}}}"),
         "2.5",
     );
     exprs += &expr_test(
         &r(&format!("llm_slo:goodput_tokens_per_second{{model=\"bad\",bound=\"upper\",{w}}}"), "0.001"),
-        &format!("{{model=\"bad\",slo=\"chat\",bound=\"upper\",{w}}}"),
+        &format!("{{model=\"bad\",slo=\"chat\",bound=\"upper\",source=\"metrics\",{w}}}"),
         "50",
     );
     // Coverage at 10m: data since 0 found at a resolution of 36 s, (600 + 36) / 3600.

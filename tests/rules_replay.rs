@@ -242,9 +242,11 @@ struct Pair {
 fn pairs() -> Vec<Pair> {
     let mut out = Vec::new();
     for (target, model) in TARGETS {
+        // The daemon's histogram-derived series and their recorded twins say source="metrics".
         let base = |w: &str| {
             let mut m = BTreeMap::from([("target".to_string(), target.to_string()), ("window".into(), w.into())]);
             m.insert("model".into(), model.into());
+            m.insert("source".into(), "metrics".into());
             m
         };
         for w in ["1m", "5m"] {
@@ -261,7 +263,9 @@ fn pairs() -> Vec<Pair> {
                     out.push(Pair { what: format!("{fam} q{q}"), tol: Tol::Exact, promql, family: fam, labels });
                 }
             }
+            // Throughput is not split by source: no source label.
             let mut labels = base(w);
+            labels.remove("source");
             labels.insert("direction".into(), "output".into());
             let promql = sel("llm_slo:tokens_per_second", ", direction=\"output\"");
             out.push(Pair {
@@ -277,7 +281,7 @@ fn pairs() -> Vec<Pair> {
                 tol: Tol::Exact,
                 promql,
                 family: "llm_slo_requests_per_second",
-                labels: base(w),
+                labels: BTreeMap::from_iter(base(w).into_iter().filter(|(k, _)| k != "source")),
             });
             for (clause, bound) in [
                 ("ttft", None),
@@ -486,6 +490,7 @@ fn recording_rules_in_prometheus_agree_with_replay() {
     let labels = BTreeMap::from([
         ("model".to_string(), model.to_string()),
         ("q".into(), "0.99".into()),
+        ("source".into(), "metrics".into()),
         ("target".into(), target.into()),
         ("window".into(), "1m".into()),
     ]);

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use goodput::alert::rule::DEFAULT_RUNBOOK_PAGE;
 use goodput::alert::{
-    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, Clause, KvUsage, SloReport, WindowInput,
+    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, Clause, DataSource, KvUsage, SloReport, WindowInput,
 };
 use goodput::duration::Window;
 use goodput::slo::{Objective, Scope, Slo};
@@ -112,6 +112,8 @@ fn overloaded() -> AlertInput {
     let window = |s| WindowInput {
         window: win(s),
         coverage: 1.0,
+        slo_source: DataSource::Metrics,
+        slo_coverage: 1.0,
         output_tokens_per_second: Some(1500.0),
         preemptions_per_second: Some(2.0),
         ttft_p99: Some(10.0),

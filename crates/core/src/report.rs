@@ -23,6 +23,8 @@ pub struct Report {
     pub alert_readiness: Vec<RuleReadiness>,
     /// The GPUs of this engine (NVML and/or dcgm-exporter), latest readings.
     pub gpus: Vec<crate::gpu::reading::GpuReading>,
+    /// The request path's counters and health; `None` where no request store runs (replay).
+    pub request_path: Option<crate::request::RequestPathReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,6 +123,9 @@ pub struct WindowReport {
     pub engine_bytes_per_gpu_per_second: Option<f64>,
     /// MFU, HBM bandwidth use, decode TPOT floor and cost, when GPU facts are known.
     pub gpu: Option<crate::gpu::derive::Derived>,
+    /// The same window from requests (tap, then otlp): exact attainment, goodput and
+    /// quantiles beside the histogram-derived values above (docs/metrics.md#exact-values-from-requests).
+    pub requests: Vec<crate::request::RequestWindow>,
 }
 
 /// First, last, mean and max of a gauge over the window's scrapes.
@@ -193,6 +198,7 @@ impl WindowReport {
             engine_flops_per_gpu_per_second: None,
             engine_bytes_per_gpu_per_second: None,
             gpu: None,
+            requests: Vec::new(),
         }
     }
 }

@@ -3,11 +3,14 @@
 //! A target that is down becomes one input without a model (its windows hold stale data,
 //! and only `LLMTargetDown` applies); a target that is up gives one input per model, with
 //! the SLOs whose scope covers that target and model, and only their per-window results.
+//! Where requests were measured for a window, its SLO quantities come from them
+//! ([`from_requests`]).
 
 use super::input::{AlertInput, KvUsage, SloReport, WindowInput};
 use super::table::LATENCY_ALERT_QUANTILE;
 use crate::canonical::HistogramKind;
-use crate::report::{self, Report, SloStatus, TargetReport, WindowReport};
+use crate::report::{Report, SloStatus, TargetReport, WindowReport};
+use crate::request::{self, DataSource, RequestWindow};
 use crate::slo::{Bounded, Slo};
 
 /// One input per target (down) or per target and model (up). `slos` is every configured
@@ -56,24 +59,75 @@ fn p99(w: &WindowReport, kind: HistogramKind) -> Option<f64> {
 }
 
 fn window(w: &WindowReport, slos: &[Slo]) -> WindowInput {
-    WindowInput {
+    let mut input = WindowInput {
         window: w.window,
         coverage: w.coverage,
+        slo_source: DataSource::Metrics,
+        slo_coverage: w.coverage,
         output_tokens_per_second: w.output_tokens_per_second,
         preemptions_per_second: w.preemptions_per_second,
         ttft_p99: p99(w, HistogramKind::Ttft),
         tpot_p99: p99(w, HistogramKind::Tpot),
         waiting_at_start: w.waiting.map(|g| g.first),
         kv_usage: w.kv_cache.as_ref().map(|k| KvUsage { last: k.last, max: k.max }),
-        slos: w.slos.iter().filter(|r| slos.iter().any(|s| s.name == r.slo)).map(slo).collect(),
+        slos: w.slos.iter().filter(|r| slos.iter().any(|s| s.name == r.slo)).map(|r| slo(&r.slo, &r.status)).collect(),
+    };
+    if let Some(primary) = request::preferred(w) {
+        from_requests(&mut input, w, primary, slos);
     }
+    input
 }
 
-fn slo(s: &report::SloReport) -> SloReport {
+/// The SLO quantities from requests (docs/alerts.md#which-source-alerts-read): the tap,
+/// which sees what clients see (errors, aborts, rejections and the time outside the engine);
+/// then engine spans, which miss aborted and rejected requests; then the histograms. Each
+/// quantity comes from the first of them that has it, and the SLO rules wait for the
+/// coverage of every source they read.
+fn from_requests(input: &mut WindowInput, w: &WindowReport, primary: &RequestWindow, slos: &[Slo]) {
+    let order: Vec<&RequestWindow> = std::iter::once(primary)
+        .chain(w.requests.iter().filter(|r| r.source != primary.source && r.requests > 0))
+        .collect();
+    let mut read = vec![primary.coverage];
+    input.slo_source = primary.source;
+    input.output_tokens_per_second = Some(primary.output_tokens_per_second);
+    for (field, kind) in [(&mut input.ttft_p99, HistogramKind::Ttft), (&mut input.tpot_p99, HistogramKind::Tpot)] {
+        match order.iter().find_map(|r| r.quantile(kind, LATENCY_ALERT_QUANTILE).map(|v| (v, r.coverage))) {
+            Some((v, coverage)) => {
+                *field = Some(v);
+                read.push(coverage);
+            }
+            None if field.is_some() => read.push(w.coverage),
+            None => {}
+        }
+    }
+    input.slos = slos
+        .iter()
+        .filter_map(|s| {
+            let exact = order.iter().find_map(|r| {
+                let x = r.slos.iter().find(|x| x.slo == s.name)?;
+                matches!(x.status, SloStatus::Evaluated(_)).then_some((x, r.coverage))
+            });
+            if let Some((x, coverage)) = exact {
+                read.push(coverage);
+                return Some(slo(&x.slo, &x.status));
+            }
+            if let Some(h) = w.slos.iter().find(|x| x.slo == s.name) {
+                if matches!(h.status, SloStatus::Evaluated(_)) {
+                    read.push(w.coverage);
+                }
+                return Some(slo(&h.slo, &h.status));
+            }
+            order.iter().find_map(|r| r.slos.iter().find(|x| x.slo == s.name)).map(|x| slo(&x.slo, &x.status))
+        })
+        .collect();
+    input.slo_coverage = read.into_iter().fold(1.0, f64::min);
+}
+
+fn slo(name: &str, status: &SloStatus) -> SloReport {
     let nan = Bounded { lower: f64::NAN, estimate: f64::NAN, upper: f64::NAN };
-    match &s.status {
+    match status {
         SloStatus::Evaluated(v) => SloReport {
-            slo: s.slo.clone(),
+            slo: name.to_string(),
             evaluable: true,
             attainment: v.attainment.clone(),
             burn_rate: v.burn_rate,
@@ -82,7 +136,7 @@ fn slo(s: &report::SloReport) -> SloReport {
             requests: v.requests,
         },
         SloStatus::NotEvaluable { .. } | SloStatus::NoTraffic => SloReport {
-            slo: s.slo.clone(),
+            slo: name.to_string(),
             evaluable: false,
             attainment: Default::default(),
             burn_rate: nan,

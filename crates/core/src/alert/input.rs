@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::duration::Window;
+pub use crate::request::DataSource;
 
 pub use crate::slo::{Bounded, Clause, Slo};
 
@@ -39,8 +40,16 @@ pub struct KvUsage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowInput {
     pub window: Window,
-    /// Share of the window covered by data, in [0, 1] (docs/metrics.md#window-coverage).
+    /// Share of the window covered by scrape data, in [0, 1] (docs/metrics.md#window-coverage).
     pub coverage: f64,
+    /// Where the SLO quantities below (`slos`, the p99s, `output_tokens_per_second`) come
+    /// from: requests a tap or engine spans measured when they exist, else the histograms
+    /// (docs/alerts.md#which-source-alerts-read).
+    pub slo_source: DataSource,
+    /// Coverage of the sources the SLO quantities were read from (the lowest, when some
+    /// fell back to another source): the SLO rules wait for it as the others wait for
+    /// `coverage`.
+    pub slo_coverage: f64,
     pub output_tokens_per_second: Option<f64>,
     pub preemptions_per_second: Option<f64>,
     pub ttft_p99: Option<f64>,

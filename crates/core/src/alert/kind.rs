@@ -125,6 +125,16 @@ pub struct Rule {
 }
 
 impl RuleKind {
+    /// Whether the rule reads SLO quantities (attainment, burn, p99 against a threshold),
+    /// which may come from requests rather than the scrapes; their coverage is then the
+    /// request source's (`WindowInput::slo_coverage`).
+    pub fn reads_slos(&self) -> bool {
+        matches!(
+            self,
+            RuleKind::GoodputDivergence { .. } | RuleKind::LatencyAboveSlo { .. } | RuleKind::ErrorBudgetBurn { .. }
+        )
+    }
+
     /// The windows the rule reads; none for the rules on the last scrape or scrape health.
     pub fn windows(&self) -> Vec<Window> {
         match *self {

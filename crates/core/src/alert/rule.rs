@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::input::{AlertInput, Clause};
+use super::input::{AlertInput, Clause, DataSource, WindowInput};
 use super::table::{AlertSpec, pct, render, secs, spec};
 use crate::report::RuleReadiness;
 
@@ -23,7 +23,13 @@ impl Rule {
     /// Whether every window the rule reads is covered enough in `input`. A rule that reads
     /// no window is always ready.
     pub fn ready_for(&self, input: &AlertInput) -> bool {
-        self.kind.windows().iter().all(|&w| input.window(w).is_some_and(|x| x.coverage >= self.min_coverage))
+        self.kind.windows().iter().all(|&w| input.window(w).is_some_and(|x| self.coverage(x) >= self.min_coverage))
+    }
+
+    /// How much of a window this rule's data covers: the SLO sources' coverage for the SLO
+    /// rules, the scrapes' for the others.
+    pub fn coverage(&self, w: &WindowInput) -> f64 {
+        if self.kind.reads_slos() { w.slo_coverage } else { w.coverage }
     }
 }
 
@@ -123,11 +129,17 @@ pub fn runbook_url(base: Option<&str>, name: AlertName) -> String {
 pub fn readiness(rules: &RuleSet, inputs: &[AlertInput]) -> Vec<RuleReadiness> {
     let mut out = Vec::new();
     for input in inputs.iter().filter(|i| i.up) {
+        // A model only requests name (a client's spelling of it) has no scrapes: the scrape
+        // rules have nothing to wait for there, and would wait forever.
+        let requests_only = input.windows.iter().all(|w| w.coverage == 0.0 && w.slo_source != DataSource::Metrics);
         for rule in &rules.rules {
+            if requests_only && !rule.kind.reads_slos() {
+                continue;
+            }
             let mut windows = rule.kind.windows();
             windows.dedup();
             for w in windows {
-                let coverage = input.window(w).map_or(0.0, |x| x.coverage);
+                let coverage = input.window(w).map_or(0.0, |x| rule.coverage(x));
                 let ready = coverage >= rule.min_coverage;
                 let missing = if ready { 0.0 } else { (rule.min_coverage - coverage) * w.duration().as_secs_f64() };
                 out.push(RuleReadiness {
@@ -191,7 +203,7 @@ fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
                         ("window", window.label()),
                         ("value", pct(joint.estimate)),
                         ("slo", slo.name.clone()),
-                        ("detail", format!("bounds {}–{}, ", pct(joint.lower), pct(joint.upper))),
+                        ("detail", evidence(w.slo_source, *joint)),
                         ("threshold", pct(*threshold)),
                         ("throughput", format!("{tps:.1} tokens/s{}", goodput.unwrap_or_default())),
                     ];
@@ -227,6 +239,7 @@ fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
                 else {
                     continue;
                 };
+                let short_src = input.window(*short_window).map_or(DataSource::Metrics, |w| w.slo_source);
                 let (f, clamped) = effective_factor(*factor, slo.objective.get());
                 let ok = [long, short].iter().all(|s| {
                     s.evaluable && s.requests >= *min_requests && burn_exceeds(s.burn_rate.estimate, f, clamped)
@@ -241,7 +254,15 @@ fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
                         ("long_window", long_window.label()),
                         ("threshold", format!("{f:.2}×{clamp_note}")),
                         ("objective", pct(slo.objective.get())),
-                        ("detail", format!("; {:.0} and {:.0} requests finished", short.requests, long.requests)),
+                        (
+                            "detail",
+                            format!(
+                                "; {:.0} and {:.0} requests finished{}",
+                                short.requests,
+                                long.requests,
+                                from(short_src)
+                            ),
+                        ),
                     ];
                     out.push(cx.condition(Some(&slo.name), short.burn_rate.estimate, &borrow(&vars)));
                 }
@@ -273,6 +294,23 @@ fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
                 out.push(cx.condition(None, now, &borrow(&vars)));
             }
         }
+    }
+}
+
+/// What the divergence alert says of its evidence: exact from requests, or the bracket.
+fn evidence(source: DataSource, joint: super::input::Bounded) -> String {
+    match source {
+        DataSource::Metrics => format!("bounds {}–{}, ", pct(joint.lower), pct(joint.upper)),
+        s if joint.is_exact() => format!("exact, from {} requests, ", s.as_str()),
+        s => format!("from {} requests, bounds {}–{}, ", s.as_str(), pct(joint.lower), pct(joint.upper)),
+    }
+}
+
+/// ` (from tap requests)` when the burn was measured on requests; nothing for histograms.
+fn from(source: DataSource) -> String {
+    match source {
+        DataSource::Metrics => String::new(),
+        s => format!(" (from {} requests)", s.as_str()),
     }
 }
 

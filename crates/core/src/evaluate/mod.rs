@@ -172,6 +172,7 @@ fn window_report(
             (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
         },
         gpu: None,
+        requests: Vec::new(),
         prefix_cache_hit_ratio: ratios::ratio(
             ratios::counter_all(m, CounterKind::PrefixCacheHits),
             ratios::counter_all(m, CounterKind::PrefixCacheQueries),

@@ -11,6 +11,7 @@ use crate::report::{KvBand, Report, SCRAPE_ERROR_REASONS, SloStatus, WindowRepor
 
 pub mod alerts;
 pub mod gpu;
+pub mod requests;
 
 /// One exported sample: family name, labels in order, value.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -60,7 +61,7 @@ pub const LAST_EVALUATION: &str = "llm_slo_target_last_evaluation_timestamp_seco
 pub const FAMILIES: &[(&str, &str, &str)] = &[
     (
         TTFT,
-        "Time to first token quantile q over the window, PromQL-exact histogram_quantile of the engine's buckets.",
+        "Time to first token quantile q over the window: source=metrics is PromQL-exact histogram_quantile of the engine's buckets; tap/otlp the nearest-rank quantile of measured requests.",
         "gauge",
     ),
     (TPOT, "Per-request time per output token quantile over the window (PromQL-exact).", "gauge"),
@@ -85,7 +86,7 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
     (KV_BAND_TIME, "Share of the window's scrapes with KV-cache usage in each band.", "gauge"),
     (
         ATTAINMENT,
-        "Share of the window's requests meeting an SLO clause (joint: all clauses, failures count as bad). bound=lower|upper bracket the truth; estimate interpolates (joint: independence product).",
+        "Share of the window's requests meeting an SLO clause (joint: all clauses, failures count as bad). bound=lower|upper bracket the truth; source=metrics: estimate interpolates (joint: independence product); tap/otlp: exact per request, bounds apart only for TPOT from a counted token number.",
         "gauge",
     ),
     (
@@ -102,7 +103,7 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
     ),
     (
         WINDOW_REQUESTS,
-        "Requests finished in the window (raw increase), and how many failed or were aborted (outcome label).",
+        "Requests finished in the window (source=metrics: raw increase), and how many failed or were aborted (outcome label); tap/otlp also count outcome=unobservable, left out of the joint population.",
         "gauge",
     ),
     (KV_CURRENT_BAND, "1 for the KV-cache band of the last scrape, 0 for the others (no window).", "gauge"),
@@ -167,7 +168,12 @@ pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
     if name == alerts::READY_FAMILY {
         return Some((alerts::READY_HELP, "gauge"));
     }
-    FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)).or_else(|| gpu::family_meta(name))
+    FAMILIES
+        .iter()
+        .find(|f| f.0 == name)
+        .map(|f| (f.1, f.2))
+        .or_else(|| gpu::family_meta(name))
+        .or_else(|| requests::family_meta(name))
 }
 
 /// The quantile family of a latency histogram, if it is exported.
@@ -189,6 +195,13 @@ pub const QUANTILE_LABEL: &str = "q";
 /// The label of [`PROMPT_LENGTH_SHARE`]: the prompt length in tokens the share is at or
 /// under. Not `le`, which belongs to histogram buckets.
 pub const PROMPT_TOKENS_LE_LABEL: &str = "prompt_tokens_le";
+
+/// `source="metrics"`: the label that tells the histogram-derived quantiles, attainment,
+/// goodput, burn rate and window counts from the request-derived ones beside them
+/// (`tap`, `otlp`; [`requests`]).
+fn metrics() -> (&'static str, String) {
+    ("source", "metrics".to_string())
+}
 
 /// The [`QUANTILE_LABEL`] value: shortest decimal that round-trips (`0.5`, `0.99`).
 pub fn quantile_label(q: f64) -> String {
@@ -249,6 +262,7 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
         }
     }
     let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();
+    out.extend(requests::samples(report));
     out.extend(alerts::samples_of(&report.alerts));
     out.extend(alerts::readiness_samples(&report.alert_readiness));
     out.extend(gpu::gpu_samples(&report.gpus, None));
@@ -314,7 +328,7 @@ fn window_samples(
             continue;
         }
         let q = quantile_label(lq.quantile);
-        emit(family, with(&[(QUANTILE_LABEL, q.clone())]), lq.value);
+        emit(family, with(&[metrics(), (QUANTILE_LABEL, q.clone())]), lq.value);
         if let Some((lower, upper)) = lq.bracket {
             for (side, v) in [("lower", lower), ("upper", upper)] {
                 let l = with(&[
@@ -345,6 +359,7 @@ fn window_samples(
         }
     }
     slo_samples(&with, w, emit);
+    requests::window_samples(&with, w, emit);
     other_samples(&with, w, emit);
     emit(WINDOW_COVERAGE, with(&[]), w.coverage);
 }
@@ -359,32 +374,33 @@ fn slo_samples(
         let values = match &s.status {
             SloStatus::Evaluated(v) => v,
             SloStatus::NotEvaluable { .. } => {
-                emit(SLO_EVALUABLE, with(&[slo()]), 0.0);
+                emit(SLO_EVALUABLE, with(&[metrics(), slo()]), 0.0);
                 continue;
             }
             SloStatus::NoTraffic => {
-                emit(SLO_EVALUABLE, with(&[slo()]), 1.0);
+                emit(SLO_EVALUABLE, with(&[metrics(), slo()]), 1.0);
                 continue;
             }
         };
-        emit(SLO_EVALUABLE, with(&[slo()]), 1.0);
+        emit(SLO_EVALUABLE, with(&[metrics(), slo()]), 1.0);
         for (clause, b) in &values.attainment {
             for (bound, v) in b.labelled() {
-                emit(ATTAINMENT, with(&[slo(), ("clause", clause.as_str().into()), ("bound", bound.into())]), v);
+                let l = with(&[metrics(), slo(), ("clause", clause.as_str().into()), ("bound", bound.into())]);
+                emit(ATTAINMENT, l, v);
             }
         }
         for (family, b) in
             [(GOODPUT_TOKENS, values.goodput_tokens_per_second), (GOODPUT_REQUESTS, values.goodput_requests_per_second)]
         {
             for (bound, v) in b.iter().flat_map(|b| b.labelled()) {
-                emit(family, with(&[slo(), ("bound", bound.into())]), v);
+                emit(family, with(&[metrics(), slo(), ("bound", bound.into())]), v);
             }
         }
         for (bound, v) in values.burn_rate.labelled() {
-            emit(BURN_RATE, with(&[slo(), ("bound", bound.into())]), v);
+            emit(BURN_RATE, with(&[metrics(), slo(), ("bound", bound.into())]), v);
         }
-        emit(WINDOW_REQUESTS, with(&[slo(), ("outcome", "finished".into())]), values.requests);
-        emit(WINDOW_REQUESTS, with(&[slo(), ("outcome", "failed".into())]), values.failed);
+        emit(WINDOW_REQUESTS, with(&[metrics(), slo(), ("outcome", "finished".into())]), values.requests);
+        emit(WINDOW_REQUESTS, with(&[metrics(), slo(), ("outcome", "failed".into())]), values.failed);
     }
 }
 

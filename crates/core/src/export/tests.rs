@@ -66,7 +66,7 @@ fn every_value_lands_under_its_family_and_labels() {
     let s = samples(&report());
     let ttft = find(&s, TTFT, &[("q", "0.5"), ("window", "5m"), ("model", "m"), ("target", "a")]).unwrap();
     assert_eq!(ttft.value, 0.3);
-    assert_eq!(ttft.labels.iter().map(|l| l.0).collect::<Vec<_>>(), ["target", "model", "window", "q"]);
+    assert_eq!(ttft.labels.iter().map(|l| l.0).collect::<Vec<_>>(), ["target", "model", "window", "source", "q"]);
     assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("q", "0.5"), ("side", "lower")]).unwrap().value, 0.25);
     assert_eq!(find(&s, BRACKET, &[("metric", "ttft"), ("q", "0.5"), ("side", "upper")]).unwrap().value, 0.5);
     assert_eq!(find(&s, TOKENS, &[("direction", "input")]).unwrap().value, 10.0);

@@ -1,11 +1,13 @@
 //! The request path's evidence: one [`RequestRecord`] per request a tap measured or an engine
-//! span described (docs/request-path.md).
+//! span described (docs/request-path.md), and the store that turns them into exact numbers.
 //!
 //! Histograms from /metrics only bound per-request compliance; these records know it. The
 //! tap (in the daemon) and the OTLP receiver produce them (the receiver through [`span`],
-//! which maps an engine's request span); the request store turns them into exact
-//! per-window attainment, goodput and latency quantiles. Everything here is pure: the
-//! producers stamp the times, this module only reads them.
+//! which maps an engine's request span); the [`RequestStore`] keeps what the windows need in
+//! bounded memory and evaluates exact per-window attainment, goodput, burn rate and latency
+//! quantiles, which [`attach`] puts into the tick's report beside the histogram-derived
+//! values. Everything here is pure: the producers stamp the times, this module only reads
+//! them, and the caller passes "now" in.
 //!
 //! The tap's measurement lives here too, apart from its I/O: [`route`] says which requests
 //! are measured, [`sse`] decodes event streams, [`meter`] turns a request's bytes and their
@@ -23,7 +25,35 @@ pub mod strip;
 #[cfg(test)]
 mod tests;
 
+mod attach;
+#[cfg(test)]
+mod attach_tests;
+mod compact;
+mod evaluate;
+mod judge;
+mod report;
+mod ring;
+mod sketch;
+mod store;
+#[cfg(test)]
+mod store_tests;
+mod tally;
+
+pub use attach::{attach, preferred};
+pub use compact::{Compact, Invalid};
+pub use evaluate::{ALL_UNOBSERVABLE, SeriesWindows};
+pub use judge::{CLAUSES, ClauseCounts, Judgement, SloCounts, Verdict, judge};
 pub use meter::{End, Meter, Unmeasured};
 pub use record::{EngineTimes, ItlGap, RequestRecord, Source, Status, TokenCount};
+pub use report::{
+    Basis, DataSource, InboxCounts, QuantileMethod, RequestPathReport, RequestQuantile, RequestSlo, RequestWindow,
+    SeriesCounters, TtftGap,
+};
+pub use ring::{SLOTS_PER_WINDOW, slots_for};
 pub use route::Route;
+pub use sketch::{MAX_BINS, RELATIVE_ERROR, Sketch, nearest_rank};
 pub use span::{AttrValue, NotRecorded, SpanInput, record_from_span};
+pub use store::{
+    BYTES_PER_RECORD, DEFAULT_MAX_RECORDS_PER_SERIES, DEFAULT_MAX_SERIES_PER_TARGET, MAX_CLOCK_SKEW_MS, Reject,
+    RequestStore, SeriesKey, StoreConfig,
+};

@@ -9,6 +9,7 @@
 pub mod clock;
 pub mod evaluator;
 pub mod gpu;
+pub mod requests;
 pub mod target;
 #[cfg(test)]
 mod tests;
@@ -29,6 +30,7 @@ use crate::requests::Inbox;
 use crate::serve::{self, Shared};
 use clock::Clock;
 use evaluator::Evaluator;
+use requests::RequestPath;
 use target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
 
 /// A started daemon. Drop does not stop it; call [`Daemon::shutdown`].
@@ -40,12 +42,19 @@ pub struct Daemon {
     shared: Shared,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
+    inbox: Inbox,
 }
 
 impl Daemon {
     /// The address the HTTP server is bound to (resolves port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The inbox request records go into (docs/architecture.md#the-request-path): what the
+    /// taps and the OTLP receiver push, evaluated with each tick's report.
+    pub fn request_inbox(&self) -> Inbox {
+        self.inbox.clone()
     }
 
     /// The address the tap of `target` is bound to (resolves port 0); `None` for a target
@@ -120,7 +129,10 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", config.listen)))?;
     let addr = listener.local_addr()?;
+    // One inbox for every producer (the taps, the OTLP receiver), drained by the evaluation
+    // loop into the request store.
     let inbox = Inbox::new(REQUEST_INBOX_CAPACITY);
+    let requests = RequestPath::new(&config, inbox.clone());
     // Bound before any task starts, so that a taken address fails the start cleanly.
     let receiver = match &config.otlp {
         Some(o) => Some(crate::otlp::Receiver::bind(o, &config.targets, inbox.clone()).await?),
@@ -161,7 +173,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     shared.delivery = Some(delivery.metrics());
     tasks.spawn(evaluate_loop(
         Evaluator::new(targets, eval),
-        Post { enricher, gpus, delivery },
+        Post { requests, enricher, gpus, delivery },
         config.evaluation_interval,
         clock,
         shared.clone(),
@@ -173,7 +185,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     shared.otlp = otlp.as_ref().map(|o| o.stats());
     tasks.spawn(serve::server::serve(listener, serve::router(shared.clone()), limits, shared.http.clone(), stop_rx));
     tracing::info!(%addr, targets = config.targets.len(), "goodput is listening");
-    Ok(Daemon { addr, otlp, taps, shared, stop, tasks })
+    Ok(Daemon { addr, otlp, taps, shared, stop, tasks, inbox })
 }
 
 /// The HTTP server's guards, the connection cap fitted under the descriptor limit with a
@@ -194,8 +206,10 @@ fn server_limits(config: &Config) -> serve::server::ServerLimits {
     }
 }
 
-/// What happens to each report after evaluation: GPU join, alert rules, delivery.
+/// What happens to each report after evaluation: request-derived windows, GPU join, alert
+/// rules, delivery.
 struct Post {
+    requests: RequestPath,
     enricher: Enricher,
     gpus: gpu::GpuSources,
     delivery: Delivery,
@@ -229,6 +243,7 @@ async fn evaluate_loop(
             r = tick => r,
             _ = stop.changed() => return abandon(&evaluator, &post.delivery).await,
         };
+        post.requests.apply(&mut report).await;
         let notifications = post.enricher.apply(&mut report, post.gpus.latest());
         post.delivery.submit(&notifications);
         held.log_armed(&report);

@@ -21,7 +21,7 @@ use crate::duration::{Window, format_duration};
 use crate::slo::Slo;
 
 /// Labels the recorded series carry that an alert should not.
-const DROP: &str = "max without (window, clause, bound, q, direction)";
+const DROP: &str = "max without (window, clause, bound, q, direction, source)";
 
 struct Builder<'a> {
     spec: &'a RulesSpec,

@@ -3,7 +3,8 @@
 //! Names mirror the daemon's families with a `:` (`llm_slo_attainment_ratio` →
 //! `llm_slo:attainment_ratio`) and carry the same `window`, `slo`, `clause`, `bound` and
 //! `q` labels, so one dashboard query works on both. Rules are ordered so each reads only series recorded before it.
-//! `llm_slo:window_coverage_ratio` records how much of each window holds data, so that
+//! Quantiles, attainment, goodput and burn rate carry `source="metrics"` as the daemon's
+//! histogram-derived series do. `llm_slo:window_coverage_ratio` records how much of each window holds data, so that
 //! the alerts can wait for it as the daemon does (docs/alerts.md#after-a-restart).
 
 use std::collections::BTreeMap;
@@ -18,6 +19,10 @@ use crate::export::QUANTILE_LABEL;
 use crate::slo::{Clause, Slo};
 
 pub const QUANTILES: [&str; 4] = ["0.5", "0.9", "0.95", "0.99"];
+
+/// The daemon's histogram-derived series say `source="metrics"` (its request-derived ones
+/// `tap` or `otlp`); the recorded twins say the same, so one query reads both.
+const METRICS: (&str, &str) = ("source", "metrics");
 
 fn record(name: &str, expr: String, labels: &[(&str, &str)]) -> PromRule {
     PromRule::Record {
@@ -58,7 +63,7 @@ pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<P
                 out.push(record(
                     name,
                     format!("histogram_quantile({q}, {inner})"),
-                    &[(QUANTILE_LABEL, q), ("window", &wl)],
+                    &[(QUANTILE_LABEL, q), ("window", &wl), METRICS],
                 ));
             }
         }
@@ -111,7 +116,7 @@ fn slo_rules(out: &mut Vec<PromRule>, fleet: &Fleet<'_>, s: &Slo, w: Window) {
         out.push(record(
             "llm_slo:attainment_ratio",
             format!("{good} / {all}"),
-            &[("slo", &s.name), ("clause", clause), ("window", &wl)],
+            &[("slo", &s.name), ("clause", clause), ("window", &wl), METRICS],
         ));
     }
     // Joint: every clause and a successful finish. Marginals only bound it (Fréchet);
@@ -124,7 +129,7 @@ fn slo_rules(out: &mut Vec<PromRule>, fleet: &Fleet<'_>, s: &Slo, w: Window) {
         record(
             "llm_slo:attainment_ratio",
             expr,
-            &[("slo", &s.name), ("clause", "joint"), ("bound", bound), ("window", &wl)],
+            &[("slo", &s.name), ("clause", "joint"), ("bound", bound), ("window", &wl), METRICS],
         )
     };
     out.push(joint("estimate", parts.join(" * on (model) ")));
@@ -142,7 +147,7 @@ fn slo_rules(out: &mut Vec<PromRule>, fleet: &Fleet<'_>, s: &Slo, w: Window) {
         out.push(record(
             "llm_slo:goodput_tokens_per_second",
             format!("{} * on (model) {}", att("joint", Some(b)), fleet.output_tokens(w)),
-            &[("slo", &s.name), ("bound", b), ("window", &wl)],
+            &[("slo", &s.name), ("bound", b), ("window", &wl), METRICS],
         ));
     }
     out.push(record(
@@ -152,6 +157,6 @@ fn slo_rules(out: &mut Vec<PromRule>, fleet: &Fleet<'_>, s: &Slo, w: Window) {
             att("joint", Some("estimate")),
             num(s.objective.get())
         ),
-        &[("slo", &s.name), ("window", &wl)],
+        &[("slo", &s.name), ("window", &wl), METRICS],
     ));
 }

@@ -1,0 +1,194 @@
+//! One window's time slots: the tallies and latency sketches of the requests that finished
+//! in each slot, for windows the raw records no longer cover (docs/architecture.md#request-windows).
+//!
+//! A window of `w` is cut into `n` slots of `w / n` whole milliseconds, `n` the smallest
+//! divisor of `w` in milliseconds from [`SLOTS_PER_WINDOW`] up (every whole-second window
+//! has one: 125 divides 1000). Slot `k` holds the requests with `finished_unix` in
+//! `(k·s, (k+1)·s]`, slot edges on the Unix epoch's grid. Evaluated at `t`, the window is
+//! the last `n` whole slots, `(E − w, E]` with `E = ⌊t/s⌋·s`: the counts over it are
+//! exact, and it ends at most one slot (`w/120`) before `t`.
+
+use std::collections::BTreeMap;
+
+use super::compact::Compact;
+use super::judge::Judgement;
+use super::sketch::Sketch;
+use super::tally::Tally;
+use crate::duration::Window;
+
+/// Slots per window, at least: a slots-based window lags `t` by under `w / 120`.
+pub const SLOTS_PER_WINDOW: i64 = 120;
+
+/// The latency sketches of a slot, in [`crate::window::LATENCY_HISTOGRAMS`] order
+/// (TTFT, TPOT, ITL, E2E).
+pub type Sketches = [Sketch; 4];
+
+/// A window edge in Unix seconds. Raw-record windows and slot edges both use it, so a
+/// record exactly on an edge falls on the same side in both.
+pub fn edge(ms: i64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Slot {
+    pub tally: Tally,
+    pub sketches: Sketches,
+}
+
+impl Slot {
+    fn heap_bytes(&self) -> usize {
+        self.tally.heap_bytes() + self.sketches.iter().map(Sketch::heap_bytes).sum::<usize>()
+    }
+}
+
+/// A window's sum over its slots.
+#[derive(Debug, Clone)]
+pub struct SlotWindow {
+    pub from_ms: i64,
+    pub to_ms: i64,
+    pub tally: Tally,
+    pub sketches: Sketches,
+}
+
+#[derive(Debug, Clone)]
+pub struct Ring {
+    window_ms: i64,
+    width_ms: i64,
+    n: i64,
+    slots: BTreeMap<i64, Slot>,
+}
+
+/// How many slots a window of `w_ms` is cut into (see the module doc).
+pub fn slots_for(w_ms: i64) -> i64 {
+    if w_ms <= SLOTS_PER_WINDOW {
+        return w_ms.max(1);
+    }
+    // Odd lengths (`1009ms`) fall back to 1 ms slots while that stays small, else to fewer,
+    // longer slots: the window then lags `t` by up to one of them.
+    (SLOTS_PER_WINDOW..=8 * SLOTS_PER_WINDOW).find(|n| w_ms % n == 0).unwrap_or_else(|| {
+        if w_ms <= 100 * SLOTS_PER_WINDOW {
+            w_ms
+        } else {
+            (1..SLOTS_PER_WINDOW).rev().find(|n| w_ms % n == 0).unwrap_or(1)
+        }
+    })
+}
+
+impl Ring {
+    pub fn new(window: Window) -> Ring {
+        let window_ms = window.millis().max(1);
+        let n = slots_for(window_ms);
+        Ring { window_ms, width_ms: window_ms / n, n, slots: BTreeMap::new() }
+    }
+
+    pub fn width_ms(&self) -> i64 {
+        self.width_ms
+    }
+
+    /// The slot holding `finished`: `k` with `edge(k·s) < finished ≤ edge((k+1)·s)`.
+    fn key(&self, finished: f64) -> i64 {
+        let s = self.width_ms;
+        let mut k = (finished * 1000.0 / s as f64).ceil() as i64 - 1;
+        while finished <= edge(k * s) {
+            k -= 1;
+        }
+        while finished > edge((k + 1) * s) {
+            k += 1;
+        }
+        k
+    }
+
+    /// The oldest slot any window at or after `now_ms` reads.
+    fn oldest(&self, now_ms: i64) -> i64 {
+        now_ms.div_euclid(self.width_ms) - self.n
+    }
+
+    /// Adds one request (and its ITL gaps as sketch bins) unless its slot is already
+    /// behind every window from `now_ms` on.
+    pub fn add(&mut self, r: &Compact, judgements: &[Judgement], itl: &[(Option<i32>, u32)], now_ms: i64) {
+        // Checked on the time first, so that a finish time from long ago (or a wild one)
+        // never reaches the slot arithmetic.
+        let oldest = self.oldest(now_ms);
+        if r.finished <= edge(oldest * self.width_ms) {
+            return;
+        }
+        let k = self.key(r.finished);
+        if k < oldest {
+            return;
+        }
+        let slot =
+            self.slots.entry(k).or_insert_with(|| Slot { tally: Tally::new(judgements.len()), ..Slot::default() });
+        slot.tally.add(r, judgements);
+        let [ttft, tpot, itl_sketch, e2e] = &mut slot.sketches;
+        if let Some(v) = r.ttft() {
+            ttft.insert(v);
+        }
+        if let Some(v) = r.tpot() {
+            tpot.insert(v);
+        }
+        e2e.insert(r.e2e);
+        for &(key, n) in itl {
+            itl_sketch.add_key(key, n);
+        }
+    }
+
+    /// Drops the slots no window from `now_ms` on reads.
+    pub fn evict(&mut self, now_ms: i64) {
+        let oldest = self.oldest(now_ms);
+        self.slots = self.slots.split_off(&oldest);
+    }
+
+    /// The window's whole slots at `now_ms`, summed.
+    pub fn window(&self, now_ms: i64, slos: usize) -> SlotWindow {
+        let e = now_ms.div_euclid(self.width_ms);
+        let mut tally = Tally::new(slos);
+        let mut sketches = Sketches::default();
+        for slot in self.slots.range(e - self.n..e).map(|(_, s)| s) {
+            tally.merge(&slot.tally);
+            for (a, b) in sketches.iter_mut().zip(&slot.sketches) {
+                a.merge(b);
+            }
+        }
+        let to_ms = e * self.width_ms;
+        SlotWindow { from_ms: to_ms - self.window_ms, to_ms, tally, sketches }
+    }
+
+    /// Slots held, and the bytes they take (an estimate: map nodes are not counted).
+    pub fn footprint(&self) -> (usize, usize) {
+        let per = std::mem::size_of::<(i64, Slot)>();
+        (self.slots.len(), self.slots.values().map(|s| per + s.heap_bytes()).sum())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::duration::Window;
+
+    #[test]
+    fn slot_counts_divide_the_window() {
+        for (w, n) in [(60_000, 120), (300_000, 120), (3_600_000, 120), (21_600_000, 120), (250, 125), (7, 7)] {
+            assert_eq!(slots_for(w), n, "{w}");
+            assert_eq!(w % slots_for(w), 0);
+        }
+        // 1009 ms is prime: one slot per millisecond.
+        assert_eq!(slots_for(1_009), 1_009);
+    }
+
+    /// docs/limits.md#request-store quotes these sizes.
+    #[test]
+    fn a_slot_is_as_big_as_documented() {
+        assert_eq!(std::mem::size_of::<(i64, Slot)>(), 240);
+        assert_eq!(std::mem::size_of::<crate::request::SloCounts>(), 144);
+    }
+
+    #[test]
+    fn a_record_on_an_edge_belongs_to_the_slot_it_ends() {
+        let r = Ring::new(Window::from_secs(60));
+        assert_eq!(r.width_ms(), 500);
+        assert_eq!(r.key(100.5), 200, "(100.0, 100.5]");
+        assert_eq!(r.key(100.5000001), 201);
+        assert_eq!(r.key(100.0000001), 200);
+        assert_eq!(r.key(-0.2), -1);
+    }
+}
