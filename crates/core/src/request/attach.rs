@@ -8,7 +8,7 @@
 use super::evaluate::SeriesWindows;
 use super::report::{DataSource, RequestPathReport, RequestWindow, TtftGap};
 use crate::canonical::HistogramKind;
-use crate::report::{ModelReport, Report, WindowReport};
+use crate::report::{ModelReport, Report, SloStatus, SloValues, WindowReport};
 
 /// Adds every series' windows to the report's targets, fills the TTFT gaps, and sets
 /// `report.request_path`. Series of targets the report lacks are left out.
@@ -83,4 +83,14 @@ fn ttft_gap(w: &WindowReport) -> Option<TtftGap> {
 /// saw a request finish in it (docs/alerts.md#which-source-alerts-read).
 pub fn preferred(w: &WindowReport) -> Option<&RequestWindow> {
     w.requests.iter().filter(|r| r.source != DataSource::Metrics).find(|r| r.requests > 0)
+}
+
+/// One SLO's values over `w` from the [`preferred`] request source, when it evaluated them:
+/// what the status page and the demo summary show beside the histogram bracket.
+pub fn preferred_slo<'a>(w: &'a WindowReport, slo: &str) -> Option<(DataSource, &'a SloValues)> {
+    let r = preferred(w)?;
+    r.slos.iter().find(|s| s.slo == slo).and_then(|s| match &s.status {
+        SloStatus::Evaluated(v) => Some((r.source, v)),
+        _ => None,
+    })
 }

@@ -39,7 +39,7 @@ mod store;
 mod store_tests;
 mod tally;
 
-pub use attach::{attach, preferred};
+pub use attach::{attach, preferred, preferred_slo};
 pub use compact::{Compact, Invalid};
 pub use evaluate::{ALL_UNOBSERVABLE, SeriesWindows};
 pub use judge::{CLAUSES, ClauseCounts, Judgement, SloCounts, Verdict, judge};

@@ -143,8 +143,9 @@ fn push_point(s: &mut Series, cap: usize, t_ms: i64, w: &WindowReport) {
     push(&mut s.kv, cap, f(w.kv_cache.as_ref().map(|k| k.last)));
     let len = s.t_ms.len();
     for slo in &w.slos {
-        let g = match &slo.status {
-            SloStatus::Evaluated(v) => v.goodput_tokens_per_second,
+        // Goodput from requests where the window has them, else the histogram bracket.
+        let g = match (crate::request::preferred_slo(w, &slo.slo), &slo.status) {
+            (Some((_, v)), _) | (None, SloStatus::Evaluated(v)) => v.goodput_tokens_per_second,
             _ => None,
         };
         let point = g.map_or([f32::NAN; 3], |g| [f(Some(g.lower)), f(Some(g.estimate)), f(Some(g.upper))]);

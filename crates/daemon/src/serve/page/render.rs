@@ -14,6 +14,7 @@ use super::svg::{Band, Chart, Line, Ribbon, Threshold, attainment_cell};
 use crate::alert::view::rfc3339_ms;
 use crate::duration::{Window, format_duration};
 use crate::report::{AlertJson, ModelReport, Report, SloStatus, TargetReport, WindowReport};
+use crate::request::preferred_slo;
 use crate::slo::{Clause, Slo};
 
 /// Bytes of HTML per target and model, roughly, to size the buffer once.
@@ -230,8 +231,14 @@ fn slo_table(out: &mut String, m: &ModelReport, slos: &[(&str, Option<&Slo>)], s
             match w.slos.iter().find(|s| s.slo == *name).map(|s| (s.objective, &s.status)) {
                 Some((objective, SloStatus::Evaluated(v))) => match v.attainment.get(&Clause::Joint) {
                     Some(joint) => {
-                        // The request path's exact share is wired here once the report has it.
-                        attainment_cell(out, None, joint, objective);
+                        // The request path's share, when it is exact, drawn on the bracket.
+                        let exact = preferred_slo(w, name)
+                            .and_then(|(source, r)| r.attainment.get(&Clause::Joint).map(|b| (source, b)))
+                            .filter(|(_, b)| b.is_exact());
+                        attainment_cell(out, exact.map(|(_, b)| b.estimate), joint, objective);
+                        if let Some((source, _)) = exact {
+                            let _ = write!(out, r#"<span class="requests">exact from {}</span>"#, source.as_str());
+                        }
                         let _ = write!(
                             out,
                             r#"<span class="requests">requests {}, failed {}</span>"#,

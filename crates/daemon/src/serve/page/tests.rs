@@ -243,3 +243,47 @@ fn a_hundred_targets_make_a_page_of_reasonable_size() {
     assert!(hundred.len() < 4 << 20, "{} bytes", hundred.len());
     eprintln!("status page: {} bytes for 1 target, {} for 100", one.len(), hundred.len());
 }
+
+/// A window whose tap requests evaluated `slo` with an exact joint share of `share`.
+fn with_exact_tap_share(w: &mut crate::report::WindowReport, slo: &str, share: f64) {
+    use crate::request::{Basis, DataSource, RequestSlo, RequestWindow};
+    use crate::slo::Clause;
+    let SloStatus::Evaluated(mut values) = w.slos.iter().find(|s| s.slo == slo).unwrap().status.clone() else {
+        panic!("the sample evaluates {slo}");
+    };
+    values.attainment.insert(Clause::Joint, Bounded::exact(share));
+    w.requests.push(RequestWindow {
+        source: DataSource::Tap,
+        coverage: 1.0,
+        basis: Basis::Records,
+        from_unix: 0.0,
+        to_unix: 60.0,
+        requests: 400,
+        failed: 3,
+        requests_per_second: 400.0 / 60.0,
+        output_tokens_per_second: 100.0,
+        inexact_token_counts: 0,
+        mean_ttft_seconds: Some(0.1),
+        latency: Vec::new(),
+        slos: vec![RequestSlo {
+            slo: slo.into(),
+            objective: 0.99,
+            status: SloStatus::Evaluated(values),
+            counts: Default::default(),
+        }],
+        ttft_gap: None,
+    });
+}
+
+#[test]
+fn an_exact_share_from_the_tap_is_drawn_on_the_bracket() {
+    let mut r = sample::report(1, 0);
+    let slo = r.targets[0].models[0].windows[0].slos[0].slo.clone();
+    let before = StatusPage::new(sample::facts(), DEFAULT_RING_LEN).html(&r);
+    assert_eq!(attr(&before, "data-kind"), "bracket", "no request data: the bracket alone");
+    with_exact_tap_share(&mut r.targets[0].models[0].windows[0], &slo, 0.9925);
+    let html = StatusPage::new(sample::facts(), DEFAULT_RING_LEN).html(&r);
+    assert_eq!(attr(&html, "data-kind"), "exact", "{html}");
+    assert!(html.contains("exact from tap"), "the source is named");
+    assert!(html.contains("99.25"), "the exact share is printed: {html}");
+}
