@@ -7,7 +7,7 @@ mod cli;
 
 // The subcommands name the library's modules as `crate::…`, as the daemon crate does.
 use goodput::{
-    adapt, canonical, config, daemon, duration, gpu, parse, probe, redact, replay, report, rules, scrape, slo,
+    adapt, canonical, config, daemon, duration, gpu, parse, probe, redact, replay, report, request, rules, scrape, slo,
 };
 use goodput_sim as sim;
 

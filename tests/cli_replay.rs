@@ -149,3 +149,38 @@ fn replay_reports_folders_and_config_mistakes() {
     let at = format!("{}:3:", config.display());
     assert!(err.contains(&at), "wanted {at} in {err}");
 }
+
+#[test]
+fn replay_as_a_table_summarises_each_instant_for_people() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec");
+    simulate(&rec);
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let json = replay_cli(&config, &rec);
+    let out = goodput(&[
+        "replay",
+        "--config",
+        config.to_str().unwrap(),
+        "--recording",
+        rec.to_str().unwrap(),
+        "--step",
+        "5s",
+        "--format",
+        "table",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    // One block per instant, as many as JSON lines, each headed by its time.
+    let instants = String::from_utf8(json.stdout).unwrap().lines().count();
+    assert!(instants > 10);
+    assert_eq!(table.matches("\nat 20").count() + usize::from(table.starts_with("at 20")), instants, "{table}");
+    let last = table.rsplit("\nat ").next().unwrap();
+    // The ramp overloads the engines by the end: the last instant says so, with every
+    // window, the failures behind the attainment, and the alert states.
+    assert!(last.contains("\nsim "), "{last}");
+    assert!(last.contains("SLO chat (99.0%): 1m ~") && last.contains(" · 5m "), "{last}");
+    assert!(last.contains("requests failed; goodput"), "{last}");
+    assert!(last.contains("\nfiring: ") && last.contains("\npending: "), "{last}");
+    assert!(!last.contains("next: open"), "a replay has no daemon to open");
+}

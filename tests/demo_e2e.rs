@@ -30,15 +30,25 @@ fn demo_serves_ttft_for_both_engines_within_30s_and_stops_on_sigint() {
         .unwrap();
     let start = Instant::now();
     let mut seen = (false, false);
-    while start.elapsed() < Duration::from_secs(30) && seen != (true, true) {
+    // The engines' load goes through their taps and they send spans: both request sources
+    // show up beside the histograms.
+    let mut sources = (false, false);
+    while start.elapsed() < Duration::from_secs(30) && (seen != (true, true) || sources != (true, true)) {
         std::thread::sleep(Duration::from_millis(500));
         let Some(body) = get(port, "/metrics") else { continue };
         for line in body.lines().filter(|l| l.starts_with("llm_slo_ttft_seconds{")) {
             seen.0 |= line.contains("target=\"sim-chat\"");
             seen.1 |= line.contains("target=\"sim-batch\"");
         }
+        for line in body.lines().filter(|l| l.starts_with("llm_slo_requests_total{") && !l.ends_with(" 0.0")) {
+            sources.0 |= line.contains("source=\"tap\"");
+            sources.1 |= line.contains("source=\"otlp\"");
+        }
     }
     let took = start.elapsed();
+    assert_eq!(sources, (true, true), "requests counted from the taps and from spans within {took:?}");
+    // One more summary after the tap's numbers exist.
+    std::thread::sleep(Duration::from_secs(3));
     // SIGINT is what Ctrl-C sends.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -62,4 +72,9 @@ fn demo_serves_ttft_for_both_engines_within_30s_and_stops_on_sigint() {
     assert!(stdout.contains(&format!("http://127.0.0.1:{port}/metrics")), "{stdout}");
     assert!(stdout.contains("sim-chat") && stdout.contains("sim-batch") && stdout.contains("p99 TTFT"), "{stdout}");
     assert!(stdout.contains("stopping the demo"), "{stdout}");
+    // The summary says what matters: exact shares from the tap beside the bracket, pending
+    // as well as firing alerts, and what to open next.
+    assert!(stdout.contains("exact from tap (histograms ["), "{stdout}");
+    assert!(stdout.contains("\npending: ") && stdout.contains("\nfiring: "), "{stdout}");
+    assert!(stdout.contains(&format!("next: open http://127.0.0.1:{port}/")), "{stdout}");
 }

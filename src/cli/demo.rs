@@ -13,14 +13,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::CliResult;
 use super::run::shutdown_signal;
+use super::{CliResult, summary};
 use crate::config::{self, Config};
 use crate::daemon::{self, clock::SystemClock};
-use crate::report::{Report, SloStatus, WindowReport};
 use crate::sim::config::{Profile, SimConfig};
 use crate::sim::{drive, live};
-use crate::slo::Clause;
 
 /// The demo's config, also shipped as `config/demo.yaml` for `goodput check`.
 pub const DEMO_CONFIG: &str = include_str!("../../config/demo.yaml");
@@ -92,6 +90,7 @@ pub fn run(args: Args) -> CliResult {
             drivers.push(drive::start(load, &format!("http://{tap}"), args.speed)?);
         }
         print_banner(&cfg, &d, &engines);
+        let view = summary::View { windows: &cfg.windows, base_url: Some(format!("http://{}", d.local_addr())) };
         let summary = async {
             if args.summary_every == 0 {
                 return std::future::pending().await;
@@ -100,7 +99,7 @@ pub fn run(args: Args) -> CliResult {
             every.tick().await;
             loop {
                 every.tick().await;
-                print!("{}", summary(&d.report()));
+                print!("{}", summary::render(&d.report(), &view));
             }
         };
         let deadline = async {
@@ -150,108 +149,4 @@ fn print_banner(cfg: &Config, d: &daemon::Daemon, engines: &[live::LiveHandle]) 
     }
     println!("  SLOs: {}", cfg.slos.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "));
     println!("Ctrl-C stops everything. The first summary comes in a few seconds.\n");
-}
-
-fn ms(v: Option<f64>) -> String {
-    v.filter(|v| v.is_finite()).map_or("-".into(), |v| format!("{:.0}ms", v * 1000.0))
-}
-
-fn p99(w: &WindowReport, metric: crate::canonical::HistogramKind) -> Option<f64> {
-    w.latency.iter().find(|l| l.metric == metric && l.quantile == 0.99).map(|l| l.value)
-}
-
-/// One table row per target and model over its shortest window, then firing alerts.
-pub fn summary(report: &Report) -> String {
-    use crate::canonical::HistogramKind as H;
-    let mut out = format!(
-        "{:<10} {:>9} {:>9} {:>10} {:>22} {:>12}\n",
-        "target", "p99 TTFT", "p99 TPOT", "tokens/s", "goodput tok/s [lo-hi]", "KV band"
-    );
-    for t in &report.targets {
-        if !t.health.up {
-            let why = t.health.last_error.as_deref().unwrap_or("no scrape yet");
-            out.push_str(&format!("{:<10} down: {why}\n", t.target));
-            continue;
-        }
-        for m in &t.models {
-            let Some(w) = m.windows.first() else { continue };
-            let goodput = w.slos.iter().find_map(|s| match &s.status {
-                SloStatus::Evaluated(v) => v.goodput_tokens_per_second,
-                _ => None,
-            });
-            let goodput = goodput.map_or("-".into(), |g| format!("{:.0} [{:.0}-{:.0}]", g.estimate, g.lower, g.upper));
-            let band =
-                w.kv_cache.as_ref().map_or("-".into(), |k| format!("{} {:.0}%", k.band.as_str(), k.last * 100.0));
-            let tps = w.output_tokens_per_second.map_or("-".into(), |v| format!("{v:.0}"));
-            out.push_str(&format!(
-                "{:<10} {:>9} {:>9} {:>10} {:>22} {:>12}\n",
-                t.target,
-                ms(p99(w, H::Ttft)),
-                ms(p99(w, H::Tpot)),
-                tps,
-                goodput,
-                band
-            ));
-            for s in &w.slos {
-                if let SloStatus::Evaluated(v) = &s.status
-                    && let Some(j) = v.attainment.get(&Clause::Joint)
-                {
-                    out.push_str(&format!(
-                        "           SLO {:<6} attainment {:.1}% [{:.1}-{:.1}] over {}\n",
-                        s.slo,
-                        j.estimate * 100.0,
-                        j.lower * 100.0,
-                        j.upper * 100.0,
-                        w.window
-                    ));
-                }
-            }
-        }
-    }
-    let firing: Vec<String> = report
-        .alerts
-        .iter()
-        .filter(|a| a.state == "firing")
-        .map(|a| {
-            format!(
-                "{}{{target={}}}",
-                a.labels.get("alertname").map_or("?", |s| s),
-                a.labels.get("target").map_or("?", |s| s)
-            )
-        })
-        .collect();
-    out.push_str(&format!("firing: {}\n", if firing.is_empty() { "none".into() } else { firing.join(", ") }));
-    out.push_str(&waiting(report));
-    out.push('\n');
-    out
-}
-
-/// The rules still waiting for their windows to fill, each with its least covered window
-/// (docs/alerts.md#after-a-restart); empty once every rule may judge.
-fn waiting(report: &Report) -> String {
-    let mut worst: Vec<&crate::report::RuleReadiness> = Vec::new();
-    for r in report.alert_readiness.iter().filter(|r| !r.ready) {
-        match worst.iter_mut().find(|w| w.alertname == r.alertname) {
-            Some(w) if w.ready_in_seconds < r.ready_in_seconds => *w = r,
-            Some(_) => {}
-            None => worst.push(r),
-        }
-    }
-    if worst.is_empty() {
-        return String::new();
-    }
-    let items: Vec<String> = worst
-        .iter()
-        .map(|r| {
-            let left = Duration::from_secs(r.ready_in_seconds.ceil() as u64);
-            format!(
-                "{} ({} {:.0}% covered, ready in {})",
-                r.alertname,
-                r.window,
-                r.coverage * 100.0,
-                crate::duration::format_duration(left)
-            )
-        })
-        .collect();
-    format!("waiting for window coverage: {}\n", items.join(", "))
 }

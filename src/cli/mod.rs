@@ -11,6 +11,7 @@ pub mod replay;
 pub mod rules;
 pub mod run;
 pub mod simulate;
+pub mod summary;
 
 use clap::{Parser, Subcommand};
 

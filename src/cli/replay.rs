@@ -1,6 +1,7 @@
 //! `goodput replay --config FILE --recording DIR --step 5s`: a recording evaluated in
 //! virtual time by the daemon's own core, one JSON line per instant on stdout, with the
-//! families and labels /metrics would show at that instant (docs/replay.md).
+//! families and labels /metrics would show at that instant (docs/replay.md); or, with
+//! `--format table`, the demo's terminal summary of each instant, for people.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,6 +22,16 @@ pub struct Args {
     /// Evaluate at every multiple of STEP on the Unix epoch, from the first to the last scrape.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub step: Duration,
+    /// `json`: one JSON line per instant (for programs); `table`: a readable summary per
+    /// instant.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Json,
+    Table,
 }
 
 pub fn run(args: Args) -> CliResult {
@@ -49,8 +60,20 @@ pub fn run(args: Args) -> CliResult {
     let frames = replay_with(&args.recording, &recording, &targets, cfg.eval_config(), &cfg.alerting, step_ms)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
+    let view = super::summary::View { windows: &cfg.windows, base_url: None };
     for frame in frames {
-        if let Err(e) = writeln!(out, "{}", frame.json_line()) {
+        let text = match args.format {
+            Format::Json => frame.json_line() + "\n",
+            Format::Table => {
+                let at = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(frame.t_ms).unwrap_or(0));
+                format!(
+                    "at {}\n{}",
+                    humantime::format_rfc3339_seconds(at),
+                    super::summary::render(&frame.report, &view)
+                )
+            }
+        };
+        if let Err(e) = out.write_all(text.as_bytes()) {
             // A closed pipe (`| head`) is the reader's choice, not an error.
             if e.kind() == std::io::ErrorKind::BrokenPipe {
                 return Ok(0);
