@@ -60,6 +60,8 @@ pub fn start(cfg: &SimConfig, base: &str, speed: f64) -> Result<Driver, String> 
     if !(speed.is_finite() && speed > 0.0) {
         return Err(format!("speed must be a positive number, got {speed}"));
     }
+    // reqwest's TLS backend needs a process-wide crypto provider even for plain http.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .no_proxy()
         .tcp_nodelay(true)
