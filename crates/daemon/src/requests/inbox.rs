@@ -2,6 +2,8 @@
 //!
 //! Producers run on request-serving tasks and must never wait on the evaluator, so a push
 //! takes one short uncontended lock and never blocks on capacity: a full inbox drops.
+//! Full means either limit: a number of records, or their bytes, since a tap record
+//! carries one ITL gap per token event and a count alone would not bound memory.
 
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +18,9 @@ pub struct Inbox {
 struct State {
     queue: Vec<RequestRecord>,
     capacity: usize,
+    /// The queued records' [`record_bytes`], and the most they may add up to.
+    bytes: usize,
+    max_bytes: usize,
     accepted: u64,
     dropped: u64,
 }
@@ -30,24 +35,34 @@ pub struct InboxStats {
 impl Inbox {
     /// An inbox holding at most `capacity` records between two drains.
     pub fn new(capacity: usize) -> Inbox {
-        Inbox { inner: Arc::new(Mutex::new(State { queue: Vec::new(), capacity, accepted: 0, dropped: 0 })) }
+        Inbox::with_limits(capacity, DEFAULT_MAX_BYTES)
+    }
+
+    /// An inbox holding at most `capacity` records and `max_bytes` of them between drains.
+    pub fn with_limits(capacity: usize, max_bytes: usize) -> Inbox {
+        let state = State { queue: Vec::new(), capacity, bytes: 0, max_bytes, accepted: 0, dropped: 0 };
+        Inbox { inner: Arc::new(Mutex::new(state)) }
     }
 
     /// Queues one record; returns false (and counts it) when the inbox is full.
     pub fn push(&self, record: RequestRecord) -> bool {
+        let size = record_bytes(&record);
         let mut s = self.lock();
-        if s.queue.len() >= s.capacity {
+        if s.queue.len() >= s.capacity || s.bytes + size > s.max_bytes {
             s.dropped += 1;
             return false;
         }
         s.accepted += 1;
+        s.bytes += size;
         s.queue.push(record);
         true
     }
 
     /// Takes every queued record, oldest first.
     pub fn drain(&self) -> Vec<RequestRecord> {
-        std::mem::take(&mut self.lock().queue)
+        let mut s = self.lock();
+        s.bytes = 0;
+        std::mem::take(&mut s.queue)
     }
 
     pub fn stats(&self) -> InboxStats {
@@ -59,6 +74,18 @@ impl Inbox {
         // A producer that panicked mid-push left a valid Vec behind; keep going.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The most bytes of records held between two drains by default (docs/limits.md#request-store):
+/// 65,536 ordinary records fit; a flood of long streams is cut here, not at the count.
+pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+
+/// What one record holds in memory: the struct, its strings and its ITL gaps.
+pub fn record_bytes(r: &RequestRecord) -> usize {
+    std::mem::size_of::<RequestRecord>()
+        + r.target.len()
+        + r.model.len()
+        + r.itl.len() * std::mem::size_of::<goodput_core::request::ItlGap>()
 }
 
 #[cfg(test)]
@@ -94,5 +121,22 @@ mod tests {
         assert_eq!(got, vec![1.0, 2.0]);
         assert!(inbox.drain().is_empty());
         assert!(inbox.push(record(4)));
+    }
+
+    #[test]
+    fn records_with_many_itl_gaps_are_bounded_by_bytes_not_only_by_count() {
+        let mut long = record(1);
+        long.itl = vec![goodput_core::request::ItlGap { seconds: 0.01, tokens: 1 }; 10_000];
+        let size = record_bytes(&long);
+        assert!(size > 10_000 * 16);
+        let inbox = Inbox::with_limits(1_000, 3 * size + 1_000);
+        for _ in 0..3 {
+            assert!(inbox.push(long.clone()));
+        }
+        assert!(!inbox.push(long.clone()), "a fourth long record passes the byte limit");
+        assert!(inbox.push(record(2)), "a short one still fits");
+        assert_eq!(inbox.stats(), InboxStats { accepted: 4, dropped: 1 });
+        assert_eq!(inbox.drain().len(), 4);
+        assert!(inbox.push(long), "draining frees the bytes");
     }
 }

@@ -8,4 +8,4 @@
 mod inbox;
 
 pub use goodput_core::request::RequestRecord;
-pub use inbox::{Inbox, InboxStats};
+pub use inbox::{DEFAULT_MAX_BYTES, Inbox, InboxStats, record_bytes};
