@@ -297,6 +297,7 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let up = rt.block_on(start_upstream());
     let tap = Tap::start(up);
+    goodput::scrape::install_crypto_provider();
     let client =
         reqwest::Client::builder().no_proxy().tcp_nodelay(true).pool_max_idle_per_host(1024).build().expect("client");
     let mut c = Criterion::default().configure_from_args();
