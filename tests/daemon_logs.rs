@@ -3,13 +3,15 @@
 //! minute. The real binary scrapes a port nothing listens on, ten times a second. And the
 //! human format writes no colour codes into a pipe or a log file.
 
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_goodput");
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_target_that_stays_down_is_logged_once() {
+/// The daemon binary, logging in `format` to a pipe, scraping one target where nothing
+/// listens ten times a second: the child, the daemon's port, and the folder of its config
+/// (kept alive by the caller).
+fn daemon_with_a_dead_target(format: &str) -> (Child, u16, tempfile::TempDir) {
     // Free ports: bind, read, release. Nothing listens on `refused` afterwards.
     let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let (port, refused) = (free(), free());
@@ -24,12 +26,18 @@ async fn a_target_that_stays_down_is_logged_once() {
     )
     .unwrap();
     let child = Command::new(BIN)
-        .args(["--log-format", "json", "run", "--config"])
+        .args(["--log-format", format, "run", "--config"])
         .arg(&cfg)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    (child, port, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_stays_down_is_logged_once() {
+    let (child, port, _dir) = daemon_with_a_dead_target("json");
 
     // Wait until the daemon has failed at least 15 scrapes of the target.
     goodput::scrape::install_crypto_provider();
@@ -66,25 +74,7 @@ async fn a_target_that_stays_down_is_logged_once() {
 
 #[test]
 fn human_logs_written_to_a_pipe_carry_no_colour_codes() {
-    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let (port, refused) = (free(), free());
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("config.yaml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "listen: 127.0.0.1:{port}\nscrape: {{interval: 100ms, timeout: 80ms}}\n\
-             targets:\n  - {{name: gone, url: 'http://127.0.0.1:{refused}/metrics'}}\n"
-        ),
-    )
-    .unwrap();
-    let child = Command::new(BIN)
-        .args(["--log-format", "human", "run", "--config"])
-        .arg(&cfg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, _, _dir) = daemon_with_a_dead_target("human");
     // Long enough to log the start and the target going down.
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: kill(2) on our own child's pid.
