@@ -134,12 +134,7 @@ async fn check_metrics(base: &str) {
     let (status, body) = get(&format!("{base}/metrics")).await;
     assert_eq!(status, 200);
     let samples = metrics_samples(&body);
-    let value = |name: &str, labels: &[(&str, &str)]| {
-        samples
-            .iter()
-            .find(|(n, l, _)| n == name && labels.iter().all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v)))
-            .map(|s| s.2)
-    };
+    let value = |name: &str, labels: &[(&str, &str)]| common::sample_value(&samples, name, labels);
     assert!(value("process_resident_memory_bytes", &[]).unwrap() > 1e6);
     assert!(value("process_start_time_seconds", &[]).unwrap() > 1.6e9);
     assert!(value("process_cpu_seconds_total", &[]).is_some());

@@ -1,27 +1,15 @@
 //! `goodput demo` end to end: started as a user would, /metrics shows TTFT quantiles for
 //! both simulated engines within 30 s, and Ctrl-C (SIGINT) stops everything cleanly.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+mod net;
+
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out)
-}
-
 #[test]
 fn demo_serves_ttft_for_both_engines_within_30s_and_stops_on_sigint() {
-    let port = free_port();
+    let port = net::free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_goodput"))
         .args(["demo", "--listen", &format!("127.0.0.1:{port}"), "--summary-every", "2"])
         .stdout(Stdio::piped())
@@ -35,7 +23,7 @@ fn demo_serves_ttft_for_both_engines_within_30s_and_stops_on_sigint() {
     let mut sources = (false, false);
     while start.elapsed() < Duration::from_secs(30) && (seen != (true, true) || sources != (true, true)) {
         std::thread::sleep(Duration::from_millis(500));
-        let Some(body) = get(port, "/metrics") else { continue };
+        let Some(body) = net::get_raw(port, "/metrics") else { continue };
         for line in body.lines().filter(|l| l.starts_with("llm_slo_ttft_seconds{")) {
             seen.0 |= line.contains("target=\"sim-chat\"");
             seen.1 |= line.contains("target=\"sim-batch\"");

@@ -6,10 +6,9 @@
 
 mod common;
 mod fake_nvml;
+mod net;
 mod tools;
 
-use std::io::Read;
-use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,20 +17,6 @@ use goodput::config;
 use goodput::daemon::{self, clock::SystemClock};
 
 const H100: &str = "GPU-11111111-2222-3333-4444-555555555555";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn get_blocking(port: u16, path: &str) -> Option<String> {
-    use std::io::Write;
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    out.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
-}
 
 fn has(body: &str, prefix: &str) -> bool {
     body.lines().any(|l| l.starts_with(prefix))
@@ -42,7 +27,7 @@ fn demo_metrics_pass_promtool_check_metrics() {
     if tools::require("promtool").is_none() {
         return;
     }
-    let port = free_port();
+    let port = net::free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_goodput"))
         .args(["demo", "--listen", &format!("127.0.0.1:{port}"), "--summary-every", "0"])
         .stdout(Stdio::null())
@@ -62,7 +47,7 @@ fn demo_metrics_pass_promtool_check_metrics() {
     let mut body = String::new();
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(500));
-        if let Some(b) = get_blocking(port, "/metrics") {
+        if let Some(b) = net::get_body(port, "/metrics") {
             body = b;
             if wanted.iter().all(|w| has(&body, w)) {
                 break;

@@ -7,6 +7,8 @@
 //! long-running commands (`run`, `demo`, `simulate --listen`) are stopped after they have
 //! shown they work. `cargo test` is this run itself.
 
+mod net;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -38,10 +40,6 @@ fn readme_commands() -> Vec<String> {
         }
     }
     out
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// Kills the child (ours, by PID) when dropped, so a failed assertion leaves nothing behind.
@@ -83,13 +81,7 @@ impl Running {
 }
 
 fn http_get(addr: &str, path: &str) -> Option<String> {
-    use std::io::Write;
-    let mut s = std::net::TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).ok()?;
-    body.starts_with("HTTP/1.1 200").then_some(body)
+    net::get_body(addr.rsplit(':').next()?.parse().ok()?, path)
 }
 
 /// The body of `GET http://{addr}{path}` once it contains `want`.
@@ -142,8 +134,8 @@ fn every_readme_command_runs_as_written() {
 
     // The configs the README names, with the engine and daemon ports made free.
     let dir = tempfile::tempdir().unwrap();
-    let engine = format!("127.0.0.1:{}", free_port());
-    let listen = format!("127.0.0.1:{}", free_port());
+    let engine = format!("127.0.0.1:{}", net::free_port());
+    let listen = format!("127.0.0.1:{}", net::free_port());
     std::fs::create_dir(dir.path().join("config")).unwrap();
     for entry in std::fs::read_dir(root().join("config")).unwrap() {
         let path = entry.unwrap().path();
@@ -167,7 +159,7 @@ fn every_readme_command_runs_as_written() {
             Some("run") if cmd.starts_with("cargo ") => {
                 // `cargo run --release -- demo`: the demo, on free ports, for a few seconds.
                 assert!(cmd.ends_with("-- demo"), "unknown cargo command in the README: {cmd}");
-                let demo_listen = format!("127.0.0.1:{}", free_port());
+                let demo_listen = format!("127.0.0.1:{}", net::free_port());
                 let d = spawn(
                     dir.path(),
                     &["demo".into(), "--listen".into(), demo_listen.clone(), "--summary-every".into(), "1".into()],

@@ -144,12 +144,7 @@ alerting:
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     let samples = metrics_samples(&body);
-    let value = |name: &str, labels: &[(&str, &str)]| {
-        samples
-            .iter()
-            .find(|(n, l, _)| n == name && labels.iter().all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v)))
-            .map(|s| s.2)
-    };
+    let value = |name: &str, labels: &[(&str, &str)]| common::sample_value(&samples, name, labels);
     let joint = |source| {
         value(
             "llm_slo_attainment_ratio",

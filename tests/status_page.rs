@@ -5,10 +5,10 @@
 //! loaded from elsewhere, and that the screenshot has the right size and is not blank. The
 //! screenshot is kept at `target/artifacts/status-page.png` (docs/status-page.md).
 
+mod net;
 mod tools;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -48,20 +48,6 @@ alerting:
     LLMKVCacheSaturated: {{threshold: 0.001, for: 0s}}
 "#
     )
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// The raw response (head and body) to `GET path`.
-fn get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out)
 }
 
 /// Where CI keeps the screenshot.
@@ -121,7 +107,7 @@ fn wait_for_page(port: u16) -> String {
     let mut last = String::new();
     while start.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(500));
-        let Some(page) = get(port, "/") else { continue };
+        let Some(page) = net::get_raw(port, "/") else { continue };
         let ready = |target: &str| {
             page.find(&format!(r#"<h2>{target} "#)).is_some_and(|at| {
                 let section = &page[at..];
@@ -148,7 +134,7 @@ fn chromium_draws_the_status_page_from_a_running_daemon() {
             sim.model = model.into();
             engines.push(live::serve(sim, "127.0.0.1:0".parse().unwrap(), 1.0).await.unwrap());
         }
-        let yaml = config_yaml(&engines[0].url(), &engines[1].url(), free_port());
+        let yaml = config_yaml(&engines[0].url(), &engines[1].url(), net::free_port());
         let cfg = config::from_str(&yaml, "status_page.yaml").expect("the test config is valid").config;
         let d = daemon::start(cfg, Arc::new(SystemClock)).await.unwrap();
         (d, engines)
@@ -161,7 +147,7 @@ fn chromium_draws_the_status_page_from_a_running_daemon() {
     let head = head.to_ascii_lowercase();
     assert!(head.contains("content-type: text/html; charset=utf-8"), "{head}");
     assert!(head.contains("content-security-policy: default-src 'none'; style-src 'self';"), "{head}");
-    let css = get(port, "/status.css").unwrap();
+    let css = net::get_raw(port, "/status.css").unwrap();
     assert!(css.starts_with("HTTP/1.1 200") && css.contains(".band.target"), "{css}");
 
     let profile = tempfile::tempdir().unwrap();

@@ -185,6 +185,19 @@ pub fn metrics_samples(body: &str) -> Vec<(String, HashMap<String, String>, f64)
         .collect()
 }
 
+/// The value of the first of `samples` named `name` whose labels include every one of
+/// `labels`.
+pub fn sample_value(
+    samples: &[(String, HashMap<String, String>, f64)],
+    name: &str,
+    labels: &[(&str, &str)],
+) -> Option<f64> {
+    samples
+        .iter()
+        .find(|(n, l, _)| n == name && labels.iter().all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v)))
+        .map(|s| s.2)
+}
+
 /// `promtool check metrics` on a /metrics body: it must exit 0 and print nothing, i.e. the
 /// body parses and the linter has no finding (docs/metrics.md). Returns false (after a
 /// note) when promtool is missing and not required (crate::tools).
