@@ -92,6 +92,11 @@ async fn start_upstream() -> SocketAddr {
         .route("/metrics", get(|| async { "vllm:num_requests_running{model_name=\"m\",engine=\"0\"} 0\n" }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the upstream");
     let addr = listener.local_addr().expect("upstream address");
+    // As an engine's server: with Nagle on, a token event written right after the role
+    // event waits for the client's delayed ACK (tens of milliseconds).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, app).await });
     addr
 }
