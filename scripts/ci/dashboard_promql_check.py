@@ -96,7 +96,8 @@ def static_problems(dash, queries):
     for qu in queries:
         for m in VAR_REF.finditer(qu.expr):
             name = m.group(1) or m.group(2)
-            if not name.startswith("__") and name not in names:
+            # $1 is label_replace's capture group, not a variable; Grafana leaves it alone.
+            if not name.startswith("__") and not name.isdigit() and name not in names:
                 problems.append(f"{qu.where}: undefined variable ${name}")
     return problems
 
