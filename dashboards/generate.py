@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Generates dashboards/overview.json and dashboards/target.json (Grafana JSON).
+"""Generates dashboards/overview.json and dashboards/target.json (Grafana JSON), from the
+building blocks in dashboards/grafana.py.
 
 The JSON files are committed; edit this file and rerun it instead of editing them, and
 scripts/ci/dashboards.sh fails if they differ from a fresh generation.
 Metric names follow docs/metrics.md (families llm_slo_*, GPU, MFU and HBM included).
 Queries that can legitimately be empty (no GPU in CI, no alert pending) carry
 "goodputOptional": "<reason>" in their target; the PromQL check reports them but does not
-fail on empty data.
+fail on empty data. Those the demo has for some selections only (one engine's speculative
+decoding, one SLO's e2e limit) also carry "goodputSomewhere": true, and must return data
+for one of the selections the check tries.
 usage: python3 dashboards/generate.py [--check]
 """
-import json
 import sys
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no __pycache__ next to the committed JSON
+from grafana import (DS, Layout, bounds_style, dashboard, limit_style, mean_style,  # noqa: E402
+                     panel, render, row, ts, variable_query)
+
 HERE = Path(__file__).resolve().parent
-DS = {"type": "prometheus", "uid": "${datasource}"}
 SEL = 'target=~"$target", model=~"$model"'
 WIN = 'window="$window"'
 # Series of the last scrape (stat="last", the current KV band) carry no window label;
@@ -29,31 +34,12 @@ GPU = "gpu: needs GPU telemetry (NVML or dcgm-exporter); CI has no GPU"
 COST = "cost: needs cost.gpu_hour_dollars in the config"
 SPEC = "spec: only when the engine runs speculative decoding"
 ALERTS = "alerts: empty while nothing is pending or firing"
+E2E_LIMIT = "e2e limit: only for SLOs with an e2e clause (the demo's batch SLO has one, chat has not)"
+# Optional data the demo has for one of its engines or SLOs: the live check requires it for
+# some selection of the variables ("goodputSomewhere").
+IN_DEMO = {SPEC, E2E_LIMIT}
 TARGET_DASH = "goodput-target"
 OVERVIEW_DASH = "goodput-overview"
-
-
-class Layout:
-    """Places panels left to right on Grafana's 24-column grid."""
-
-    def __init__(self):
-        self.x, self.y, self.row_h, self.next_id = 0, 0, 0, 1
-
-    def place(self, w, h):
-        if self.x + w > 24:
-            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
-        pos = {"h": h, "w": w, "x": self.x, "y": self.y}
-        self.x += w
-        self.row_h = max(self.row_h, h)
-        return pos
-
-    def new_row(self):
-        if self.x:
-            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
-
-    def take_id(self):
-        self.next_id += 1
-        return self.next_id - 1
 
 
 def q(expr, legend, ref, optional=None, instant=False, fmt=None):
@@ -64,57 +50,9 @@ def q(expr, legend, ref, optional=None, instant=False, fmt=None):
         t["format"] = fmt
     if optional:
         t["goodputOptional"] = optional
+        if optional in IN_DEMO:
+            t["goodputSomewhere"] = True
     return t
-
-
-def thresholds(*steps):
-    return {"mode": "absolute", "steps": [{"color": c, "value": v} for c, v in steps]}
-
-
-def panel(lay, kind, title, targets, w=12, h=8, unit=None, desc=None, custom=None,
-          minv=None, maxv=None, steps=None, overrides=None, options=None, links=None):
-    defaults = {}
-    if unit:
-        defaults["unit"] = unit
-    if minv is not None:
-        defaults["min"] = minv
-    if maxv is not None:
-        defaults["max"] = maxv
-    if steps:
-        defaults["thresholds"] = thresholds(*steps)
-    if custom:
-        defaults["custom"] = custom
-    if links:
-        defaults["links"] = links
-    p = {
-        "id": lay.take_id(),
-        "type": kind,
-        "title": title,
-        "gridPos": lay.place(w, h),
-        "datasource": DS,
-        "fieldConfig": {"defaults": defaults, "overrides": overrides or []},
-        "targets": [dict(t, refId=chr(ord("A") + i)) for i, t in enumerate(targets)],
-    }
-    if desc:
-        p["description"] = desc
-    if options:
-        p["options"] = options
-    return p
-
-
-def row(lay, title):
-    lay.new_row()
-    return {"id": lay.take_id(), "type": "row", "title": title, "collapsed": False,
-            "gridPos": lay.place(24, 1), "panels": []}
-
-
-def bounds_style():
-    """Dashed lines for lower/upper bounds so the estimate stands out."""
-    dashed = {"fill": "dash", "dash": [6, 4]}
-    return [{"matcher": {"id": "byRegexp", "options": f".*{side}.*"},
-             "properties": [{"id": "custom.lineStyle", "value": dashed},
-                            {"id": "custom.lineWidth", "value": 1}]}
-            for side in ("lower", "upper")]
 
 
 def slo_scope(sel):
@@ -124,23 +62,10 @@ def slo_scope(sel):
     return f"and on (slo) group by (slo) (llm_slo_evaluable{{{sel}, {MET}, {SLO}, {WIN}}})"
 
 
-def limit_style(pattern, color="red"):
-    """A limit from the config drawn as a dashed line in a fixed colour."""
-    return {"matcher": {"id": "byRegexp", "options": pattern},
-            "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 6]}},
-                           {"id": "custom.lineWidth", "value": 2},
-                           {"id": "color", "value": {"mode": "fixed", "fixedColor": color}}]}
-
-
-def mean_style():
-    """Means dotted, so they read as a different statistic than the quantiles."""
-    return {"matcher": {"id": "byRegexp", "options": ".* mean$"},
-            "properties": [{"id": "custom.lineStyle", "value": {"fill": "dot", "dash": [2, 4]}}]}
-
-
 def threshold_query(sel, clause):
+    # Every SLO needs a clause, but not every clause: only e2e is missing from an SLO in the demo.
     return q(f'max by (slo) (llm_slo_threshold_seconds{{{SLO}, clause="{clause}"}}) {slo_scope(sel)}',
-             "SLO {{slo}} %s limit" % clause, "X")
+             "SLO {{slo}} %s limit" % clause, "X", E2E_LIMIT if clause == "e2e" else None)
 
 
 def objective_query(sel):
@@ -153,34 +78,6 @@ def population(sel, family, goodput_family, extra=""):
     return (f"sum by (slo) (sum by (target, model) ({family}{{{sel}{extra}, {WIN}}})"
             f" * on (target, model) group_right"
             f' group by (target, model, slo) ({goodput_family}{{{sel}, {MET}, {SLO}, bound="estimate", {WIN}}}))')
-
-
-def ts(fill=0, stack=None, threshold_style=None):
-    c = {"drawStyle": "line", "lineWidth": 2, "fillOpacity": fill, "showPoints": "never",
-         "spanNulls": False}
-    if stack:
-        c["stacking"] = {"mode": stack, "group": "A"}
-    if threshold_style:
-        c["thresholdsStyle"] = {"mode": threshold_style}
-    return c
-
-
-def variable_query(name, label, query, multi=True, include_all=True):
-    v = {
-        "name": name,
-        "label": label,
-        "type": "query",
-        "datasource": DS,
-        "query": {"query": query, "refId": f"{name}-var"},
-        "refresh": 2,
-        "sort": 1,
-        "multi": multi,
-        "includeAll": include_all,
-        "options": [],
-    }
-    if include_all:
-        v["allValue"] = ".*"
-    return v
 
 
 def templating(single_target):
@@ -500,7 +397,7 @@ def overview():
 
     panels.append(row(lay, "Scrape health"))
     health_panels(lay, panels, tsel)
-    return dashboard(OVERVIEW_DASH, "goodput: LLM SLOs overview", panels, single_target=False,
+    return dashboard(OVERVIEW_DASH, "goodput: LLM SLOs overview", panels, templating(single_target=False),
                      link_to=(TARGET_DASH, "Per-target drill-down"))
 
 
@@ -568,42 +465,8 @@ def target():
 
     panels.append(row(lay, "Scrape health"))
     health_panels(lay, panels, tsel)
-    return dashboard(TARGET_DASH, "goodput: target drill-down", panels, single_target=True,
+    return dashboard(TARGET_DASH, "goodput: target drill-down", panels, templating(single_target=True),
                      link_to=(OVERVIEW_DASH, "Overview"))
-
-
-def dashboard(uid, title, panels, single_target, link_to):
-    return {
-        "uid": uid,
-        "title": title,
-        "description": "goodput's SLO, goodput, latency, KV-cache and GPU gauges (llm_slo_*).",
-        "tags": ["goodput", "llm", "slo"],
-        "editable": True,
-        "graphTooltip": 1,
-        "schemaVersion": 39,
-        "version": 1,
-        "refresh": "30s",
-        "time": {"from": "now-3h", "to": "now"},
-        "timepicker": {},
-        "timezone": "browser",
-        "fiscalYearStartMonth": 0,
-        "liveNow": False,
-        "weekStart": "",
-        "annotations": {"list": [{
-            "name": "Annotations & Alerts", "type": "dashboard", "builtIn": 1, "enable": True,
-            "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
-            "datasource": {"type": "grafana", "uid": "-- Grafana --"},
-        }]},
-        "links": [{"title": link_to[1], "type": "link", "url": f"/d/{link_to[0]}?${{__url_time_range}}",
-                   "icon": "dashboard", "includeVars": False, "keepTime": True, "asDropdown": False,
-                   "tags": [], "targetBlank": False, "tooltip": ""}],
-        "templating": templating(single_target),
-        "panels": panels,
-    }
-
-
-def render(d):
-    return json.dumps(d, indent=2, ensure_ascii=False) + "\n"
 
 
 def main():
