@@ -244,7 +244,10 @@ fn limits_are_exported_once_from_the_config() {
     b.target = "b".into();
     r.targets.push(b);
     r.limits = Limits {
-        slos: vec![slo("chat", Some(ms(500)), Some(ms(50)), None, 0.99), slo("batch", None, None, Some(ms(30_000)), 0.95)],
+        slos: vec![
+            slo("chat", Some(ms(500)), Some(ms(50)), None, 0.99),
+            slo("batch", None, None, Some(ms(30_000)), 0.95),
+        ],
         kv: KvThresholds { underloaded: 0.6, target_low: 0.7, target_high: 0.8, critical: 0.95 },
     };
     let s = samples(&r);
