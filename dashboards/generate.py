@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Generates dashboards/overview.json and dashboards/target.json (Grafana JSON).
+"""Generates dashboards/overview.json and dashboards/target.json (Grafana JSON), from the
+building blocks in dashboards/grafana.py.
 
 The JSON files are committed; edit this file and rerun it instead of editing them, and
 scripts/ci/dashboards.sh fails if they differ from a fresh generation.
 Metric names follow docs/metrics.md (families llm_slo_*, GPU, MFU and HBM included).
 Queries that can legitimately be empty (no GPU in CI, no alert pending) carry
 "goodputOptional": "<reason>" in their target; the PromQL check reports them but does not
-fail on empty data.
+fail on empty data. Those the demo has for some selections only (one engine's speculative
+decoding, one SLO's e2e limit) also carry "goodputSomewhere": true, and must return data
+for one of the selections the check tries.
 usage: python3 dashboards/generate.py [--check]
 """
-import json
 import sys
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no __pycache__ next to the committed JSON
+from grafana import (DS, Layout, bounds_style, dashboard, limit_style, mean_style,  # noqa: E402
+                     panel, render, row, ts, variable_query)
+
 HERE = Path(__file__).resolve().parent
-DS = {"type": "prometheus", "uid": "${datasource}"}
 SEL = 'target=~"$target", model=~"$model"'
 WIN = 'window="$window"'
 # Series of the last scrape (stat="last", the current KV band) carry no window label;
@@ -29,31 +34,12 @@ GPU = "gpu: needs GPU telemetry (NVML or dcgm-exporter); CI has no GPU"
 COST = "cost: needs cost.gpu_hour_dollars in the config"
 SPEC = "spec: only when the engine runs speculative decoding"
 ALERTS = "alerts: empty while nothing is pending or firing"
+E2E_LIMIT = "e2e limit: only for SLOs with an e2e clause (the demo's batch SLO has one, chat has not)"
+# Optional data the demo has for one of its engines or SLOs: the live check requires it for
+# some selection of the variables ("goodputSomewhere").
+IN_DEMO = {SPEC, E2E_LIMIT}
 TARGET_DASH = "goodput-target"
 OVERVIEW_DASH = "goodput-overview"
-
-
-class Layout:
-    """Places panels left to right on Grafana's 24-column grid."""
-
-    def __init__(self):
-        self.x, self.y, self.row_h, self.next_id = 0, 0, 0, 1
-
-    def place(self, w, h):
-        if self.x + w > 24:
-            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
-        pos = {"h": h, "w": w, "x": self.x, "y": self.y}
-        self.x += w
-        self.row_h = max(self.row_h, h)
-        return pos
-
-    def new_row(self):
-        if self.x:
-            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
-
-    def take_id(self):
-        self.next_id += 1
-        return self.next_id - 1
 
 
 def q(expr, legend, ref, optional=None, instant=False, fmt=None):
@@ -64,85 +50,34 @@ def q(expr, legend, ref, optional=None, instant=False, fmt=None):
         t["format"] = fmt
     if optional:
         t["goodputOptional"] = optional
+        if optional in IN_DEMO:
+            t["goodputSomewhere"] = True
     return t
 
 
-def thresholds(*steps):
-    return {"mode": "absolute", "steps": [{"color": c, "value": v} for c, v in steps]}
+def slo_scope(sel):
+    """Keeps an SLO's limits to the SLOs that judge the targets and models shown: the
+    limits carry no target (docs/metrics.md#slo-and-kv-band-limits), the SLO's
+    llm_slo_evaluable series do."""
+    return f"and on (slo) group by (slo) (llm_slo_evaluable{{{sel}, {MET}, {SLO}, {WIN}}})"
 
 
-def panel(lay, kind, title, targets, w=12, h=8, unit=None, desc=None, custom=None,
-          minv=None, maxv=None, steps=None, overrides=None, options=None, links=None):
-    defaults = {}
-    if unit:
-        defaults["unit"] = unit
-    if minv is not None:
-        defaults["min"] = minv
-    if maxv is not None:
-        defaults["max"] = maxv
-    if steps:
-        defaults["thresholds"] = thresholds(*steps)
-    if custom:
-        defaults["custom"] = custom
-    if links:
-        defaults["links"] = links
-    p = {
-        "id": lay.take_id(),
-        "type": kind,
-        "title": title,
-        "gridPos": lay.place(w, h),
-        "datasource": DS,
-        "fieldConfig": {"defaults": defaults, "overrides": overrides or []},
-        "targets": [dict(t, refId=chr(ord("A") + i)) for i, t in enumerate(targets)],
-    }
-    if desc:
-        p["description"] = desc
-    if options:
-        p["options"] = options
-    return p
+def threshold_query(sel, clause):
+    # Every SLO needs a clause, but not every clause: only e2e is missing from an SLO in the demo.
+    return q(f'max by (slo) (llm_slo_threshold_seconds{{{SLO}, clause="{clause}"}}) {slo_scope(sel)}',
+             "SLO {{slo}} %s limit" % clause, "X", E2E_LIMIT if clause == "e2e" else None)
 
 
-def row(lay, title):
-    lay.new_row()
-    return {"id": lay.take_id(), "type": "row", "title": title, "collapsed": False,
-            "gridPos": lay.place(24, 1), "panels": []}
+def objective_query(sel):
+    return q(f"max by (slo) (llm_slo_objective_ratio{{{SLO}}}) {slo_scope(sel)}", "SLO {{slo}} objective", "X")
 
 
-def bounds_style():
-    """Dashed lines for lower/upper bounds so the estimate stands out."""
-    dashed = {"fill": "dash", "dash": [6, 4]}
-    return [{"matcher": {"id": "byRegexp", "options": f".*{side}.*"},
-             "properties": [{"id": "custom.lineStyle", "value": dashed},
-                            {"id": "custom.lineWidth", "value": 1}]}
-            for side in ("lower", "upper")]
-
-
-def ts(fill=0, stack=None, threshold_style=None):
-    c = {"drawStyle": "line", "lineWidth": 2, "fillOpacity": fill, "showPoints": "never",
-         "spanNulls": False}
-    if stack:
-        c["stacking"] = {"mode": stack, "group": "A"}
-    if threshold_style:
-        c["thresholdsStyle"] = {"mode": threshold_style}
-    return c
-
-
-def variable_query(name, label, query, multi=True, include_all=True):
-    v = {
-        "name": name,
-        "label": label,
-        "type": "query",
-        "datasource": DS,
-        "query": {"query": query, "refId": f"{name}-var"},
-        "refresh": 2,
-        "sort": 1,
-        "multi": multi,
-        "includeAll": include_all,
-        "options": [],
-    }
-    if include_all:
-        v["allValue"] = ".*"
-    return v
+def population(sel, family, goodput_family, extra=""):
+    """`family` summed over the targets and models each SLO judges: the population its
+    goodput is computed over, taken from the goodput series' own target and model labels."""
+    return (f"sum by (slo) (sum by (target, model) ({family}{{{sel}{extra}, {WIN}}})"
+            f" * on (target, model) group_right"
+            f' group by (target, model, slo) ({goodput_family}{{{sel}, {MET}, {SLO}, bound="estimate", {WIN}}}))')
 
 
 def templating(single_target):
@@ -166,18 +101,31 @@ def templating(single_target):
     ]}
 
 
+# The latency histograms an SLO clause can limit (ITL has no clause).
+CLAUSES = ("ttft", "tpot", "e2e")
+
+
 def latency_panel(lay, metric, title, quantiles, by, w=12):
     fam = f"llm_slo_{metric}_seconds"
     qsel = f'q=~"{quantiles}"'
+    first = by.split(",")[0]
+    targets = [
+        q(f"max by ({by}, q) ({fam}{{{SEL}, {MET}, {qsel}, {WIN}}})", "{{%s}} p{{q}}" % first, "A"),
+        q(f'max by ({by}, q, side) (llm_slo_quantile_bracket_seconds{{{SEL}, metric="{metric}", {qsel}, {WIN}}})',
+          "{{%s}} p{{q}} bucket {{side}}" % first, "B"),
+        q(f'max by ({by}) (llm_slo_latency_mean_seconds{{{SEL}, {MET}, metric="{metric}", {WIN}}})',
+          "{{%s}} mean" % first, "C"),
+    ]
+    limit = ""
+    if metric in CLAUSES:
+        targets.append(threshold_query(SEL, metric))
+        limit = " The red dashed line is each SLO's limit from the config (llm_slo_threshold_seconds)."
     return panel(
-        lay, "timeseries", title,
-        [q(f"max by ({by}, q) ({fam}{{{SEL}, {MET}, {qsel}, {WIN}}})",
-           "{{%s}} p{{q}}" % by.split(",")[0], "A"),
-         q(f'max by ({by}, q, side) (llm_slo_quantile_bracket_seconds{{{SEL}, metric="{metric}", {qsel}, {WIN}}})',
-           "{{%s}} p{{q}} bucket {{side}}" % by.split(",")[0], "B")],
-        w=w, unit="s", custom=ts(), overrides=bounds_style(),
+        lay, "timeseries", title, targets,
+        w=w, unit="s", custom=ts(), overrides=bounds_style() + [mean_style(), limit_style("SLO .* limit")],
         desc=(f"PromQL-exact {metric.upper()} quantiles over the selected window, with the histogram "
-              "bucket bounds that contain each one (dashed): the true quantile lies between them."),
+              "bucket bounds that contain each one (dashed): the true quantile lies between them. "
+              "Dotted: the mean (sum / count), far above p50 when the tail is long." + limit),
         links=[{"title": "Drill down into ${__field.labels.target}",
                 "url": f"/d/{TARGET_DASH}/goodput-target?var-target=${{__field.labels.target}}&${{__url_time_range}}"}],
     )
@@ -221,24 +169,33 @@ def gpu_row(lay, panels, target_sel):
                         desc="$/M tokens hides the SLO; $/M good tokens counts only tokens of requests that met it."))
 
 
+# Colours of the KV-cache bands, and of the limits between them (each limit is drawn in
+# the colour of the band it opens).
+KV_BAND_COLORS = {"underloaded": "blue", "low": "light-green", "target": "green",
+                  "high": "orange", "critical": "red"}
+KV_LIMIT_COLORS = {"underloaded": "blue", "target_low": "green", "target_high": "orange", "critical": "red"}
+
+
 def kv_panels(lay, panels, sel, w=12):
-    band_colors = {"underloaded": "blue", "low": "light-green", "target": "green",
-                   "high": "orange", "critical": "red"}
     panels.append(panel(
-        lay, "timeseries", "KV cache utilization",
-        [q(f"max by (target, stat) (llm_slo_kv_cache_utilization_ratio{{{sel}, {WIN_OR_LAST}}})", "{{target}} {{stat}}", "A")],
-        w=w, unit="percentunit", minv=0, maxv=1, custom=ts(threshold_style="area"),
-        steps=[("transparent", None), ("blue", 0), ("transparent", 0.70), ("green", 0.75),
-               ("orange", 0.85), ("red", 0.90)],
-        desc="Healthy band 75-85 %. Below 70 % the engine is underloaded; above 90 % preemption and swap risk rises."))
+        lay, "timeseries", "KV cache utilization against the configured bands",
+        [q(f"max by (target, stat) (llm_slo_kv_cache_utilization_ratio{{{sel}, {WIN_OR_LAST}}})", "{{target}} {{stat}}", "A"),
+         q("max by (limit) (llm_slo_kv_cache_band_limit_ratio)", "{{limit}} limit", "B")],
+        w=w, unit="percentunit", minv=0, maxv=1, custom=ts(),
+        overrides=[limit_style(f"{lim} limit", c) for lim, c in KV_LIMIT_COLORS.items()],
+        desc=("Dashed: the band limits of kv_cache: in the config (llm_slo_kv_cache_band_limit_ratio). Below "
+              "underloaded the engine has room for more; between target_low and target_high it is in its "
+              "target band; above critical, preemption and swap risk rises.")))
     panels.append(panel(
         lay, "timeseries", "Time in each KV-cache band",
         [q(f"avg by (band) (llm_slo_kv_cache_band_time_ratio{{{sel}, {WIN}}})", "{{band}}", "A")],
         w=w, unit="percentunit", minv=0, maxv=1, custom=ts(fill=80, stack="normal"),
         overrides=[{"matcher": {"id": "byName", "options": b},
                     "properties": [{"id": "color", "value": {"mode": "fixed", "fixedColor": c}}]}
-                   for b, c in band_colors.items()],
-        desc="Share of the window spent in each band (underloaded < 70 % <= low < 75 % <= target <= 85 % < high <= 90 % < critical)."))
+                   for b, c in KV_BAND_COLORS.items()],
+        desc=("Share of the window spent in each band: underloaded < underloaded limit <= low < target_low "
+              "<= target <= target_high < high <= critical < critical. The limits are the dashed lines on the "
+              "utilization panel.")))
 
 
 def saturation_panels(lay, panels, sel, w=8):
@@ -259,6 +216,38 @@ def saturation_panels(lay, panels, sel, w=8):
            "{{component}}", "A")],
         w=w, unit="s", minv=0, custom=ts(fill=60, stack="normal"),
         desc="Mean TTFT split into queueing, prefill, and the rest (API server, tokenization). Means only, not quantiles."))
+
+
+def finish_reason_panel(lay, sel, w=12):
+    return panel(
+        lay, "timeseries", "Finished requests/s by finish reason",
+        [q(f"sum by (finished_reason) (llm_slo_finished_requests_per_second{{{sel}, {WIN}}})", "{{finished_reason}}", "A")],
+        w=w, unit="reqps", minv=0, custom=ts(fill=60, stack="normal"),
+        overrides=[{"matcher": {"id": "byName", "options": r},
+                    "properties": [{"id": "color", "value": {"mode": "fixed", "fixedColor": c}}]}
+                   for r, c in (("stop", "green"), ("length", "yellow"), ("abort", "orange"), ("error", "red"))],
+        desc=("The engine's reason each request ended: stop (end of sequence, a stop string), length (max_tokens "
+              "or the context: outputs cut off), abort (the client left), error."))
+
+
+def length_heatmap(lay, sel, title, what, label):
+    """A token-length distribution over time, like vLLM's dashboard draws it, from the
+    cumulative shares goodput exports (Grafana de-accumulates buckets labelled le)."""
+    share = f"llm_slo_{what}_length_cumulative_ratio"
+    expr = f'max by (le) (label_replace(avg by ({label}) ({share}{{{sel}, {WIN}}}), "le", "$1", "{label}", "(.*)"))'
+    return panel(
+        lay, "heatmap", f"{title} distribution (tokens)",
+        [q(expr, "{{le}}", "A", fmt="heatmap")],
+        w=12, h=8,
+        options={"calculate": False, "cellGap": 1, "rowsFrame": {"layout": "le"},
+                 "yAxis": {"axisPlacement": "left", "unit": "short"},
+                 "cellValues": {"unit": "percentunit", "decimals": 1},
+                 "color": {"mode": "scheme", "scheme": "Oranges", "fill": "dark-orange", "scale": "exponential",
+                           "exponent": 0.5, "steps": 64, "reverse": False},
+                 "filterValues": {"le": 1e-9}, "showValue": "never",
+                 "tooltip": {"mode": "single", "yHistogram": False}, "legend": {"show": True}},
+        desc=(f"Share of the requests finished in the window by {what} length, per token bucket of the engine's "
+              f"histogram ({share}). Prefill cost grows with prompt length, decode time with generation length."))
 
 
 def health_panels(lay, panels, tsel, w=8):
@@ -293,8 +282,9 @@ def exact_panels(lay, panels, sel):
         [q(f'min by (source) (llm_slo_attainment_ratio{{{sel}, {REQ}, {SLO}, clause="joint", bound="estimate", {WIN}}})',
            "{{source}} exact", "A", REQUESTS),
          q(f'min by (bound) (llm_slo_attainment_ratio{{{sel}, {MET}, {SLO}, clause="joint", bound=~"lower|upper", {WIN}}})',
-           "metrics {{bound}}", "B")],
-        w=8, unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style(),
+           "metrics {{bound}}", "B"),
+         objective_query(sel)],
+        w=8, unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style() + [limit_style("SLO .* objective")],
         desc=("Per-request attainment from the tap (what clients see) or engine spans; failures count as bad. "
               "Dashed: the bracket /metrics histograms allow. The exact value lies inside it unless the tap "
               "sees what the engine does not (queueing in front of it, rejections).")))
@@ -312,6 +302,32 @@ def exact_panels(lay, panels, sel):
         w=8, unit="s", custom=ts(),
         desc=("Time outside the engine that engine metrics never show: network, proxies, the HTTP server. "
               "Differences of means and of quantiles, not per-request differences.")))
+
+
+def goodput_panels(lay, panels, sel, joint_title, joint_desc):
+    """Joint attainment against the objective, and goodput beside the throughput of the
+    same population (the targets and models each SLO judges)."""
+    panels.append(panel(
+        lay, "timeseries", joint_title,
+        [q(f'min by (slo, bound) (llm_slo_attainment_ratio{{{sel}, {MET}, {SLO}, clause="joint", {WIN}}})', "{{slo}} {{bound}}", "A"),
+         objective_query(sel)],
+        unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style() + [limit_style("SLO .* objective")],
+        desc=((joint_desc + " ") if joint_desc else "") + "Red dashed: each SLO's objective from the config."))
+    panels.append(panel(
+        lay, "timeseries", "Output tokens/s: throughput vs goodput, per SLO population",
+        [q(population(sel, "llm_slo_tokens_per_second", "llm_slo_goodput_tokens_per_second", ', direction="output"'),
+           "throughput {{slo}}", "A"),
+         q(f"sum by (slo, bound) (llm_slo_goodput_tokens_per_second{{{sel}, {MET}, {SLO}, {WIN}}})", "goodput {{slo}} {{bound}}", "B")],
+        unit="short", custom=ts(), overrides=bounds_style(),
+        desc=("Only tokens of requests meeting the SLO count. Throughput is summed over the same targets and models "
+              "as the SLO's goodput, so the two lines compare. Near saturation throughput keeps rising while "
+              "goodput falls: that gap is the production ceiling. /metrics marginals bound goodput; they do not pin it.")))
+    panels.append(panel(
+        lay, "timeseries", "Requests/s: all vs good, per SLO population",
+        [q(population(sel, "llm_slo_requests_per_second", "llm_slo_goodput_requests_per_second"), "all {{slo}}", "A"),
+         q(f"sum by (slo, bound) (llm_slo_goodput_requests_per_second{{{sel}, {MET}, {SLO}, {WIN}}})", "good {{slo}} {{bound}}", "B")],
+        unit="reqps", custom=ts(), overrides=bounds_style(),
+        desc="Finished requests of the targets and models the SLO judges, and those of them that met it."))
 
 
 def overview():
@@ -338,23 +354,8 @@ def overview():
         w=4, h=5, unit="percentunit", steps=[("red", None), ("orange", 0.5), ("green", 1)]))
 
     panels.append(row(lay, "Goodput against throughput"))
-    panels.append(panel(
-        lay, "timeseries", "Output tokens/s: throughput vs goodput (with bounds)",
-        [q(f'sum(llm_slo_tokens_per_second{{{SEL}, direction="output", {WIN}}})', "throughput", "A"),
-         q(f"sum by (slo, bound) (llm_slo_goodput_tokens_per_second{{{SEL}, {MET}, {SLO}, {WIN}}})", "goodput {{slo}} {{bound}}", "B")],
-        unit="short", custom=ts(), overrides=bounds_style(),
-        desc=("Only tokens of requests meeting the SLO count. Near saturation throughput keeps rising while "
-              "goodput falls: that gap is the production ceiling. /metrics marginals bound goodput; they do not pin it.")))
-    panels.append(panel(
-        lay, "timeseries", "Joint SLO attainment with bounds (worst target)",
-        [q(f'min by (slo, bound) (llm_slo_attainment_ratio{{{SEL}, {MET}, {SLO}, clause="joint", {WIN}}})', "{{slo}} {{bound}}", "A")],
-        unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style(),
-        desc="Lower max(0, p_ttft + p_tpot - 1), upper min(p_ttft, p_tpot), estimate p_ttft x p_tpot."))
-    panels.append(panel(
-        lay, "timeseries", "Requests/s: all vs good",
-        [q(f"sum(llm_slo_requests_per_second{{{SEL}, {WIN}}})", "all", "A"),
-         q(f"sum by (slo, bound) (llm_slo_goodput_requests_per_second{{{SEL}, {MET}, {SLO}, {WIN}}})", "good {{slo}} {{bound}}", "B")],
-        unit="reqps", custom=ts(), overrides=bounds_style()))
+    goodput_panels(lay, panels, SEL, "Joint SLO attainment with bounds (worst target)",
+                   "Lower max(0, p_ttft + p_tpot - 1), upper min(p_ttft, p_tpot), estimate p_ttft x p_tpot.")
     panels.append(panel(
         lay, "timeseries", "Error-budget burn rate by window",
         [q(f'max by (slo, window) (llm_slo_error_budget_burn_rate{{{SEL}, {MET}, {SLO}, bound="estimate"}})', "{{slo}} {{window}}", "A")],
@@ -370,14 +371,18 @@ def overview():
     panels.append(latency_panel(lay, "tpot", "p99 TPOT (per request)", "0.99", "target, model", w=8))
     panels.append(latency_panel(lay, "itl", "p99 ITL (per step)", "0.99", "target, model", w=8))
     panels.append(panel(
-        lay, "timeseries", "E2E latency p50 / p90 / p99",
-        [q(f'max by (q) (llm_slo_e2e_seconds{{{SEL}, {MET}, q=~"0.5|0.9|0.99", {WIN}}})', "p{{q}}", "A")],
-        unit="s", custom=ts()))
+        lay, "timeseries", "E2E latency p50 / p90 / p99 and mean",
+        [q(f'max by (q) (llm_slo_e2e_seconds{{{SEL}, {MET}, q=~"0.5|0.9|0.99", {WIN}}})', "p{{q}}", "A"),
+         q(f'max(llm_slo_latency_mean_seconds{{{SEL}, {MET}, metric="e2e", {WIN}}})', "worst target mean", "B"),
+         threshold_query(SEL, "e2e")],
+        w=8, unit="s", custom=ts(), overrides=[mean_style(), limit_style("SLO .* limit")],
+        desc="The worst target's quantiles and mean; red dashed: each SLO's E2E limit from the config."))
     panels.append(panel(
         lay, "timeseries", "Token throughput by direction",
         [q(f"sum by (direction) (llm_slo_tokens_per_second{{{SEL}, {WIN}}})", "{{direction}}", "A")],
-        unit="short", custom=ts(),
+        w=8, unit="short", custom=ts(),
         desc="input = prefill (compute-bound), output = decode (memory-bandwidth-bound)."))
+    panels.append(finish_reason_panel(lay, SEL, w=8))
 
     panels.append(row(lay, "KV cache"))
     kv_panels(lay, panels, SEL)
@@ -392,7 +397,7 @@ def overview():
 
     panels.append(row(lay, "Scrape health"))
     health_panels(lay, panels, tsel)
-    return dashboard(OVERVIEW_DASH, "goodput: LLM SLOs overview", panels, single_target=False,
+    return dashboard(OVERVIEW_DASH, "goodput: LLM SLOs overview", panels, templating(single_target=False),
                      link_to=(TARGET_DASH, "Per-target drill-down"))
 
 
@@ -404,24 +409,12 @@ def target():
     panels.append(panel(
         lay, "timeseries", "Per-clause attainment with brackets",
         [q(f'min by (slo, clause, bound) (llm_slo_attainment_ratio{{{sel}, {MET}, {SLO}, clause!="joint", {WIN}}})',
-           "{{slo}} {{clause}} {{bound}}", "A")],
-        unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style(),
+           "{{slo}} {{clause}} {{bound}}", "A"),
+         objective_query(sel)],
+        unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style() + [limit_style("SLO .* objective")],
         desc=("Exact when the SLO threshold is a histogram bucket boundary (lower = upper); otherwise the truth "
               "lies between lower and upper and the estimate interpolates linearly.")))
-    panels.append(panel(
-        lay, "timeseries", "Joint attainment: lower / estimate / upper",
-        [q(f'min by (slo, bound) (llm_slo_attainment_ratio{{{sel}, {MET}, {SLO}, clause="joint", {WIN}}})', "{{slo}} {{bound}}", "A")],
-        unit="percentunit", maxv=1, custom=ts(), overrides=bounds_style()))
-    panels.append(panel(
-        lay, "timeseries", "Output tokens/s: throughput vs goodput",
-        [q(f'sum(llm_slo_tokens_per_second{{{sel}, direction="output", {WIN}}})', "throughput", "A"),
-         q(f"sum by (slo, bound) (llm_slo_goodput_tokens_per_second{{{sel}, {MET}, {SLO}, {WIN}}})", "goodput {{slo}} {{bound}}", "B")],
-        unit="short", custom=ts(), overrides=bounds_style()))
-    panels.append(panel(
-        lay, "timeseries", "Requests/s: all vs good",
-        [q(f"sum(llm_slo_requests_per_second{{{sel}, {WIN}}})", "all", "A"),
-         q(f"sum by (slo, bound) (llm_slo_goodput_requests_per_second{{{sel}, {MET}, {SLO}, {WIN}}})", "good {{slo}} {{bound}}", "B")],
-        unit="reqps", custom=ts(), overrides=bounds_style()))
+    goodput_panels(lay, panels, sel, "Joint attainment: lower / estimate / upper", None)
     panels.append(panel(
         lay, "timeseries", "Error-budget burn rate, every window",
         [q(f"max by (slo, window, bound) (llm_slo_error_budget_burn_rate{{{sel}, {MET}, {SLO}}})", "{{slo}} {{window}} {{bound}}", "A")],
@@ -440,10 +433,7 @@ def target():
         lay, "timeseries", "Token throughput by direction",
         [q(f"sum by (direction) (llm_slo_tokens_per_second{{{sel}, {WIN}}})", "{{direction}}", "A")],
         unit="short", custom=ts()))
-    panels.append(panel(
-        lay, "timeseries", "Finished requests/s",
-        [q(f"sum by (model) (llm_slo_requests_per_second{{{sel}, {WIN}}})", "{{model}}", "A")],
-        unit="reqps", custom=ts()))
+    panels.append(finish_reason_panel(lay, sel))
     kv_panels(lay, panels, sel)
 
     panels.append(row(lay, "Saturation and request shape"))
@@ -453,6 +443,8 @@ def target():
         [q(f"max by (direction) (llm_slo_request_tokens_mean{{{sel}, {WIN}}})", "{{direction}} tokens", "A")],
         w=8, unit="short", minv=0, custom=ts(),
         desc="Prefill-heavy (long prompts) and decode-heavy (long outputs) traffic stress different limits."))
+    panels.append(length_heatmap(lay, sel, "Prompt length", "prompt", "prompt_tokens_le"))
+    panels.append(length_heatmap(lay, sel, "Generation length", "generation", "generation_tokens_le"))
     panels.append(panel(
         lay, "timeseries", "Prefix-cache hit ratio",
         [q(f"max by (model) (llm_slo_prefix_cache_hit_ratio{{{sel}, {WIN}}})", "{{model}}", "A")],
@@ -473,42 +465,8 @@ def target():
 
     panels.append(row(lay, "Scrape health"))
     health_panels(lay, panels, tsel)
-    return dashboard(TARGET_DASH, "goodput: target drill-down", panels, single_target=True,
+    return dashboard(TARGET_DASH, "goodput: target drill-down", panels, templating(single_target=True),
                      link_to=(OVERVIEW_DASH, "Overview"))
-
-
-def dashboard(uid, title, panels, single_target, link_to):
-    return {
-        "uid": uid,
-        "title": title,
-        "description": "goodput's SLO, goodput, latency, KV-cache and GPU gauges (llm_slo_*).",
-        "tags": ["goodput", "llm", "slo"],
-        "editable": True,
-        "graphTooltip": 1,
-        "schemaVersion": 39,
-        "version": 1,
-        "refresh": "30s",
-        "time": {"from": "now-3h", "to": "now"},
-        "timepicker": {},
-        "timezone": "browser",
-        "fiscalYearStartMonth": 0,
-        "liveNow": False,
-        "weekStart": "",
-        "annotations": {"list": [{
-            "name": "Annotations & Alerts", "type": "dashboard", "builtIn": 1, "enable": True,
-            "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
-            "datasource": {"type": "grafana", "uid": "-- Grafana --"},
-        }]},
-        "links": [{"title": link_to[1], "type": "link", "url": f"/d/{link_to[0]}?${{__url_time_range}}",
-                   "icon": "dashboard", "includeVars": False, "keepTime": True, "asDropdown": False,
-                   "tags": [], "targetBlank": False, "tooltip": ""}],
-        "templating": templating(single_target),
-        "panels": panels,
-    }
-
-
-def render(d):
-    return json.dumps(d, indent=2, ensure_ascii=False) + "\n"
 
 
 def main():

@@ -35,11 +35,17 @@ fn demo_metrics_pass_promtool_check_metrics() {
         .spawn()
         .unwrap();
     // The families that once failed the lint: latency quantiles, their brackets, the
-    // prompt-length mix; and the last-scrape series without a window.
+    // prompt-length mix; the last-scrape series without a window; and those with a label of
+    // their own (the generation-length mix, finish reasons, the config's limits).
     let wanted = [
         "llm_slo_ttft_seconds{",
         "llm_slo_quantile_bracket_seconds{",
         "llm_slo_prompt_length_cumulative_ratio{",
+        "llm_slo_generation_length_cumulative_ratio{",
+        "llm_slo_latency_mean_seconds{",
+        "llm_slo_finished_requests_per_second{",
+        "llm_slo_threshold_seconds{",
+        "llm_slo_kv_cache_band_limit_ratio{",
         "llm_slo_kv_cache_band{",
         "llm_slo_scrape_errors_total{",
     ];

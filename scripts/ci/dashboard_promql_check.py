@@ -10,10 +10,12 @@ as a recording rule, so PromQL parse errors fail without a server.
 
 URL: live check against a real Prometheus. Variables are resolved in dashboard order the
 way Grafana does (label_values(m, l) -> group by (l) (m) after substituting the variables
-before it). Every expression then runs twice: with every variable at "All" (.*) and with
-each variable at the first value Prometheus returned for it. Each run must succeed and
-return data. Queries marked "goodputOptional": "<reason>" may be empty (reported, not
-failed) unless --require-optional is given.
+before it). Every expression then runs three times: with every variable at "All" (.*),
+with each variable at the first value Prometheus returned for it, and at the last. Each
+run must succeed and return data. Queries marked "goodputOptional": "<reason>" may be
+empty (reported, not failed) unless --require-optional is given; those also marked
+"goodputSomewhere": true (data the demo has, for some selection only, such as one engine's
+speculative decoding) must return data in at least one of the three runs.
 
 usage: dashboard_promql_check.py [--promtool] [URL] [--time UNIX] [--require-optional] DASH.json...
 """
@@ -37,8 +39,8 @@ REGEX_SPECIAL = set("\\.+*?()|[]{}^$")
 
 
 class Query:
-    def __init__(self, where, expr, optional=None):
-        self.where, self.expr, self.optional = where, expr, optional
+    def __init__(self, where, expr, optional=None, somewhere=False):
+        self.where, self.expr, self.optional, self.somewhere = where, expr, optional, somewhere
 
 
 def walk_panels(panels, out, problems, ids):
@@ -54,7 +56,7 @@ def walk_panels(panels, out, problems, ids):
         for t in p.get("targets") or []:
             if t.get("expr"):
                 where = f'panel {pid} "{p.get("title")}" ref {t.get("refId")}'
-                out.append(Query(where, t["expr"], t.get("goodputOptional")))
+                out.append(Query(where, t["expr"], t.get("goodputOptional"), bool(t.get("goodputSomewhere"))))
         walk_panels(p.get("panels"), out, problems, ids)
 
 
@@ -96,7 +98,8 @@ def static_problems(dash, queries):
     for qu in queries:
         for m in VAR_REF.finditer(qu.expr):
             name = m.group(1) or m.group(2)
-            if not name.startswith("__") and name not in names:
+            # $1 is label_replace's capture group, not a variable; Grafana leaves it alone.
+            if not name.startswith("__") and not name.isdigit() and name not in names:
                 problems.append(f"{qu.where}: undefined variable ${name}")
     return problems
 
@@ -121,8 +124,9 @@ def prom_query(base, expr, at):
     return res["data"]["result"], None
 
 
-def resolve_variables(dash, base, at):
-    """Returns ({name: all_value}, {name: concrete_value}, problems)."""
+def resolve_variables(dash, base, at, pick=0):
+    """Returns ({name: all_value}, {name: concrete_value}, problems); the concrete value is
+    the value at index `pick` (0: first, -1: last) of those Prometheus returned."""
     all_vals, first_vals, problems = {}, {}, []
     for v in variables(dash):
         name, kind = v.get("name"), v.get("type")
@@ -153,9 +157,9 @@ def resolve_variables(dash, base, at):
             problems.append(f"variable ${name}: no values\n     {expr}")
             values = [".*"]
         multi = v.get("multi") or v.get("includeAll")
-        first_vals[name] = escape_regex(values[0]) if multi else values[0]
+        first_vals[name] = escape_regex(values[pick]) if multi else values[pick]
         all_vals[name] = v.get("allValue", ".*") if v.get("includeAll") else first_vals[name]
-        print(f"     ${name} = {values[:5]}{' ...' if len(values) > 5 else ''}")
+        print(f"     ${name} = {values[:5]}{' ...' if len(values) > 5 else ''}{' (last)' if pick else ''}")
     return all_vals, first_vals, problems
 
 
@@ -190,7 +194,14 @@ def check(path, args):
         problems += promtool_syntax(path, queries + var_queries, all_vals)
     passed = optional_empty = 0
     if args.url:
-        for mode, vals in (("all", all_vals), ("first", first_vals)):
+        modes = [("all", all_vals), ("first", first_vals)]
+        if any(v.get("type") == "query" for v in variables(dash)):
+            # Each variable at its last value too: a second target, model and SLO.
+            _, last_vals, last_problems = resolve_variables(dash, args.url, args.time, pick=-1)
+            problems += last_problems
+            modes.append(("last", last_vals))
+        somewhere = {}
+        for mode, vals in modes:
             for qu in queries:
                 expr = substitute(qu.expr, vals)
                 result, err = prom_query(args.url, expr, args.time)
@@ -204,6 +215,11 @@ def check(path, args):
                         problems.append(f"{qu.where} [{mode}]: no data returned\n     {expr}")
                 else:
                     passed += 1
+                    somewhere[qu.where] = True
+        for qu in queries:
+            if qu.somewhere and not somewhere.get(qu.where):
+                problems.append(f"{qu.where}: no data for any selection ({', '.join(m for m, _ in modes)}); "
+                                f"it must have data for one ({qu.optional})")
     for p in problems:
         print(f"FAIL {p}")
     print(f"   {len(queries)} expressions; {passed} returned data, {optional_empty} optional and empty, "

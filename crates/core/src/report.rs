@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::canonical::{Engine, HistogramKind};
+use crate::canonical::{Engine, FinishReason, HistogramKind};
 use crate::duration::Window;
+use crate::evaluate::KvThresholds;
+use crate::slo::Slo;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
@@ -25,6 +27,20 @@ pub struct Report {
     pub gpus: Vec<crate::gpu::reading::GpuReading>,
     /// The request path's counters and health; `None` where no request store runs (replay).
     pub request_path: Option<crate::request::RequestPathReport>,
+    /// What the values were judged against. Exported once per report
+    /// (docs/metrics.md#slo-and-kv-band-limits); left out of the JSON report, whose
+    /// windows carry each SLO's objective.
+    #[serde(skip)]
+    pub limits: Limits,
+}
+
+/// The configured SLOs (thresholds, objective, scope) and KV-cache band limits, so that
+/// /metrics can export them beside the values measured against them: a dashboard then
+/// draws the line the config sets, not a copy of it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Limits {
+    pub slos: Vec<Slo>,
+    pub kv: KvThresholds,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -99,6 +115,8 @@ pub struct WindowReport {
     pub output_tokens_per_second: Option<f64>,
     /// `rate(requests_finished[w])` over every finish reason.
     pub requests_per_second: Option<f64>,
+    /// The same rate per finish reason (series without a reason left out).
+    pub finish_reasons: Vec<FinishRate>,
     pub kv_cache: Option<KvReport>,
     /// Every configured SLO that applies to this target and model.
     pub slos: Vec<SloReport>,
@@ -115,6 +133,10 @@ pub struct WindowReport {
     pub mean_output_tokens: Option<f64>,
     /// Share of requests finished in the window with a prompt of at most `le` tokens.
     pub prompt_length_mix: Vec<(f64, f64)>,
+    /// Share of requests finished in the window with at most `le` output tokens.
+    pub generation_length_mix: Vec<(f64, f64)>,
+    /// Mean of each latency histogram over the window, Δsum / Δcount.
+    pub latency_means: Vec<LatencyMean>,
     pub spec_decode: Option<SpecDecodeReport>,
     /// Prefix-cache hits / queries over the window (tokens; blocks on vLLM 0.8).
     pub prefix_cache_hit_ratio: Option<f64>,
@@ -183,6 +205,7 @@ impl WindowReport {
             input_tokens_per_second: None,
             output_tokens_per_second: None,
             requests_per_second: None,
+            finish_reasons: Vec::new(),
             kv_cache: None,
             slos: Vec::new(),
             running: None,
@@ -193,6 +216,8 @@ impl WindowReport {
             mean_prompt_tokens: None,
             mean_output_tokens: None,
             prompt_length_mix: Vec::new(),
+            generation_length_mix: Vec::new(),
+            latency_means: Vec::new(),
             spec_decode: None,
             prefix_cache_hit_ratio: None,
             engine_flops_per_gpu_per_second: None,
@@ -216,6 +241,27 @@ pub struct LatencyQuantile {
     pub value: f64,
     /// Bounds of the bucket that holds the quantile, when there is one.
     pub bracket: Option<(f64, f64)>,
+}
+
+/// The mean of one latency histogram over a window: `Δ_sum / Δ_count`, next to its
+/// quantiles (a mean far above the median says the tail is long).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct LatencyMean {
+    #[serde(serialize_with = "serialize_kind")]
+    pub metric: HistogramKind,
+    pub seconds: f64,
+}
+
+/// Finished requests per second with one finish reason.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct FinishRate {
+    #[serde(serialize_with = "serialize_reason")]
+    pub reason: FinishReason,
+    pub per_second: f64,
+}
+
+fn serialize_reason<S: serde::Serializer>(r: &FinishReason, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(r.as_str())
 }
 
 fn serialize_kind<S: serde::Serializer>(k: &HistogramKind, s: S) -> Result<S::Ok, S::Error> {

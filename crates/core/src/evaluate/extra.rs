@@ -3,9 +3,11 @@
 
 use super::range::ModelRange;
 use super::ratios::{self, ratio};
-use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
+use std::collections::BTreeMap;
+
+use crate::canonical::{CounterKind, FinishReason, GaugeKind, HistogramKind};
 use crate::kahan::KahanSum;
-use crate::report::{GaugeStats, SpecDecodeReport, TtftBreakdown};
+use crate::report::{FinishRate, GaugeStats, SpecDecodeReport, TtftBreakdown};
 use crate::window::Quantity;
 
 pub fn gauge_stats(m: &ModelRange, kind: GaugeKind) -> Option<GaugeStats> {
@@ -20,11 +22,24 @@ pub fn ttft_breakdown(m: &ModelRange) -> Option<TtftBreakdown> {
     Some(TtftBreakdown { ttft, queue, prefill, other })
 }
 
-/// Cumulative share of finished requests per prompt-length bucket boundary.
-pub fn prompt_length_mix(m: &ModelRange) -> Vec<(f64, f64)> {
-    let Some(h) = ratios::histogram(m, HistogramKind::RequestPromptTokens) else { return Vec::new() };
+/// Cumulative share of finished requests per bucket boundary of a token-count histogram
+/// (prompt or generation length).
+pub fn length_mix(m: &ModelRange, kind: HistogramKind) -> Vec<(f64, f64)> {
+    let Some(h) = ratios::histogram(m, kind) else { return Vec::new() };
     let Some(total) = h.buckets.last().map(|b| b.count).filter(|&t| t > 0.0) else { return Vec::new() };
     h.buckets.iter().filter(|b| b.le.is_finite()).map(|b| (b.le, (b.count / total).min(1.0))).collect()
+}
+
+/// `sum by (finished_reason) (rate(requests_finished[w]))` from each series' rate, added
+/// in series order as PromQL adds them; in [`FinishReason`] order.
+pub fn finish_rates(rates: &[(Quantity, f64)]) -> Vec<FinishRate> {
+    let mut by: BTreeMap<FinishReason, KahanSum> = BTreeMap::new();
+    for &(q, r) in rates {
+        if let Quantity::Counter(CounterKind::RequestsFinished, Some(reason)) = q {
+            by.entry(reason).or_default().add(r);
+        }
+    }
+    by.into_iter().filter_map(|(reason, s)| Some(FinishRate { reason, per_second: s.sum()? })).collect()
 }
 
 /// Spec-decode ratios, and `draft_cost_ratio` (draft step cost / target step cost) turned

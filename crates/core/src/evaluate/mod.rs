@@ -21,7 +21,7 @@ use std::sync::Arc;
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 use crate::duration::Window;
 use crate::kahan::{self, KahanSum};
-use crate::report::{LatencyQuantile, ModelReport, WindowReport};
+use crate::report::{LatencyMean, LatencyQuantile, Limits, ModelReport, WindowReport};
 use crate::slo::Slo;
 use crate::window::{LATENCY_HISTOGRAMS, Quantity, TargetWindows};
 
@@ -61,6 +61,11 @@ impl EvalConfig {
         let mut cfg = self.clone();
         cfg.slos.retain(|s| s.scope.applies_to_target(target));
         cfg
+    }
+
+    /// The limits a report exports beside its values: every SLO, and the KV bands.
+    pub fn limits(&self) -> Limits {
+        Limits { slos: self.slos.clone(), kv: self.kv }
     }
 }
 
@@ -152,6 +157,7 @@ fn window_report(
         input_tokens_per_second: counter_rate(CounterKind::PromptTokens),
         output_tokens_per_second,
         requests_per_second,
+        finish_reasons: extra::finish_rates(&rates),
         kv_cache: m.gauge(GaugeKind::KvCacheUsage).and_then(|s| kv::report(s, &cfg.kv)),
         slos,
         running: extra::gauge_stats(m, GaugeKind::Running),
@@ -161,7 +167,12 @@ fn window_report(
         ttft_breakdown: extra::ttft_breakdown(m),
         mean_prompt_tokens: ratios::mean(m, HistogramKind::RequestPromptTokens),
         mean_output_tokens: ratios::mean(m, HistogramKind::RequestGenerationTokens),
-        prompt_length_mix: extra::prompt_length_mix(m),
+        prompt_length_mix: extra::length_mix(m, HistogramKind::RequestPromptTokens),
+        generation_length_mix: extra::length_mix(m, HistogramKind::RequestGenerationTokens),
+        latency_means: ratios::means(m, LATENCY_HISTOGRAMS)
+            .into_iter()
+            .map(|(metric, seconds)| LatencyMean { metric, seconds })
+            .collect(),
         spec_decode: extra::spec_decode(m, cfg.spec_draft_cost_ratio),
         engine_flops_per_gpu_per_second: counter_rate(CounterKind::EstimatedFlopsPerGpu),
         engine_bytes_per_gpu_per_second: match (

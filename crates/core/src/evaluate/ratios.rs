@@ -45,6 +45,30 @@ pub fn mean(m: &ModelRange, kind: HistogramKind) -> Option<f64> {
     sum_count(m, kind).and_then(|(s, c)| (c > 0.0).then_some(s / c))
 }
 
+/// [`mean`] of each of `kinds` that has observations, from one pass over the series.
+pub fn means(m: &ModelRange, kinds: &[HistogramKind]) -> Vec<(HistogramKind, f64)> {
+    let mut acc: Vec<(KahanSum, KahanSum)> = vec![Default::default(); kinds.len()];
+    for (k, a) in m.series() {
+        let (kind, is_sum) = match k.quantity {
+            Quantity::Sum(kk) => (kk, true),
+            Quantity::Count(kk) => (kk, false),
+            _ => continue,
+        };
+        if let Some(i) = kinds.iter().position(|&x| x == kind) {
+            let slot = if is_sum { &mut acc[i].0 } else { &mut acc[i].1 };
+            slot.add(a.raw_increase());
+        }
+    }
+    kinds
+        .iter()
+        .zip(acc)
+        .filter_map(|(&kind, (s, c))| {
+            let (s, c) = (s.sum()?, c.sum()?);
+            (c > 0.0).then_some((kind, s / c))
+        })
+        .collect()
+}
+
 /// Raw increase of a counter over the range, summed over shards whose finish reason
 /// passes `keep`. `None` when the model has no such counter.
 pub fn counter(m: &ModelRange, kind: CounterKind, keep: impl Fn(Option<FinishReason>) -> bool) -> Option<f64> {

@@ -29,7 +29,8 @@ fn snap(shards: &[S], process_start: f64) -> Arc<Snapshot> {
         let key = format!("engine=\"{}\"", s.engine);
         let buckets =
             [0.1, 0.2, f64::INFINITY].iter().zip(s.buckets).map(|(&le, count)| Bucket { le, count }).collect();
-        let h = Histogram { buckets, sum: 0.0, count: s.buckets[2] };
+        // Every observation 0.125 s on average: the mean is exact in binary.
+        let h = Histogram { buckets, sum: 0.125 * s.buckets[2], count: s.buckets[2] };
         m.histograms.entry(HistogramKind::Ttft).or_default().push(Shard {
             key: key.clone(),
             created: Some(s.created),
@@ -99,6 +100,17 @@ fn rates_sum_over_shards() {
     // Requests: 50 per shard → 60 / 60 = 1 per shard.
     assert!(close(w.requests_per_second.unwrap(), 2.0));
     assert_eq!(w.output_tokens_per_second, None, "no generation counter at all");
+    // The same rate by finish reason: both shards finish with `stop`.
+    let reasons: Vec<_> = w.finish_reasons.iter().map(|f| (f.reason, f.per_second)).collect();
+    assert_eq!(reasons.len(), 1);
+    assert_eq!(reasons[0].0, FinishReason::Stop);
+    assert!(close(reasons[0].1, 2.0), "{reasons:?}");
+    // Means are Δsum / Δcount over both shards, for the histograms the engine has.
+    let means: Vec<_> = w.latency_means.iter().map(|m| (m.metric, m.seconds)).collect();
+    assert_eq!(means.len(), 1, "{means:?}");
+    assert_eq!(means[0].0, HistogramKind::Ttft);
+    assert!(close(means[0].1, 0.125), "{means:?}");
+    assert!(w.generation_length_mix.is_empty(), "no generation-length histogram");
 }
 
 #[test]
@@ -338,8 +350,9 @@ fn evaluation_visits_each_series_a_bounded_number_of_times() {
     assert!(ten > 0, "the count is wired to evaluation");
     assert_eq!(thousand, 100 * ten, "series visits per model must not grow with the model count");
     // A bounded number per series: 2 shards × (3 buckets + 1 counter + 1 finish counter
-    // + sum + count) = 14 series per model, read a handful of times each.
-    assert!(ten <= 10 * 14 * 16, "{ten} visits for 10 models");
+    // + sum + count) = 14 series per model, read a handful of times each (18: the
+    // quantiles, rates, SLO clauses, means and length mixes each take a pass).
+    assert!(ten <= 10 * 14 * 18, "{ten} visits for 10 models");
 }
 
 #[test]

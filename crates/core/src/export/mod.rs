@@ -11,6 +11,7 @@ use crate::report::{KvBand, Report, SCRAPE_ERROR_REASONS, SloStatus, WindowRepor
 
 pub mod alerts;
 pub mod gpu;
+pub mod limits;
 pub mod requests;
 
 /// One exported sample: family name, labels in order, value.
@@ -26,8 +27,10 @@ pub const TPOT: &str = "llm_slo_tpot_seconds";
 pub const ITL: &str = "llm_slo_itl_seconds";
 pub const E2E: &str = "llm_slo_e2e_seconds";
 pub const BRACKET: &str = "llm_slo_quantile_bracket_seconds";
+pub const LATENCY_MEAN: &str = "llm_slo_latency_mean_seconds";
 pub const TOKENS: &str = "llm_slo_tokens_per_second";
 pub const REQUESTS: &str = "llm_slo_requests_per_second";
+pub const FINISHED_BY_REASON: &str = "llm_slo_finished_requests_per_second";
 pub const KV_UTILIZATION: &str = "llm_slo_kv_cache_utilization_ratio";
 pub const KV_BAND_TIME: &str = "llm_slo_kv_cache_band_time_ratio";
 pub const ATTAINMENT: &str = "llm_slo_attainment_ratio";
@@ -44,6 +47,7 @@ pub const PREEMPTIONS: &str = "llm_slo_preemptions_per_second";
 pub const TTFT_COMPONENT: &str = "llm_slo_ttft_component_mean_seconds";
 pub const REQUEST_TOKENS_MEAN: &str = "llm_slo_request_tokens_mean";
 pub const PROMPT_LENGTH_SHARE: &str = "llm_slo_prompt_length_cumulative_ratio";
+pub const GENERATION_LENGTH_SHARE: &str = "llm_slo_generation_length_cumulative_ratio";
 pub const SPEC_ACCEPTANCE: &str = "llm_slo_spec_decode_acceptance_ratio";
 pub const SPEC_ACCEPTED_LENGTH: &str = "llm_slo_spec_decode_mean_accepted_length";
 pub const SPEC_POSITION: &str = "llm_slo_spec_decode_position_acceptance_ratio";
@@ -73,11 +77,21 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "gauge",
     ),
     (
+        LATENCY_MEAN,
+        "Mean of a latency histogram over the window (metric=ttft|tpot|itl|e2e): increase of its _sum over increase of its _count.",
+        "gauge",
+    ),
+    (
         TOKENS,
         "Token throughput, sum over shards of rate(tokens[window]); direction=input is prompt, output is generated.",
         "gauge",
     ),
     (REQUESTS, "Finished requests per second over the window, every finish reason.", "gauge"),
+    (
+        FINISHED_BY_REASON,
+        "Finished requests per second over the window by the engine's finish reason (stop, length, abort, error, success, other).",
+        "gauge",
+    ),
     (
         KV_UTILIZATION,
         "KV-cache usage (0-1): mean and max over the window's scrapes; stat=last, at the last scrape, has no window.",
@@ -130,6 +144,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "Share of requests finished in the window with a prompt of at most prompt_tokens_le tokens.",
         "gauge",
     ),
+    (
+        GENERATION_LENGTH_SHARE,
+        "Share of requests finished in the window with at most generation_tokens_le output tokens.",
+        "gauge",
+    ),
     (SPEC_ACCEPTANCE, "Speculative decoding: accepted / proposed draft tokens over the window.", "gauge"),
     (SPEC_ACCEPTED_LENGTH, "Speculative decoding: tokens per verification step, 1 + accepted / drafts.", "gauge"),
     (SPEC_POSITION, "Speculative decoding: accepted tokens at a draft position / drafts.", "gauge"),
@@ -174,6 +193,7 @@ pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
         .map(|f| (f.1, f.2))
         .or_else(|| gpu::family_meta(name))
         .or_else(|| requests::family_meta(name))
+        .or_else(|| limits::family_meta(name))
 }
 
 /// The quantile family of a latency histogram, if it is exported.
@@ -195,6 +215,9 @@ pub const QUANTILE_LABEL: &str = "q";
 /// The label of [`PROMPT_LENGTH_SHARE`]: the prompt length in tokens the share is at or
 /// under. Not `le`, which belongs to histogram buckets.
 pub const PROMPT_TOKENS_LE_LABEL: &str = "prompt_tokens_le";
+
+/// The label of [`GENERATION_LENGTH_SHARE`], as [`PROMPT_TOKENS_LE_LABEL`] is for prompts.
+pub const GENERATION_TOKENS_LE_LABEL: &str = "generation_tokens_le";
 
 /// `source="metrics"`: the label that tells the histogram-derived quantiles, attainment,
 /// goodput, burn rate and window counts from the request-derived ones beside them
@@ -262,6 +285,7 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
         }
     }
     let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();
+    out.extend(limits::samples(&report.limits));
     out.extend(requests::samples(report));
     out.extend(alerts::samples_of(&report.alerts));
     out.extend(alerts::readiness_samples(&report.alert_readiness));
@@ -349,6 +373,12 @@ fn window_samples(
     if let Some(v) = w.requests_per_second {
         emit(REQUESTS, with(&[]), v);
     }
+    for f in &w.finish_reasons {
+        emit(FINISHED_BY_REASON, with(&[("finished_reason", f.reason.as_str().into())]), f.per_second);
+    }
+    for m in &w.latency_means {
+        emit(LATENCY_MEAN, with(&[metrics(), ("metric", m.metric.as_str().into())]), m.seconds);
+    }
     if let Some(kv) = &w.kv_cache {
         for (stat, v) in [("mean", kv.mean), ("max", kv.max)] {
             emit(KV_UTILIZATION, with(&[("stat", stat.into())]), v);
@@ -432,6 +462,9 @@ fn other_samples(
     }
     for &(le, share) in &w.prompt_length_mix {
         emit(PROMPT_LENGTH_SHARE, with(&[(PROMPT_TOKENS_LE_LABEL, format!("{le}"))]), share);
+    }
+    for &(le, share) in &w.generation_length_mix {
+        emit(GENERATION_LENGTH_SHARE, with(&[(GENERATION_TOKENS_LE_LABEL, format!("{le}"))]), share);
     }
     if let Some(sd) = &w.spec_decode {
         if let Some(v) = sd.acceptance_ratio {

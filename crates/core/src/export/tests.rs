@@ -194,3 +194,84 @@ fn last_scrape_series_come_once_without_a_window() {
     keys.dedup();
     assert_eq!(keys.len(), n);
 }
+
+#[test]
+fn means_finish_reasons_and_generation_mix_land_in_their_families() {
+    use crate::canonical::FinishReason;
+    use crate::report::{FinishRate, LatencyMean};
+    let mut r = report();
+    let w = &mut r.targets[0].models[0].windows[0];
+    w.latency_means = vec![
+        LatencyMean { metric: HistogramKind::Ttft, seconds: 0.4 },
+        LatencyMean { metric: HistogramKind::E2e, seconds: 7.5 },
+    ];
+    w.finish_reasons = vec![
+        FinishRate { reason: FinishReason::Stop, per_second: 0.375 },
+        FinishRate { reason: FinishReason::Abort, per_second: 0.125 },
+    ];
+    w.generation_length_mix = vec![(128.0, 0.25), (1024.0, 0.875)];
+    let s = samples(&r);
+    let mean = find(&s, LATENCY_MEAN, &[("metric", "e2e")]).unwrap();
+    assert_eq!(mean.value, 7.5);
+    assert_eq!(mean.labels.iter().map(|l| l.0).collect::<Vec<_>>(), ["target", "model", "window", "source", "metric"]);
+    assert_eq!(find(&s, LATENCY_MEAN, &[("metric", "ttft"), ("source", "metrics")]).unwrap().value, 0.4);
+    assert!(find(&s, LATENCY_MEAN, &[("metric", "tpot")]).is_none());
+    assert_eq!(find(&s, FINISHED_BY_REASON, &[("finished_reason", "stop")]).unwrap().value, 0.375);
+    assert_eq!(find(&s, FINISHED_BY_REASON, &[("finished_reason", "abort")]).unwrap().value, 0.125);
+    assert_eq!(find(&s, GENERATION_LENGTH_SHARE, &[("generation_tokens_le", "1024")]).unwrap().value, 0.875);
+    for name in [LATENCY_MEAN, FINISHED_BY_REASON, GENERATION_LENGTH_SHARE] {
+        assert_eq!(family_meta(name).unwrap().1, "gauge");
+    }
+}
+
+#[test]
+fn limits_are_exported_once_from_the_config() {
+    use crate::evaluate::KvThresholds;
+    use crate::report::Limits;
+    use crate::slo::{Objective, Scope, Slo};
+    let ms = Duration::from_millis;
+    let slo = |name: &str, ttft, tpot, e2e, objective| Slo {
+        name: name.into(),
+        ttft,
+        tpot,
+        e2e,
+        objective: Objective::new(objective).unwrap(),
+        scope: Scope { targets: vec!["a".into()], models: Vec::new() },
+    };
+    let mut r = report();
+    // A second target: the limits still come once, not per target.
+    let mut b = r.targets[0].clone();
+    b.target = "b".into();
+    r.targets.push(b);
+    r.limits = Limits {
+        slos: vec![
+            slo("chat", Some(ms(500)), Some(ms(50)), None, 0.99),
+            slo("batch", None, None, Some(ms(30_000)), 0.95),
+        ],
+        kv: KvThresholds { underloaded: 0.6, target_low: 0.7, target_high: 0.8, critical: 0.95 },
+    };
+    let s = samples(&r);
+    let of = |name: &str| s.iter().filter(|x| x.name == name).map(|x| (x.labels.clone(), x.value)).collect::<Vec<_>>();
+    let l = |pairs: &[(&'static str, &str)]| pairs.iter().map(|(k, v)| (*k, v.to_string())).collect::<Vec<_>>();
+    assert_eq!(of(limits::OBJECTIVE), [(l(&[("slo", "chat")]), 0.99), (l(&[("slo", "batch")]), 0.95)]);
+    assert_eq!(
+        of(limits::THRESHOLD),
+        [
+            (l(&[("slo", "chat"), ("clause", "ttft")]), 0.5),
+            (l(&[("slo", "chat"), ("clause", "tpot")]), 0.05),
+            (l(&[("slo", "batch"), ("clause", "e2e")]), 30.0),
+        ]
+    );
+    assert_eq!(
+        of(limits::KV_BAND_LIMIT),
+        [
+            (l(&[("limit", "underloaded")]), 0.6),
+            (l(&[("limit", "target_low")]), 0.7),
+            (l(&[("limit", "target_high")]), 0.8),
+            (l(&[("limit", "critical")]), 0.95),
+        ]
+    );
+    for (name, _, kind) in limits::FAMILIES {
+        assert_eq!(family_meta(name).unwrap().1, *kind);
+    }
+}

@@ -9,13 +9,15 @@ use crate::canonical::{CounterKind, FinishReason, GaugeKind, HistogramKind, Mode
 /// Histograms with exported quantiles (docs/metrics.md#latency-promql-exact).
 pub const LATENCY_HISTOGRAMS: &[HistogramKind] =
     &[HistogramKind::Ttft, HistogramKind::Tpot, HistogramKind::Itl, HistogramKind::E2e];
-/// Histograms whose buckets are stored: the latency quantiles, and the prompt-length mix.
+/// Histograms whose buckets are stored: the latency quantiles, and the prompt- and
+/// generation-length mixes.
 pub const STORED_HISTOGRAMS: &[HistogramKind] = &[
     HistogramKind::Ttft,
     HistogramKind::Tpot,
     HistogramKind::Itl,
     HistogramKind::E2e,
     HistogramKind::RequestPromptTokens,
+    HistogramKind::RequestGenerationTokens,
 ];
 /// Counters whose rates and ratios are exported: all of them.
 pub const STORED_COUNTERS: &[CounterKind] = CounterKind::ALL;

@@ -34,6 +34,7 @@ pub(crate) fn vllm_like(shards: usize, tick: f64) -> Snapshot {
             (HistogramKind::PrefillTime, 22),
             (HistogramKind::DecodeTime, 22),
             (HistogramKind::RequestPromptTokens, 15),
+            (HistogramKind::RequestGenerationTokens, 15),
         ] {
             m.histograms.entry(kind).or_default().push(Shard {
                 key: key.clone(),
@@ -93,11 +94,11 @@ fn one_hour_at_one_second_stays_small() {
         let per_point = w.heap_bytes() / w.len();
         println!("{shards} rank(s): {mb:.2} MB for 1 h at 1 s, {per_point} B per scrape");
         assert!(mb < limit_mb, "{shards} rank(s): {mb:.2} MB");
-        // 124 stored series per rank: 85 latency buckets + 22 prompt-length buckets,
-        // _sum and _count of 5 histograms, 5 counters, 2 gauges.
+        // 141 stored series per rank: 85 latency buckets, 15 prompt- and 15
+        // generation-length buckets, _sum and _count of 9 histograms, 6 counters, 2 gauges.
         let mut cols = 0;
         w.for_each_in_range(i64::MAX, i64::MAX, |_, _, v| cols = v.len());
-        assert_eq!(cols, 124 * shards);
+        assert_eq!(cols, 141 * shards);
     }
 }
 

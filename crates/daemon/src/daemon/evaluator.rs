@@ -134,7 +134,7 @@ impl Evaluator {
                 TargetReport { target: rt.config.name.clone(), engine, health, models }
             })
             .collect();
-        Report { t_ms: now_ms, targets, ..Report::default() }
+        Report { t_ms: now_ms, targets, limits: self.eval.limits(), ..Report::default() }
     }
 }
 

@@ -102,7 +102,14 @@ impl VirtualDaemon {
                 models: evaluate_target_with(&t.state.windows, now_ms, &self.cfg.for_target(&t.name), self.mode),
             })
             .collect();
-        let mut report = Report { t_ms: now_ms, targets, alerts: Vec::new(), gpus: Vec::new(), ..Report::default() };
+        let mut report = Report {
+            t_ms: now_ms,
+            targets,
+            alerts: Vec::new(),
+            gpus: Vec::new(),
+            limits: self.cfg.limits(),
+            ..Report::default()
+        };
         // Replay has no GPUs and sends no alerts; it shows their state.
         let _ = self.enricher.apply(&mut report, Vec::new());
         report
