@@ -247,7 +247,11 @@ async fn evaluate_loop(
         let notifications = post.enricher.apply(&mut report, post.gpus.latest());
         post.delivery.submit(&notifications);
         held.log_armed(&report);
-        shared.publish(report);
+        // Rendering /metrics for a large fleet takes milliseconds: not on the async workers.
+        let s = shared.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || s.publish(report)).await {
+            tracing::error!("cannot publish the report: {e}");
+        }
     }
 }
 
