@@ -25,6 +25,9 @@ pub struct Report {
     pub gpus: Vec<crate::gpu::reading::GpuReading>,
     /// The request path's counters and health; `None` where no request store runs (replay).
     pub request_path: Option<crate::request::RequestPathReport>,
+    /// Each SLO's error budget over its period, per target, model and source
+    /// (docs/metrics.md#error-budget-over-a-period); empty where no budget book runs.
+    pub budgets: Vec<crate::budget::BudgetReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
