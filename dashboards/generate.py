@@ -330,6 +330,38 @@ def goodput_panels(lay, panels, sel, joint_title, joint_desc):
         desc="Finished requests of the targets and models the SLO judges, and those of them that met it."))
 
 
+def preferred_budget(family, sel, bound):
+    """The budget family from the tap, else the OTLP spans, else the histograms (docs/metrics.md)."""
+    parts = [f'{family}{{{sel}, {SLO}, source="{src}", {bound}}}' for src in ("tap", "otlp", "metrics")]
+    return " or ignoring(source) ".join(parts)
+
+
+def budget_panels(lay, panels, sel, by):
+    """Error budget over each SLO's period (slos[].period, 28 days by default); `by` is the
+    grouping of the time series ("slo" on a target's dashboard, "target, slo" across targets)."""
+    panels.append(row(lay, "Error budget over the SLO period"))
+    remaining = "llm_slo_error_budget_remaining_ratio"
+    estimate = preferred_budget(remaining, sel, 'bound="estimate"')
+    bounded = preferred_budget(remaining, sel, 'bound=~"lower|estimate|upper"')
+    legend = "".join("{{%s}} " % label.strip() for label in by.split(",")) + "{{bound}}"
+    panels.append(panel(
+        lay, "stat", "Error budget left over the period (worst, estimate)",
+        [q(f"min by (slo) ({estimate})", "{{slo}}", "A")],
+        w=8, h=6, unit="percentunit", steps=[("red", None), ("orange", 0), ("green", 0.25)],
+        desc=("1 - (1 - attainment over the period) / (1 - objective); below 0 once overspent. From the tap "
+              "where there is one, else engine spans, else the histograms.")))
+    panels.append(panel(
+        lay, "timeseries", "Error budget left, with bounds",
+        [q(f"min by ({by}, bound) ({bounded})", legend, "A")],
+        w=10, h=6, unit="percentunit", maxv=1, custom=ts(threshold_style="line"), overrides=bounds_style(),
+        steps=[("red", None), ("transparent", 0)]))
+    panels.append(panel(
+        lay, "stat", "Period covered by data",
+        [q(f"min by (slo) (llm_slo_error_budget_period_coverage_ratio{{{sel}, {SLO}}})", "{{slo}}", "A")],
+        w=6, h=6, unit="percentunit", steps=[("orange", None), ("green", 1)],
+        desc="Below 100 % until the daemon has counted a whole period: its counts start when it does."))
+
+
 def overview():
     lay, panels = Layout(), []
     tsel = 'target=~"$target"'
@@ -352,6 +384,7 @@ def overview():
         lay, "stat", "Targets up",
         [q(f"sum(llm_slo_target_up{{{tsel}}}) / count(llm_slo_target_up{{{tsel}}})", "up", "A")],
         w=4, h=5, unit="percentunit", steps=[("red", None), ("orange", 0.5), ("green", 1)]))
+    budget_panels(lay, panels, SEL, "target, slo")
 
     panels.append(row(lay, "Goodput against throughput"))
     goodput_panels(lay, panels, SEL, "Joint SLO attainment with bounds (worst target)",
@@ -420,6 +453,7 @@ def target():
         [q(f"max by (slo, window, bound) (llm_slo_error_budget_burn_rate{{{sel}, {MET}, {SLO}}})", "{{slo}} {{window}} {{bound}}", "A")],
         w=24, unit="x", minv=0, custom=ts(threshold_style="line"), overrides=bounds_style(),
         steps=[("transparent", None), ("orange", 6), ("red", 14.4)]))
+    budget_panels(lay, panels, sel, "slo")
 
     panels.append(row(lay, "Exact from requests (tap, OTLP spans)"))
     exact_panels(lay, panels, sel)

@@ -321,6 +321,51 @@ fn prometheusrule_wraps_the_same_groups() {
     }
 }
 
+/// Each latency histogram's bucket rate is recorded once per window and every quantile reads
+/// that recording, so Prometheus computes the rate over the raw buckets once, not four times.
+#[test]
+fn each_bucket_rate_is_recorded_once_and_the_quantiles_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain: serde_json::Value = serde_saphyr::from_str(&goodput_rules(dir.path(), "prometheus")).unwrap();
+    let rules = plain["groups"][0]["rules"].as_array().unwrap();
+    let exprs: Vec<&str> = rules.iter().filter_map(|r| r["expr"].as_str()).collect();
+    // The config's window and those the latency alerts read have quantiles; the burn windows
+    // need none.
+    let mut checked = Vec::new();
+    for w in ["1m", "5m", "30m", "1h", "6h"] {
+        for (family, metric) in [
+            ("llm_slo:ttft_seconds", "vllm:time_to_first_token_seconds"),
+            ("llm_slo:tpot_seconds", "vllm:request_time_per_output_token_seconds"),
+            ("llm_slo:e2e_seconds", "vllm:e2e_request_latency_seconds"),
+        ] {
+            let raw = format!("rate({metric}_bucket[{w}])");
+            let recorded: Vec<&serde_json::Value> = rules
+                .iter()
+                .filter(|r| r["record"] == format!("{family}_bucket:rate") && r["labels"]["window"] == w)
+                .collect();
+            if recorded.is_empty() {
+                // Only the windows an alert reads quantiles at have them.
+                assert!(!exprs.iter().any(|e| e.contains(&raw)), "{raw} computed without a recording");
+                continue;
+            }
+            assert_eq!(recorded.len(), 1, "{family} at {w}");
+            assert_eq!(exprs.iter().filter(|e| e.contains(&raw)).count(), 1, "{raw} computed more than once");
+            let quantiles: Vec<&str> = rules
+                .iter()
+                .filter(|r| r["record"] == family && r["labels"]["window"] == w)
+                .map(|r| r["expr"].as_str().unwrap())
+                .collect();
+            assert_eq!(quantiles.len(), 4, "{family} at {w}");
+            checked.push(w);
+            for q in quantiles {
+                assert!(q.contains(&format!("{family}_bucket:rate{{window=\"{w}\"}}")) && !q.contains("rate("), "{q}");
+            }
+        }
+    }
+    checked.dedup();
+    assert!(checked.len() >= 2 && checked.contains(&"1m"), "quantile windows {checked:?}");
+}
+
 #[test]
 fn disabled_rules_and_bad_configs() {
     let dir = tempfile::tempdir().unwrap();

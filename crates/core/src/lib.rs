@@ -12,7 +12,8 @@
 //! ```
 //!
 //! The request path's records ([`request`]: from a tap or engine spans) feed evaluate beside
-//! the windows.
+//! the windows. [`budget`] keeps each SLO's error budget over its period (weeks) as
+//! bucketed counts, fed from both.
 //!
 //! Beside the flow: [`target`] (one target's windows and scrape health), [`canonical`] (the engine-neutral vocabulary), [`duration`] (windows and
 //! the one duration syntax), [`slo`] (SLO math: thresholds, brackets, joint bounds),
@@ -32,6 +33,7 @@ pub mod window;
 pub mod evaluate;
 pub mod slo;
 
+pub mod budget;
 pub mod report;
 pub mod request;
 

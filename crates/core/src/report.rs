@@ -32,6 +32,9 @@ pub struct Report {
     /// windows carry each SLO's objective.
     #[serde(skip)]
     pub limits: Limits,
+    /// Each SLO's error budget over its period, per target, model and source
+    /// (docs/metrics.md#error-budget-over-a-period); empty where no budget book runs.
+    pub budgets: Vec<crate::budget::BudgetReport>,
 }
 
 /// The configured SLOs (thresholds, objective, scope) and KV-cache band limits, so that

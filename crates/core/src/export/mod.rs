@@ -10,6 +10,7 @@ use crate::canonical::{HistogramKind, WarningReason};
 use crate::report::{KvBand, Report, SCRAPE_ERROR_REASONS, SloStatus, WindowReport};
 
 pub mod alerts;
+pub mod budget;
 pub mod gpu;
 pub mod limits;
 pub mod requests;
@@ -194,6 +195,7 @@ pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
         .or_else(|| gpu::family_meta(name))
         .or_else(|| requests::family_meta(name))
         .or_else(|| limits::family_meta(name))
+        .or_else(|| budget::family_meta(name))
 }
 
 /// The quantile family of a latency histogram, if it is exported.
@@ -287,6 +289,7 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
     let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();
     out.extend(limits::samples(&report.limits));
     out.extend(requests::samples(report));
+    out.extend(budget::samples(&report.budgets));
     out.extend(alerts::samples_of(&report.alerts));
     out.extend(alerts::readiness_samples(&report.alert_readiness));
     out.extend(gpu::gpu_samples(&report.gpus, None));

@@ -11,6 +11,7 @@
 //! 3. [`validate`] checks meaning across keys (timeouts within intervals, SLOs naming
 //!    targets, threshold order) and builds the typed [`Config`].
 
+mod budget;
 mod bytes;
 mod de;
 mod error;
@@ -56,6 +57,8 @@ pub struct Config {
     /// adds those the alert rules read.
     pub quantiles: Vec<f64>,
     pub slos: Vec<Slo>,
+    /// `slos[].period` of the SLOs that set one, by name ([`Config::budget_specs`]).
+    pub slo_periods: std::collections::BTreeMap<String, Duration>,
     pub kv_cache: KvThresholds,
     pub alerting: AlertingConfig,
     /// GPU telemetry (NVML, dcgm-exporter); `None` when the section is absent.

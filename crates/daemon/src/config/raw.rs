@@ -108,6 +108,7 @@ pub struct RawSlo {
     pub objective: Option<S<f64>>,
     pub targets: Option<Vec<S<String>>>,
     pub models: Option<Vec<S<String>>>,
+    pub period: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

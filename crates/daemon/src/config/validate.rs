@@ -59,6 +59,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
     // that one mistake is reported once.
     let names: Vec<&str> = target_names.iter().map(String::as_str).collect();
     let slos = slos_section(&mut d, raw.slos.as_deref().unwrap_or(&[]), &names);
+    let slo_periods = super::budget::slo_periods(&mut d, raw.slos.as_deref().unwrap_or(&[]));
     let kv_cache = kv_section(&mut d, raw.kv_cache.as_ref());
     let alerting = alerting_section(&mut d, raw.alerting.as_ref(), &slos, &windows);
     let spec_draft_cost_ratio = spec_decode_section(&mut d, raw.spec_decode.as_ref());
@@ -80,6 +81,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
         windows,
         quantiles,
         slos,
+        slo_periods,
         kv_cache,
         alerting,
         gpu,

@@ -6,6 +6,7 @@
 //! nobody), queued alert notifications get [`ALERT_FLUSH`] to go out, and whatever is still
 //! running at the deadline is dropped.
 
+pub mod budget;
 pub mod clock;
 pub mod evaluator;
 pub mod gpu;
@@ -171,9 +172,11 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     let enricher = Enricher::new(&eval, &config.alerting, config.gpu.as_ref(), config.cost.as_ref());
     let delivery = Delivery::start(&config.alerting).map_err(std::io::Error::other)?;
     shared.delivery = Some(delivery.metrics());
+    let budgets = budget::Budgets::new(&config, &targets);
+    let requests = requests.with_budget(budgets.book());
     tasks.spawn(evaluate_loop(
         Evaluator::new(targets, eval),
-        Post { requests, enricher, gpus, delivery },
+        Post { requests, budgets, enricher, gpus, delivery },
         config.evaluation_interval,
         clock,
         shared.clone(),
@@ -206,10 +209,11 @@ fn server_limits(config: &Config) -> serve::server::ServerLimits {
     }
 }
 
-/// What happens to each report after evaluation: request-derived windows, GPU join, alert
-/// rules, delivery.
+/// What happens to each report after evaluation: request-derived windows, error budgets, GPU
+/// join, alert rules, delivery.
 struct Post {
     requests: RequestPath,
+    budgets: budget::Budgets,
     enricher: Enricher,
     gpus: gpu::GpuSources,
     delivery: Delivery,
@@ -244,10 +248,15 @@ async fn evaluate_loop(
             _ = stop.changed() => return abandon(&evaluator, &post.delivery).await,
         };
         post.requests.apply(&mut report).await;
+        post.budgets.apply(&mut report).await;
         let notifications = post.enricher.apply(&mut report, post.gpus.latest());
         post.delivery.submit(&notifications);
         held.log_armed(&report);
-        shared.publish(report);
+        // Rendering /metrics for a large fleet takes milliseconds: not on the async workers.
+        let s = shared.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || s.publish(report)).await {
+            tracing::error!("cannot publish the report: {e}");
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::budget::BudgetBook;
 use crate::config::Config;
 use crate::report::Report;
 use crate::request::{
@@ -16,6 +17,8 @@ use crate::requests::Inbox;
 pub struct RequestPath {
     inbox: Inbox,
     store: Arc<Mutex<RequestStore>>,
+    /// The error-budget book, which counts each drained record too (super::budget).
+    budget: Option<Arc<Mutex<BudgetBook>>>,
 }
 
 impl RequestPath {
@@ -29,7 +32,13 @@ impl RequestPath {
             max_records_per_series: DEFAULT_MAX_RECORDS_PER_SERIES,
             max_series_per_target: DEFAULT_MAX_SERIES_PER_TARGET,
         });
-        RequestPath { inbox, store: Arc::new(Mutex::new(store)) }
+        RequestPath { inbox, store: Arc::new(Mutex::new(store)), budget: None }
+    }
+
+    /// This path counting every drained record into `book` as well.
+    pub fn with_budget(mut self, book: Arc<Mutex<BudgetBook>>) -> RequestPath {
+        self.budget = Some(book);
+        self
     }
 
     /// Drains the inbox into the store at the report's instant, evaluates the store's
@@ -38,9 +47,12 @@ impl RequestPath {
     pub async fn apply(&self, report: &mut Report) {
         let records = self.inbox.drain();
         let stats = self.inbox.stats();
-        let store = self.store.clone();
+        let (store, budget) = (self.store.clone(), self.budget.clone());
         let now_ms = report.t_ms;
         let work = tokio::task::spawn_blocking(move || -> (Vec<SeriesWindows>, RequestPathReport) {
+            if let Some(b) = budget {
+                b.lock().unwrap_or_else(|e| e.into_inner()).add_records(&records);
+            }
             let mut s = store.lock().unwrap_or_else(|e| e.into_inner());
             s.ingest(records, now_ms);
             (s.evaluate(now_ms), s.counters())

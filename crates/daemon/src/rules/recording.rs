@@ -3,6 +3,8 @@
 //! Names mirror the daemon's families with a `:` (`llm_slo_attainment_ratio` →
 //! `llm_slo:attainment_ratio`) and carry the same `window`, `slo`, `clause`, `bound` and
 //! `q` labels, so one dashboard query works on both. Rules are ordered so each reads only series recorded before it.
+//! Each latency histogram's bucket rates are recorded once per window
+//! (`llm_slo:ttft_seconds_bucket:rate`) and every quantile of it reads them.
 //! Quantiles, attainment, goodput and burn rate carry `source="metrics"` as the daemon's
 //! histogram-derived series do. `llm_slo:window_coverage_ratio` records how much of each window holds data, so that
 //! the alerts can wait for it as the daemon does (docs/alerts.md#after-a-restart).
@@ -32,6 +34,12 @@ fn record(name: &str, expr: String, labels: &[(&str, &str)]) -> PromRule {
     }
 }
 
+/// The recorded per-model bucket rates of a latency family, with `le`, `model` and `window`:
+/// `llm_slo:ttft_seconds` → `llm_slo:ttft_seconds_bucket:rate`.
+pub fn bucket_rate(family: &str) -> String {
+    format!("{family}_bucket:rate")
+}
+
 /// Windows at which quantiles are recorded, and at which SLO quantities are.
 pub fn windows(spec: &RulesSpec) -> (Vec<Window>, Vec<Window>) {
     let rules = spec.alerting.rule_set();
@@ -58,11 +66,18 @@ pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<P
         for (name, metric) in
             [("llm_slo:ttft_seconds", TTFT), ("llm_slo:tpot_seconds", TPOT), ("llm_slo:e2e_seconds", E2E)]
         {
+            // The fleet's bucket rates once per histogram and window; every quantile reads
+            // them rather than computing the rate again.
+            let rates = bucket_rate(name);
+            out.push(record(
+                &rates,
+                m.sum_by("le, model", "rate", &format!("{metric}_bucket"), "", *w),
+                &[("window", &wl)],
+            ));
             for q in QUANTILES {
-                let inner = m.sum_by("le, model", "rate", &format!("{metric}_bucket"), "", *w);
                 out.push(record(
                     name,
-                    format!("histogram_quantile({q}, {inner})"),
+                    format!("histogram_quantile({q}, {rates}{{window=\"{wl}\"}})"),
                     &[(QUANTILE_LABEL, q), ("window", &wl), METRICS],
                 ));
             }

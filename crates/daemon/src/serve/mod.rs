@@ -1,8 +1,9 @@
 //! The HTTP side of the daemon (axum): `/metrics`, `/healthz`, `/readyz`,
 //! `/api/v1/report` and the status page at `/` ([`page`]), all read from the latest
 //! published [`Report`] without blocking the evaluator. [`server`] serves them with timeouts
-//! and a connection cap.
+//! and a connection cap. /metrics is rendered once per report ([`cache`]).
 
+pub mod cache;
 pub mod exposition;
 pub mod fds;
 pub mod page;
@@ -14,8 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use arc_swap::ArcSwap;
 use axum::Router;
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -25,15 +27,18 @@ use crate::export;
 use crate::otlp::metrics::{self as otlp_metrics, OtlpStats};
 use crate::report::Report;
 use crate::tap::metrics::{self as tap_metrics, TapMetrics};
+use cache::Rendered;
 use exposition::Line;
 use server::{Closed, ConnStats};
 
-/// What the handlers read: the latest report, whether one has been published yet, and the
-/// alert-delivery, HTTP server and OTLP receiver counters, which are live rather than part
-/// of a report, and the status page's history of recent reports.
+/// What the handlers read: the latest report and its /metrics rendering, whether one has
+/// been published yet, and the alert-delivery, HTTP server and OTLP receiver counters, which
+/// are live rather than part of a report, and the status page's history of recent reports.
 #[derive(Clone)]
 pub struct Shared {
     pub report: Arc<ArcSwap<Report>>,
+    /// The report's families as /metrics serves them, rendered by [`Shared::publish`].
+    pub metrics: Arc<ArcSwap<Rendered>>,
     pub ready: Arc<AtomicBool>,
     pub delivery: Option<DeliveryMetrics>,
     pub http: Arc<ConnStats>,
@@ -46,8 +51,10 @@ pub struct Shared {
 
 impl Shared {
     pub fn new() -> Shared {
+        let report = Report::default();
         Shared {
-            report: Arc::new(ArcSwap::from_pointee(Report::default())),
+            metrics: Arc::new(ArcSwap::from_pointee(Rendered::new(render_report(&report)))),
+            report: Arc::new(ArcSwap::from_pointee(report)),
             ready: Arc::new(AtomicBool::new(false)),
             delivery: None,
             http: Arc::default(),
@@ -59,8 +66,11 @@ impl Shared {
 
     /// Publishes a new report; readers see it on their next request. The status page's
     /// history takes its point first, so that a page never shows a report its charts lack.
+    /// Renders the report's /metrics families, which takes milliseconds for a large fleet:
+    /// the evaluation loop calls it off the async workers.
     pub fn publish(&self, report: Report) {
         self.page.record(&report);
+        self.metrics.store(Arc::new(Rendered::new(render_report(&report))));
         self.report.store(Arc::new(report));
         self.ready.store(true, Ordering::Release);
     }
@@ -112,14 +122,23 @@ fn http_lines(stats: &ConnStats) -> Vec<(&'static str, Option<&'static str>, f64
 const BUILD_INFO: (&str, &str) =
     ("llm_slo_build_info", "The goodput build serving these metrics: its version and the commit it was built from.");
 
-/// The full /metrics body for a report: the exported families, the alert-delivery, HTTP
-/// server and OTLP receiver counters, then process metrics.
+/// The full /metrics body for a report, rendered afresh: the report's families, then the
+/// alert-delivery, HTTP server and OTLP receiver counters and process metrics. A GET serves
+/// the same bytes from [`Shared::metrics`] plus [`render_live`], without this call.
 pub fn render_metrics(
     report: &Report,
     delivery: Option<&DeliveryMetrics>,
     http: &ConnStats,
     otlp: Option<&OtlpStats>,
 ) -> String {
+    let mut out = render_report(report);
+    out.push_str(&render_live(delivery, http, otlp, &TapMetrics::default()));
+    out
+}
+
+/// The report's families and the build info: everything on /metrics that changes only when a
+/// report is published, which [`Shared::publish`] renders once per tick.
+pub fn render_report(report: &Report) -> String {
     let samples = export::samples(report);
     let mut lines: Vec<Line<'_>> = samples
         .iter()
@@ -129,23 +148,42 @@ pub fn render_metrics(
             value: s.value,
         })
         .collect();
+    lines.push(Line {
+        name: BUILD_INFO.0,
+        labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)],
+        value: 1.0,
+    });
+    let mut out = String::with_capacity(lines.len() * 96);
+    exposition::write(&mut out, &lines, |name| {
+        export::family_meta(name).or_else(|| (name == BUILD_INFO.0).then_some((BUILD_INFO.1, "gauge")))
+    });
+    out
+}
+
+/// The families that change between ticks, rendered per GET: alert delivery, the HTTP
+/// server, the OTLP receiver, process metrics and the taps. None shares a name with a
+/// report family, so they follow the cached part without splitting a family.
+pub fn render_live(
+    delivery: Option<&DeliveryMetrics>,
+    http: &ConnStats,
+    otlp: Option<&OtlpStats>,
+    taps: &TapMetrics,
+) -> String {
     let delivered = delivery.map(|d| delivery_metrics::samples(&d.stats())).unwrap_or_default();
-    lines.extend(delivered.iter().map(|s| Line {
-        name: s.name,
-        labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
-        value: s.value,
-    }));
+    let mut lines: Vec<Line<'_>> = delivered
+        .iter()
+        .map(|s| Line {
+            name: s.name,
+            labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
+            value: s.value,
+        })
+        .collect();
     let served = http_lines(http);
     lines.extend(served.iter().map(|(name, reason, value)| Line {
         name,
         labels: reason.iter().map(|r| ("reason", *r)).collect(),
         value: *value,
     }));
-    lines.push(Line {
-        name: BUILD_INFO.0,
-        labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)],
-        value: 1.0,
-    });
     let received = otlp.map(OtlpStats::samples).unwrap_or_default();
     lines.extend(received.iter().map(|s| Line {
         name: s.name,
@@ -156,13 +194,12 @@ pub fn render_metrics(
     lines.extend(process.iter().map(|(name, _, _, v)| Line { name, labels: Vec::new(), value: *v }));
     let mut out = String::with_capacity(lines.len() * 96);
     exposition::write(&mut out, &lines, |name| {
-        export::family_meta(name)
-            .or_else(|| delivery_metrics::family_meta(name))
-            .or_else(|| (name == BUILD_INFO.0).then_some((BUILD_INFO.1, "gauge")))
+        delivery_metrics::family_meta(name)
             .or_else(|| HTTP_FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)))
             .or_else(|| otlp_metrics::family_meta(name))
             .or_else(|| process.iter().find(|p| p.0 == name).map(|p| (p.1, p.2)))
     });
+    render_taps(&mut out, taps);
     out
 }
 
@@ -180,11 +217,24 @@ pub fn render_taps(out: &mut String, taps: &TapMetrics) {
     exposition::write(out, &lines, tap_metrics::family_meta);
 }
 
-async fn metrics(State(s): State<Shared>) -> Response {
-    let report = s.report.load_full();
-    let mut body = render_metrics(&report, s.delivery.as_ref(), &s.http, s.otlp.as_deref());
-    render_taps(&mut body, &s.taps);
-    ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT)], body).into_response()
+/// The cached report families plus the live ones, gzipped when the client accepts it. Only
+/// the first gzip GET after a tick deflates the cached part, on the blocking pool.
+async fn metrics(State(s): State<Shared>, headers: HeaderMap) -> Response {
+    let rendered = s.metrics.load_full();
+    let live = render_live(s.delivery.as_ref(), &s.http, s.otlp.as_deref(), &s.taps);
+    let gzip = headers.get_all(header::ACCEPT_ENCODING).iter().any(|v| v.to_str().is_ok_and(cache::accepts_gzip));
+    let vary = (header::VARY, "Accept-Encoding");
+    if !gzip {
+        return ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT), vary], Body::new(rendered.plain(live))).into_response();
+    }
+    if !rendered.has_gzip() {
+        let r = rendered.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || r.prepare_gzip()).await {
+            return (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot compress /metrics: {e}\n")).into_response();
+        }
+    }
+    let body = Body::new(rendered.gzip(&live));
+    ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT), (header::CONTENT_ENCODING, "gzip"), vary], body).into_response()
 }
 
 /// Rendered on the blocking pool: a page of 100 targets takes milliseconds, which the
