@@ -52,13 +52,8 @@ impl FailureOutcome {
     }
 }
 
-/// One sample: family, labels, value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeliverySample {
-    pub name: &'static str,
-    pub labels: Vec<(&'static str, String)>,
-    pub value: f64,
-}
+/// One sample: family, labels, value; the same type the report's families use.
+pub use crate::export::ExportSample as DeliverySample;
 
 /// The samples for every destination, each family's together, labelled `destination`.
 pub fn samples(stats: &[DestinationStats]) -> Vec<DeliverySample> {

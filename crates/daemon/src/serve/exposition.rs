@@ -17,6 +17,13 @@ pub struct Line<'a> {
     pub value: f64,
 }
 
+impl<'a> Line<'a> {
+    /// A line borrowing one exported sample (the report's, alert delivery's, the taps').
+    pub fn of(s: &'a crate::export::ExportSample) -> Line<'a> {
+        Line { name: s.name, labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(), value: s.value }
+    }
+}
+
 /// Writes `lines` as an exposition. Families keep the order of their first sample; the
 /// samples of a family are brought together even if the input interleaves them.
 /// `meta` gives (help, type) per family; families without it are written as untyped.

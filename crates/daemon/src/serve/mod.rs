@@ -140,14 +140,7 @@ pub fn render_metrics(
 /// report is published, which [`Shared::publish`] renders once per tick.
 pub fn render_report(report: &Report) -> String {
     let samples = export::samples(report);
-    let mut lines: Vec<Line<'_>> = samples
-        .iter()
-        .map(|s| Line {
-            name: s.name,
-            labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
-            value: s.value,
-        })
-        .collect();
+    let mut lines: Vec<Line<'_>> = samples.iter().map(Line::of).collect();
     lines.push(Line {
         name: BUILD_INFO.0,
         labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)],
@@ -170,14 +163,7 @@ pub fn render_live(
     taps: &TapMetrics,
 ) -> String {
     let delivered = delivery.map(|d| delivery_metrics::samples(&d.stats())).unwrap_or_default();
-    let mut lines: Vec<Line<'_>> = delivered
-        .iter()
-        .map(|s| Line {
-            name: s.name,
-            labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
-            value: s.value,
-        })
-        .collect();
+    let mut lines: Vec<Line<'_>> = delivered.iter().map(Line::of).collect();
     let served = http_lines(http);
     lines.extend(served.iter().map(|(name, reason, value)| Line {
         name,
@@ -206,14 +192,7 @@ pub fn render_live(
 /// Appends the taps' health families (none without taps).
 pub fn render_taps(out: &mut String, taps: &TapMetrics) {
     let samples = taps.samples();
-    let lines: Vec<Line<'_>> = samples
-        .iter()
-        .map(|s| Line {
-            name: s.name,
-            labels: s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
-            value: s.value,
-        })
-        .collect();
+    let lines: Vec<Line<'_>> = samples.iter().map(Line::of).collect();
     exposition::write(out, &lines, tap_metrics::family_meta);
 }
 

@@ -65,13 +65,8 @@ impl TapStats {
 #[derive(Debug, Clone, Default)]
 pub struct TapMetrics(pub Vec<(String, Arc<TapStats>)>);
 
-/// One sample: family, labels, value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TapSample {
-    pub name: &'static str,
-    pub labels: Vec<(&'static str, String)>,
-    pub value: f64,
-}
+/// One sample: family, labels, value; the same type the report's families use.
+pub use crate::export::ExportSample as TapSample;
 
 impl TapMetrics {
     /// The samples of every tap, each family's together.
