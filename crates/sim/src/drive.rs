@@ -32,25 +32,53 @@ pub struct DriveStats {
     pub dropped: AtomicU64,
 }
 
-/// A running generator; [`Driver::shutdown`] stops it and abandons requests in flight.
+/// A running generator; [`Driver::shutdown`] stops it and abandons requests in flight,
+/// [`Driver::drain`] lets them finish first.
 pub struct Driver {
-    stop: watch::Sender<bool>,
+    stop: watch::Sender<Stop>,
     task: Option<JoinHandle<()>>,
     pub stats: Arc<DriveStats>,
 }
 
+/// What the generator is told to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Run,
+    /// No new arrivals; the requests in flight go on to their end (or their give-up).
+    Drain,
+    /// Every request in flight is dropped, as clients that all go away at once.
+    Abandon,
+}
+
 impl Driver {
     pub async fn shutdown(mut self) {
-        let _ = self.stop.send(true);
+        let _ = self.stop.send(Stop::Abandon);
         if let Some(t) = self.task.take() {
             let _ = t.await;
+        }
+    }
+
+    /// Stops sending and waits up to `grace` for the requests in flight to end, then
+    /// abandons the rest. Returns whether every request ended within `grace`. A measurement
+    /// that compares what the clients saw with the engine's truth uses this, so that the
+    /// end of the run does not turn every queued request into an abort.
+    pub async fn drain(mut self, grace: Duration) -> bool {
+        let _ = self.stop.send(Stop::Drain);
+        let Some(mut task) = self.task.take() else { return true };
+        match tokio::time::timeout(grace, &mut task).await {
+            Ok(_) => true,
+            Err(_) => {
+                let _ = self.stop.send(Stop::Abandon);
+                let _ = task.await;
+                false
+            }
         }
     }
 }
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        let _ = self.stop.send(true);
+        let _ = self.stop.send(Stop::Abandon);
     }
 }
 
@@ -66,7 +94,7 @@ pub fn start(cfg: &SimConfig, base: &str, speed: f64) -> Result<Driver, String> 
         .build()
         .map_err(|e| format!("cannot build the load generator's HTTP client: {e}"))?;
     let url = format!("{}/v1/chat/completions", base.trim_end_matches('/'));
-    let (stop, stop_rx) = watch::channel(false);
+    let (stop, stop_rx) = watch::channel(Stop::Run);
     let stats = Arc::new(DriveStats::default());
     let arrivals = ArrivalGen::new(cfg);
     let ctx = Arc::new(Ctx { client, url, model: cfg.model.clone(), speed, stats: stats.clone() });
@@ -82,7 +110,7 @@ struct Ctx {
     stats: Arc<DriveStats>,
 }
 
-async fn run(mut arrivals: ArrivalGen, ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
+async fn run(mut arrivals: ArrivalGen, ctx: Arc<Ctx>, mut stop: watch::Receiver<Stop>) {
     let started = Instant::now();
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut requests = tokio::task::JoinSet::new();
@@ -90,7 +118,7 @@ async fn run(mut arrivals: ArrivalGen, ctx: Arc<Ctx>, mut stop: watch::Receiver<
         let at = started + Duration::from_secs_f64(spec.arrival / ctx.speed);
         tokio::select! {
             _ = tokio::time::sleep_until(at.into()) => {}
-            _ = stop.wait_for(|s| *s) => break,
+            _ = stop.wait_for(|s| *s != Stop::Run) => break,
         }
         // Reap finished tasks so the set holds only what is in flight.
         while requests.try_join_next().is_some() {}
@@ -104,6 +132,13 @@ async fn run(mut arrivals: ArrivalGen, ctx: Arc<Ctx>, mut stop: watch::Receiver<
             let _permit = permit;
             one(&ctx, &spec, give_up).await;
         });
+    }
+    if *stop.borrow() == Stop::Drain {
+        let all_done = async { while requests.join_next().await.is_some() {} };
+        tokio::select! {
+            _ = all_done => {}
+            _ = stop.wait_for(|s| *s == Stop::Abandon) => {}
+        }
     }
     requests.abort_all();
 }
