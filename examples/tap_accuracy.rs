@@ -123,9 +123,10 @@ fn windows_table(results: &[Result]) {
     println!("### Per {WINDOW} window: exact from the tap, truth, histogram bracket\n");
     println!(
         "| profile | SLO | windows | mean truth | mean exact (tap) | max abs(exact − truth) | \
-         mean bracket [lower, upper] | mean width | exact in bracket | truth in bracket |"
+         mean bracket [lower, upper] | mean width | exact in bracket | truth in bracket | \
+         exact outside: populations differ / equal |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for r in results {
         let p = pair(&r.out.tap, &r.out.truth);
         let rows = tap_truth_support::compare::window_rows(&r.out, &p, WINDOW, &r.load.model);
@@ -143,8 +144,13 @@ fn windows_table(results: &[Result]) {
             let lo = |w: &WindowRow| w.bracket.map_or(f64::NAN, |b| b.0);
             let hi = |w: &WindowRow| w.bracket.map_or(f64::NAN, |b| b.1);
             let worst = rows.iter().map(|w| (w.exact.0 - w.truth).abs()).fold(0.0, f64::max);
+            let outside: Vec<&&WindowRow> = rows
+                .iter()
+                .filter(|w| w.bracket.is_some_and(|(lo, hi)| w.exact.0 < lo - 1e-9 || w.exact.0 > hi + 1e-9))
+                .collect();
+            let same = outside.iter().filter(|w| w.hist_requests == Some(w.requests as f64)).count();
             println!(
-                "| {} | {} | {} | {:.4} | {:.4} | {:.4} | [{:.4}, {:.4}] | {:.4} | {} | {} |",
+                "| {} | {} | {} | {:.4} | {:.4} | {:.4} | [{:.4}, {:.4}] | {:.4} | {} | {} | {} / {} |",
                 r.name,
                 slo.name,
                 rows.len(),
@@ -156,6 +162,8 @@ fn windows_table(results: &[Result]) {
                 mean(&|w| hi(w) - lo(w)),
                 inside(&|w| w.exact.0),
                 inside(&|w| w.truth),
+                outside.len() - same,
+                same,
             );
         }
     }
