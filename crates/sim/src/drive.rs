@@ -88,6 +88,9 @@ pub fn start(cfg: &SimConfig, base: &str, speed: f64) -> Result<Driver, String> 
     if !(speed.is_finite() && speed > 0.0) {
         return Err(format!("speed must be a positive number, got {speed}"));
     }
+    // reqwest's TLS backend needs a process-wide crypto provider even for plain http; without
+    // one, building the client panics.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .no_proxy()
         .tcp_nodelay(true)
@@ -205,5 +208,53 @@ mod tests {
             assert_eq!(crate::api::text_tokens(&prompt_text(n)) + 4, n, "{n}");
         }
         assert_eq!(prompt_text(1), "tok ");
+    }
+
+    fn load(output: f64) -> SimConfig {
+        let mut c = SimConfig::profile(crate::config::Profile::Steady);
+        c.arrivals.rate = 20.0;
+        c.workload.abort_fraction = 0.0;
+        c.workload.output_median = output;
+        c.workload.output_sigma = 0.0;
+        c
+    }
+
+    async fn engine(load: &SimConfig) -> crate::live::LiveHandle {
+        let mut engine = load.clone();
+        engine.apply_profile(crate::config::Profile::None);
+        crate::live::serve(engine, "127.0.0.1:0".parse().unwrap(), 1.0).await.unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn drain_lets_requests_in_flight_end_and_shutdown_drops_them() {
+        // 20 tokens at ~11 ms a step: every request is in flight for a few hundred ms.
+        let short = load(20.0);
+        let sim = engine(&short).await;
+        let d = start(&short, &format!("http://{}", sim.addr), 1.0).unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let stats = d.stats.clone();
+        assert!(d.drain(Duration::from_secs(20)).await, "every request ends well within the grace");
+        let sent = stats.sent.load(Ordering::Relaxed);
+        assert!(sent >= 3, "{stats:?}");
+        assert_eq!(stats.completed.load(Ordering::Relaxed), sent, "{stats:?}");
+        sim.shutdown().await;
+
+        // 1,000 tokens take over 10 s: shutdown does not wait for them, nor does a short grace.
+        let long = load(1000.0);
+        let sim = engine(&long).await;
+        for grace in [None, Some(Duration::from_millis(200))] {
+            let d = start(&long, &format!("http://{}", sim.addr), 1.0).unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let stats = d.stats.clone();
+            let t = Instant::now();
+            match grace {
+                None => d.shutdown().await,
+                Some(g) => assert!(!d.drain(g).await, "requests were still running"),
+            }
+            assert!(t.elapsed() < Duration::from_secs(2), "{grace:?}: {:?}", t.elapsed());
+            assert!(stats.sent.load(Ordering::Relaxed) >= 1);
+            assert_eq!(stats.completed.load(Ordering::Relaxed), 0, "{grace:?}: {stats:?}");
+        }
+        sim.shutdown().await;
     }
 }
