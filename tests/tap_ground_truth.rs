@@ -13,12 +13,15 @@ use std::time::Duration;
 
 use goodput::request::Status;
 use goodput_sim::SimConfig;
-use goodput_sim::config::{Pattern, Profile};
+use goodput_sim::config::Profile;
 use tap_truth_support::compare::{self, Pairs, borderline, delta, good, pair, spread, truth_record, truth_status};
 use tap_truth_support::{Outcome, TARGET, run, sample};
 
 /// Wall seconds of load.
 const SECS: f64 = 20.0;
+
+/// How long the requests in flight when the load stops may take to end.
+const GRACE: Duration = Duration::from_secs(15);
 
 /// The most client-side time one request may gain over the engine's truth. On loopback it is
 /// a few milliseconds; the bound leaves room for a loaded 2-core CI machine, where every
@@ -32,7 +35,6 @@ fn load() -> SimConfig {
     let mut c = SimConfig::profile(Profile::Burst);
     c.name = TARGET.into();
     c.seed = 7;
-    c.arrivals.pattern = Pattern::Burst;
     c.arrivals.rate = 1.5;
     c.arrivals.burst_rate = 10.0;
     c.arrivals.period_s = 10.0;
@@ -47,6 +49,8 @@ fn load() -> SimConfig {
     c
 }
 
+/// Limits inside the run's distributions (TTFT from ~0.1 s to ~3.6 s as the bursts queue,
+/// TPOT 37–51 ms, E2E up to ~10 s), so that each SLO has good and bad requests.
 const SLOS: &str = "[{name: interactive, ttft: 1s, tpot: 40ms, objective: 0.9},
         {name: batch, ttft: 3s, e2e: 6s, objective: 0.9}]";
 
@@ -54,13 +58,13 @@ const SLOS: &str = "[{name: interactive, ttft: 1s, tpot: 40ms, objective: 0.9},
 async fn tap_exact_values_equal_the_simulators_truth() {
     let dir = tempfile::tempdir().unwrap();
     let load = load();
-    let out = run(&load, SECS, Duration::from_secs(15), "[1m]", SLOS, Duration::from_secs(5), dir.path()).await;
+    let out = run(&load, SECS, GRACE, "[1m]", SLOS, Duration::from_secs(5), dir.path()).await;
     let p = pair(&out.tap, &out.truth);
     println!("{:?}, drained: {}", out.sent, out.drained);
 
     // Every request sent is measured once and finished once, and the two name each other.
     let sent = out.sent;
-    assert!(out.drained, "requests were still in flight {} s after the load stopped", 15);
+    assert!(out.drained, "requests were still in flight {GRACE:?} after the load stopped");
     assert_eq!((sent.failed, sent.dropped), (0, 0), "{sent:?}");
     assert!(sent.sent >= 60 && sent.gave_up >= 2, "too little traffic to judge by: {sent:?}");
     assert_eq!(out.tap.len() as u64, sent.sent, "one tap record per request sent");
