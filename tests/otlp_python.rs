@@ -112,6 +112,7 @@ impl Case {
                 prefill_s: Some(self.prefill),
                 decode_s: Some(self.decode),
             }),
+            request_id: Some(format!("cmpl-{}", self.ttft)),
         }
     }
 }

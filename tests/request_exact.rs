@@ -33,6 +33,7 @@ fn record(source: Source, finished: f64, e2e: f64, ttft: Option<f64>, status: St
         output_tokens: Some(TokenCount { value: 30, exact: true }),
         itl: Vec::new(),
         engine: None,
+        request_id: None,
     }
 }
 

@@ -297,7 +297,8 @@ impl TapUnder {
         let inbox = Inbox::new(1024);
         let (stop, rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
-        let Tap { addr, stats } = goodput::tap::start("engine", &config, inbox.clone(), rx, &mut tasks).await.unwrap();
+        let Tap { addr, stats, .. } =
+            goodput::tap::start("engine", &config, inbox.clone(), rx, &mut tasks).await.unwrap();
         TapUnder { addr, inbox, stats, stop, tasks }
     }
 

@@ -32,25 +32,53 @@ pub struct DriveStats {
     pub dropped: AtomicU64,
 }
 
-/// A running generator; [`Driver::shutdown`] stops it and abandons requests in flight.
+/// A running generator; [`Driver::shutdown`] stops it and abandons requests in flight,
+/// [`Driver::drain`] lets them finish first.
 pub struct Driver {
-    stop: watch::Sender<bool>,
+    stop: watch::Sender<Stop>,
     task: Option<JoinHandle<()>>,
     pub stats: Arc<DriveStats>,
 }
 
+/// What the generator is told to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Run,
+    /// No new arrivals; the requests in flight go on to their end (or their give-up).
+    Drain,
+    /// Every request in flight is dropped, as clients that all go away at once.
+    Abandon,
+}
+
 impl Driver {
     pub async fn shutdown(mut self) {
-        let _ = self.stop.send(true);
+        let _ = self.stop.send(Stop::Abandon);
         if let Some(t) = self.task.take() {
             let _ = t.await;
+        }
+    }
+
+    /// Stops sending and waits up to `grace` for the requests in flight to end, then
+    /// abandons the rest. Returns whether every request ended within `grace`. A measurement
+    /// that compares what the clients saw with the engine's truth uses this, so that the
+    /// end of the run does not turn every queued request into an abort.
+    pub async fn drain(mut self, grace: Duration) -> bool {
+        let _ = self.stop.send(Stop::Drain);
+        let Some(mut task) = self.task.take() else { return true };
+        match tokio::time::timeout(grace, &mut task).await {
+            Ok(_) => true,
+            Err(_) => {
+                let _ = self.stop.send(Stop::Abandon);
+                let _ = task.await;
+                false
+            }
         }
     }
 }
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        let _ = self.stop.send(true);
+        let _ = self.stop.send(Stop::Abandon);
     }
 }
 
@@ -60,7 +88,8 @@ pub fn start(cfg: &SimConfig, base: &str, speed: f64) -> Result<Driver, String> 
     if !(speed.is_finite() && speed > 0.0) {
         return Err(format!("speed must be a positive number, got {speed}"));
     }
-    // reqwest's TLS backend needs a process-wide crypto provider even for plain http.
+    // reqwest's TLS backend needs a process-wide crypto provider even for plain http; without
+    // one, building the client panics.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -68,7 +97,7 @@ pub fn start(cfg: &SimConfig, base: &str, speed: f64) -> Result<Driver, String> 
         .build()
         .map_err(|e| format!("cannot build the load generator's HTTP client: {e}"))?;
     let url = format!("{}/v1/chat/completions", base.trim_end_matches('/'));
-    let (stop, stop_rx) = watch::channel(false);
+    let (stop, stop_rx) = watch::channel(Stop::Run);
     let stats = Arc::new(DriveStats::default());
     let arrivals = ArrivalGen::new(cfg);
     let ctx = Arc::new(Ctx { client, url, model: cfg.model.clone(), speed, stats: stats.clone() });
@@ -84,7 +113,7 @@ struct Ctx {
     stats: Arc<DriveStats>,
 }
 
-async fn run(mut arrivals: ArrivalGen, ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
+async fn run(mut arrivals: ArrivalGen, ctx: Arc<Ctx>, mut stop: watch::Receiver<Stop>) {
     let started = Instant::now();
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut requests = tokio::task::JoinSet::new();
@@ -92,7 +121,7 @@ async fn run(mut arrivals: ArrivalGen, ctx: Arc<Ctx>, mut stop: watch::Receiver<
         let at = started + Duration::from_secs_f64(spec.arrival / ctx.speed);
         tokio::select! {
             _ = tokio::time::sleep_until(at.into()) => {}
-            _ = stop.wait_for(|s| *s) => break,
+            _ = stop.wait_for(|s| *s != Stop::Run) => break,
         }
         // Reap finished tasks so the set holds only what is in flight.
         while requests.try_join_next().is_some() {}
@@ -106,6 +135,13 @@ async fn run(mut arrivals: ArrivalGen, ctx: Arc<Ctx>, mut stop: watch::Receiver<
             let _permit = permit;
             one(&ctx, &spec, give_up).await;
         });
+    }
+    if *stop.borrow() == Stop::Drain {
+        let all_done = async { while requests.join_next().await.is_some() {} };
+        tokio::select! {
+            _ = all_done => {}
+            _ = stop.wait_for(|s| *s == Stop::Abandon) => {}
+        }
     }
     requests.abort_all();
 }
@@ -172,5 +208,53 @@ mod tests {
             assert_eq!(crate::api::text_tokens(&prompt_text(n)) + 4, n, "{n}");
         }
         assert_eq!(prompt_text(1), "tok ");
+    }
+
+    fn load(output: f64) -> SimConfig {
+        let mut c = SimConfig::profile(crate::config::Profile::Steady);
+        c.arrivals.rate = 20.0;
+        c.workload.abort_fraction = 0.0;
+        c.workload.output_median = output;
+        c.workload.output_sigma = 0.0;
+        c
+    }
+
+    async fn engine(load: &SimConfig) -> crate::live::LiveHandle {
+        let mut engine = load.clone();
+        engine.apply_profile(crate::config::Profile::None);
+        crate::live::serve(engine, "127.0.0.1:0".parse().unwrap(), 1.0).await.unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn drain_lets_requests_in_flight_end_and_shutdown_drops_them() {
+        // 20 tokens at ~11 ms a step: every request is in flight for a few hundred ms.
+        let short = load(20.0);
+        let sim = engine(&short).await;
+        let d = start(&short, &format!("http://{}", sim.addr), 1.0).unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let stats = d.stats.clone();
+        assert!(d.drain(Duration::from_secs(20)).await, "every request ends well within the grace");
+        let sent = stats.sent.load(Ordering::Relaxed);
+        assert!(sent >= 3, "{stats:?}");
+        assert_eq!(stats.completed.load(Ordering::Relaxed), sent, "{stats:?}");
+        sim.shutdown().await;
+
+        // 1,000 tokens take over 10 s: shutdown does not wait for them, nor does a short grace.
+        let long = load(1000.0);
+        let sim = engine(&long).await;
+        for grace in [None, Some(Duration::from_millis(200))] {
+            let d = start(&long, &format!("http://{}", sim.addr), 1.0).unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let stats = d.stats.clone();
+            let t = Instant::now();
+            match grace {
+                None => d.shutdown().await,
+                Some(g) => assert!(!d.drain(g).await, "requests were still running"),
+            }
+            assert!(t.elapsed() < Duration::from_secs(2), "{grace:?}: {:?}", t.elapsed());
+            assert!(stats.sent.load(Ordering::Relaxed) >= 1);
+            assert_eq!(stats.completed.load(Ordering::Relaxed), 0, "{grace:?}: {stats:?}");
+        }
+        sim.shutdown().await;
     }
 }

@@ -43,6 +43,7 @@ fn record(t_ms: i64, ttft: f64, source: Source) -> RequestRecord {
         output_tokens: Some(TokenCount { value: 50, exact: true }),
         itl: Vec::new(),
         engine: None,
+        request_id: None,
     }
 }
 

@@ -43,6 +43,7 @@ fn rec(source: Source, model: &str, at: f64, ttft: f64, status: Status) -> Reque
         output_tokens: Some(TokenCount { value: 10, exact: true }),
         itl: Vec::new(),
         engine: None,
+        request_id: None,
     }
 }
 

@@ -113,6 +113,7 @@ mod tests {
             output_tokens: Some(TokenCount { value: 50, exact: false }),
             itl: Vec::new(),
             engine: None,
+            request_id: None,
         }
     }
 

@@ -73,10 +73,70 @@ impl<'de> Deserialize<'de> for Len {
     }
 }
 
+/// A string value borrowed where it can be; any other JSON value reads as absent, so an
+/// engine's odd `id` (a number, an object) cannot make its whole event unreadable.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Text<'a>(pub Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text<'a>, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'a>, E> {
+                Ok(Text(Some(Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text<'a>, E> {
+                Ok(Text(Some(Cow::Owned(v.to_string()))))
+            }
+            fn visit_unit<E>(self) -> Result<Text<'a>, E> {
+                Ok(Text(None))
+            }
+            fn visit_none<E>(self) -> Result<Text<'a>, E> {
+                Ok(Text(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Text<'a>, E> {
+                Ok(Text(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Text<'a>, E> {
+                Ok(Text(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Text<'a>, E> {
+                Ok(Text(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Text<'a>, E> {
+                Ok(Text(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Text<'a>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Text(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Text<'a>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Text(None))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl Text<'_> {
+    pub fn as_deref(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
 /// One event's data, or a whole non-streaming body.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct Event<'a> {
+    /// The response id (`chatcmpl-…`, `cmpl-…`): OpenAI chunks and bodies repeat it on every
+    /// event. Read as text only when it is a string.
+    #[serde(borrow)]
+    pub id: Text<'a>,
     #[serde(borrow)]
     pub model: Option<Cow<'a, str>>,
     #[serde(borrow)]
@@ -218,5 +278,17 @@ mod tests {
         assert!(!parse(br#"{"choices":[{"text":"a"}],"usage":{"completion_tokens":3}}"#).unwrap().is_usage_only());
         assert!(!parse(br#"{"choices":[],"usage":null}"#).unwrap().is_usage_only());
         assert!(parse(b"[DONE]").is_none());
+    }
+
+    #[test]
+    fn the_id_is_read_when_it_is_a_string_and_never_spoils_the_event() {
+        assert_eq!(parse(br#"{"id":"chatcmpl-1","choices":[]}"#).unwrap().id.as_deref(), Some("chatcmpl-1"));
+        assert_eq!(parse(br#"{"id":"a\"b","choices":[]}"#).unwrap().id.as_deref(), Some("a\"b"), "escaped: owned");
+        for odd in [r#"7"#, r#"null"#, r#"{"x":[1]}"#, r#"[1,"a"]"#, r#"true"#, r#"1.5"#] {
+            let data = format!(r#"{{"id":{odd},"choices":[{{"text":"x"}}]}}"#);
+            let ev = parse(data.as_bytes()).unwrap_or_else(|| panic!("{data} must parse"));
+            assert_eq!(ev.id.as_deref(), None, "{data}");
+            assert!(ev.choices.unwrap()[0].bears_tokens(), "{data}");
+        }
     }
 }

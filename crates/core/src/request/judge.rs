@@ -184,6 +184,7 @@ mod tests {
             output_tokens: Some(TokenCount { value: 20, exact }),
             itl: Vec::new(),
             engine: None,
+            request_id: None,
         })
         .unwrap()
     }

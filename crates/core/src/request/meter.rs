@@ -22,7 +22,7 @@
 
 use super::body::{self, MAX_REQUEST_BODY};
 use super::event::{self, Event};
-use super::record::{ItlGap, RequestRecord, Source, Status, TokenCount};
+use super::record::{self, ItlGap, RequestRecord, Source, Status, TokenCount};
 use super::route::Route;
 use super::sse::Decoder;
 
@@ -99,6 +99,8 @@ pub struct Meter {
     request: Vec<u8>,
     request_overflow: bool,
     model: Option<String>,
+    /// The first response id the stream or body named.
+    request_id: Option<String>,
     mode: Mode,
     sse: Decoder,
     json: Vec<u8>,
@@ -141,6 +143,7 @@ impl Meter {
             request: Vec::new(),
             request_overflow: false,
             model: None,
+            request_id: None,
             mode: Mode::Waiting,
             sse: Decoder::default(),
             json: Vec::new(),
@@ -215,7 +218,7 @@ impl Meter {
     pub fn response_body(&mut self, bytes: &[u8], t: f64) {
         match self.mode {
             Mode::Sse => {
-                let Meter { sse, tokens, error, t_done, faults, model, .. } = self;
+                let Meter { sse, tokens, error, t_done, faults, model, request_id, .. } = self;
                 sse.feed(bytes, |block| {
                     let Some(data) = block.data else { return };
                     if block.overflow {
@@ -231,6 +234,9 @@ impl Meter {
                             *error |= ev.is_error();
                             if model.is_none() {
                                 *model = ev.model.as_deref().filter(|m| !m.is_empty()).map(str::to_string);
+                            }
+                            if request_id.is_none() {
+                                *request_id = ev.id.as_deref().and_then(record::request_id);
                             }
                             tokens.event(&ev, t);
                         }
@@ -271,6 +277,7 @@ impl Meter {
                             if self.model.is_none() {
                                 self.model = ev.model.as_deref().map(str::to_string);
                             }
+                            self.request_id = ev.id.as_deref().and_then(record::request_id);
                             self.tokens.body(&ev);
                             output_tokens = self.tokens.usage.map(|value| count(value, true));
                         }
@@ -324,6 +331,7 @@ impl Meter {
             output_tokens,
             itl: std::mem::take(&mut self.tokens.itl),
             engine: None,
+            request_id: self.request_id,
         }
     }
 }

@@ -44,7 +44,7 @@ pub use compact::{Compact, Invalid};
 pub use evaluate::{ALL_UNOBSERVABLE, SeriesWindows};
 pub use judge::{CLAUSES, ClauseCounts, Judgement, SloCounts, Verdict, judge};
 pub use meter::{End, Meter, Unmeasured};
-pub use record::{EngineTimes, ItlGap, RequestRecord, Source, Status, TokenCount};
+pub use record::{EngineTimes, ItlGap, MAX_REQUEST_ID, RequestRecord, Source, Status, TokenCount, request_id};
 pub use report::{
     Basis, DataSource, InboxCounts, QuantileMethod, RequestPathReport, RequestQuantile, RequestSlo, RequestWindow,
     SeriesCounters, TtftGap,

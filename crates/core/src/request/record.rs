@@ -106,6 +106,22 @@ pub struct RequestRecord {
     /// The engine's own split of the request's time, where its span carried one (OTLP only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineTimes>,
+    /// The engine's id for the request: the response's `id` (`chatcmpl-…`) as the tap read
+    /// it from the first event or body that had one, or a span's `gen_ai.request.id`. It
+    /// pairs a record with the engine's own view of the request (its span, its log, a
+    /// simulator's ground truth); the store does not keep it. At most [`MAX_REQUEST_ID`]
+    /// bytes; a longer or non-string id is left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+/// Longest request id a record carries (vLLM's ids are under 80 bytes).
+pub const MAX_REQUEST_ID: usize = 256;
+
+/// `id` as a record's request id: trimmed, non-empty and at most [`MAX_REQUEST_ID`] bytes.
+pub fn request_id(id: &str) -> Option<String> {
+    let id = id.trim();
+    (!id.is_empty() && id.len() <= MAX_REQUEST_ID).then(|| id.to_string())
 }
 
 /// Where the engine says a request's time went: waiting to be scheduled, prefill, decode.

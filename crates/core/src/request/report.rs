@@ -94,7 +94,7 @@ pub struct RequestSlo {
 /// The client-side TTFT the tap measured, against the engine's own TTFT over the same
 /// window: the time outside the engine (network, proxy, HTTP server) that engine metrics
 /// never show. Differences of two distributions' statistics, not statistics of per-request
-/// differences: the records carry no id to pair a tap request with its span.
+/// differences (a window may hold tap records whose spans it does not, and vice versa).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TtftGap {
     /// The engine's side: `otlp` spans when they cover the window, else `metrics`.

@@ -70,6 +70,7 @@ pub const COMPLETION_TOKENS: &str = "gen_ai.usage.completion_tokens";
 pub const RESPONSE_MODEL: &str = "gen_ai.response.model";
 pub const REQUEST_MODEL: &str = "gen_ai.request.model";
 pub const FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
+pub const REQUEST_ID: &str = "gen_ai.request.id";
 const LATENCY_PREFIX: &str = "gen_ai.latency.";
 
 impl SpanInput {
@@ -189,6 +190,7 @@ pub fn record_from_span(span: &SpanInput) -> Result<RequestRecord, NotRecorded> 
         output_tokens: output.map(|value| TokenCount { value, exact: true }),
         itl: Vec::new(),
         engine,
+        request_id: span.text(REQUEST_ID).and_then(super::record::request_id),
     })
 }
 

@@ -59,6 +59,7 @@ fn record(r: &Raw) -> RequestRecord {
         output_tokens: Some(TokenCount { value: 40, exact: r.5 }),
         itl: vec![ItlGap { seconds: 0.02, tokens: 1 }, ItlGap { seconds: 0.05, tokens: 2 }],
         engine: None,
+        request_id: None,
     }
 }
 
@@ -179,6 +180,7 @@ proptest! {
                 finished_unix: T0 + at, e2e_s: 0.1 + decode, ttft_s: Some(0.1),
                 tpot_s: Some(decode / f64::from(seen - 1)), prompt_tokens: None,
                 output_tokens: Some(TokenCount { value: seen, exact: !counted || seen == n }), itl: Vec::new(), engine: None,
+                request_id: None,
             }
         }).collect();
         let now_ms = (T0 as i64 + 60) * 1000;

@@ -55,6 +55,7 @@ fn vllm_chat_with_include_usage() {
     assert!(close(r.tpot_s, 0.2 / 3.0), "{:?}", r.tpot_s);
     assert_eq!(gaps(&r), vec![(0.1, 1), (0.1, 1)]);
     assert_eq!(r.finished_unix, 1_700_000_000.0);
+    assert_eq!(r.request_id.as_deref(), Some("c1"), "the response id pairs the record with the engine's");
 }
 
 #[test]
@@ -263,7 +264,7 @@ fn non_streaming_json_gives_e2e_and_usage_only() {
     );
     assert_eq!((r.status, r.ttft_s, r.tpot_s), (Status::Ok, None, None));
     assert_eq!((r.prompt_tokens, r.output_tokens), (Some(7), Some(TokenCount { value: 2, exact: true })));
-    assert_eq!(r.model, "llama");
+    assert_eq!((r.model.as_str(), r.request_id.as_deref()), ("llama", Some("x")));
     assert!(r.itl.is_empty() && close(Some(r.e2e_s), 0.6));
     let (r, _) = measure(
         Route::Completions,
@@ -276,6 +277,7 @@ fn non_streaming_json_gives_e2e_and_usage_only() {
     let tgi = br#"{"generated_text":"hi","details":{"finish_reason":"length","generated_tokens":12}}"#;
     let (r, _) = measure(Route::Generate, "application/json", &[(0.5, tgi.to_vec())], End::Eof, 0.5);
     assert_eq!(r.output_tokens, Some(TokenCount { value: 12, exact: true }));
+    assert_eq!(r.request_id, None, "TGI names no id");
 }
 
 #[test]

@@ -38,8 +38,8 @@ use target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
 pub struct Daemon {
     addr: SocketAddr,
     otlp: Option<crate::otlp::Handle>,
-    /// Each tapped target's name and the tap's bound address.
-    taps: Vec<(String, SocketAddr)>,
+    /// Each tapped target's name and its tap.
+    taps: Vec<(String, crate::tap::Tap)>,
     shared: Shared,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
@@ -61,7 +61,13 @@ impl Daemon {
     /// The address the tap of `target` is bound to (resolves port 0); `None` for a target
     /// without a tap.
     pub fn tap_addr(&self, target: &str) -> Option<SocketAddr> {
-        self.taps.iter().find(|(name, _)| name == target).map(|(_, addr)| *addr)
+        self.taps.iter().find(|(name, _)| name == target).map(|(_, tap)| tap.addr)
+    }
+
+    /// Every request record the tap of `target` has made so far.
+    #[cfg(feature = "test-hooks")]
+    pub fn tap_records(&self, target: &str) -> Vec<crate::request::RequestRecord> {
+        self.taps.iter().find(|(name, _)| name == target).map(|(_, tap)| tap.seen.records()).unwrap_or_default()
     }
 
     /// The address the OTLP receiver is bound to, when `otlp:` is configured.
@@ -161,8 +167,8 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     for t in &config.targets {
         if let Some(tap) = &t.tap {
             let started = crate::tap::start(&t.name, tap, inbox.clone(), stop_rx.clone(), &mut tasks).await?;
-            shared.taps.0.push((t.name.clone(), started.stats));
-            taps.push((t.name.clone(), started.addr));
+            shared.taps.0.push((t.name.clone(), started.stats.clone()));
+            taps.push((t.name.clone(), started));
         }
     }
 

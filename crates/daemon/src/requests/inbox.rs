@@ -107,6 +107,7 @@ mod tests {
             output_tokens: None,
             itl: Vec::new(),
             engine: None,
+            request_id: None,
         }
     }
 

@@ -20,6 +20,8 @@ pub(super) struct Ctx {
     pub stats: Arc<TapStats>,
     /// The zero of the meter's clock: times are seconds since the tap started.
     pub epoch: Instant,
+    #[cfg(feature = "test-hooks")]
+    pub seen: super::Seen,
 }
 
 impl Ctx {
@@ -103,6 +105,8 @@ impl Measure {
         match catch_unwind(AssertUnwindSafe(|| meter.finish(end, t, unix, &self.ctx.target))) {
             Ok(record) => {
                 self.ctx.stats.faults(u64::from(faults));
+                #[cfg(feature = "test-hooks")]
+                self.ctx.seen.keep(&record);
                 self.ctx.inbox.push(record);
             }
             Err(_) => self.fault(),

@@ -47,6 +47,32 @@ pub struct Tap {
     /// The bound address (resolves port 0).
     pub addr: SocketAddr,
     pub stats: Arc<TapStats>,
+    /// A copy of every record it made (tests pair them with an engine's ground truth).
+    #[cfg(feature = "test-hooks")]
+    pub seen: Seen,
+}
+
+/// The records a tap made, kept for tests (the inbox itself is drained by the evaluator);
+/// at most [`Seen::KEPT`].
+#[cfg(feature = "test-hooks")]
+#[derive(Debug, Clone, Default)]
+pub struct Seen(Arc<std::sync::Mutex<Vec<crate::requests::RequestRecord>>>);
+
+#[cfg(feature = "test-hooks")]
+impl Seen {
+    pub const KEPT: usize = 100_000;
+
+    fn keep(&self, r: &crate::requests::RequestRecord) {
+        let mut v = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if v.len() < Self::KEPT {
+            v.push(r.clone());
+        }
+    }
+
+    /// Every record kept so far, in the order the requests ended.
+    pub fn records(&self) -> Vec<crate::requests::RequestRecord> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 /// Binds the tap of `target` and starts serving it in `tasks` until `stop` turns true.
@@ -66,7 +92,16 @@ pub async fn start(
     })?;
     let addr = listener.local_addr()?;
     let stats = Arc::new(TapStats::default());
-    let ctx = Arc::new(Ctx { target: target.to_string(), inbox, stats: stats.clone(), epoch: Instant::now() });
+    #[cfg(feature = "test-hooks")]
+    let seen = Seen::default();
+    let ctx = Arc::new(Ctx {
+        target: target.to_string(),
+        inbox,
+        stats: stats.clone(),
+        epoch: Instant::now(),
+        #[cfg(feature = "test-hooks")]
+        seen: seen.clone(),
+    });
     let mut http = HttpConnector::new();
     http.set_nodelay(true);
     http.set_connect_timeout(Some(CONNECT_TIMEOUT));
@@ -85,7 +120,12 @@ pub async fn start(
     });
     tracing::info!(target_name = %target, %addr, upstream = %upstream, "tap is listening");
     tasks.spawn(serve(listener, proxy, stop));
-    Ok(Tap { addr, stats })
+    Ok(Tap {
+        addr,
+        stats,
+        #[cfg(feature = "test-hooks")]
+        seen,
+    })
 }
 
 /// Accepts connections until `stop`; then lets the requests in progress finish (the

@@ -54,6 +54,11 @@ fn a_vllm_span_maps_to_an_exact_record() {
     assert!(r.itl.is_empty());
     assert_eq!(r.model, "", "vLLM's span names no model; the receiver fills in the target's");
     assert_eq!(r.target, "");
+    assert_eq!(r.request_id.as_deref(), Some("cmpl-1"));
+    let long = with(vllm(31), "gen_ai.request.id", AttrValue::Str("x".repeat(crate::request::MAX_REQUEST_ID + 1)));
+    assert_eq!(record_from_span(&long).unwrap().request_id, None, "an overlong id is left out");
+    let odd = with(vllm(31), "gen_ai.request.id", AttrValue::Int(7));
+    assert_eq!(record_from_span(&odd).unwrap().request_id, None, "a number is no id, and no error");
 }
 
 #[test]
