@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use crate::canonical::{Engine, FinishReason, HistogramKind};
 use crate::duration::Window;
-use crate::evaluate::KvThresholds;
 use crate::slo::Slo;
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -269,6 +268,21 @@ fn serialize_reason<S: serde::Serializer>(r: &FinishReason, s: S) -> Result<S::O
 
 fn serialize_kind<S: serde::Serializer>(k: &HistogramKind, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(k.as_str())
+}
+
+/// KV-cache band thresholds (the `kv_cache` key, docs/config.md#kv_cache).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KvThresholds {
+    pub underloaded: f64,
+    pub target_low: f64,
+    pub target_high: f64,
+    pub critical: f64,
+}
+
+impl Default for KvThresholds {
+    fn default() -> Self {
+        KvThresholds { underloaded: 0.70, target_low: 0.75, target_high: 0.85, critical: 0.90 }
+    }
 }
 
 /// KV-cache bands (docs/metrics.md#kv-cache), by default:

@@ -28,20 +28,9 @@ use crate::window::{LATENCY_HISTOGRAMS, Quantity, TargetWindows};
 pub use promql::RateMode;
 use range::{ModelRange, RangeView};
 
-/// KV-cache band thresholds (the `kv_cache` key, docs/config.md#kv_cache).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct KvThresholds {
-    pub underloaded: f64,
-    pub target_low: f64,
-    pub target_high: f64,
-    pub critical: f64,
-}
-
-impl Default for KvThresholds {
-    fn default() -> Self {
-        KvThresholds { underloaded: 0.70, target_low: 0.75, target_high: 0.85, critical: 0.90 }
-    }
-}
+// The band limits live beside the bands they define, in the report, which every output
+// reads; evaluation only applies them.
+pub use crate::report::KvThresholds;
 
 /// What to evaluate at each tick.
 #[derive(Debug, Clone, PartialEq, Default)]
