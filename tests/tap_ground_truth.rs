@@ -1,4 +1,4 @@
-//! Ground truth for the request path (issue 13 §5): requests sent through the tap to the
+//! Ground truth for the request path: requests sent through the tap to the
 //! simulator, which writes the engine's own latencies for each one. Paired by the response
 //! id, every request the tap measured matches the engine's truth up to the client-side time
 //! the engine cannot see (loopback, the simulator's frontend, the tap itself): the same
