@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use crate::canonical::HistogramKind;
 use crate::duration::Window;
-use crate::report::{Report, SloStatus, TargetReport, WindowReport};
+use crate::report::{Report, SloStatus, SloValues, TargetReport, WindowReport};
 use crate::request::preferred_slo;
 use crate::slo::Clause;
 
@@ -136,40 +136,29 @@ fn slo_line(out: &mut String, slo: &str, windows: &[&WindowReport]) {
         let exact = preferred_slo(w, slo);
         let part = match (&s.status, exact.and_then(|(src, v)| v.attainment.get(&Clause::Joint).map(|b| (src, b, v)))) {
             (SloStatus::Evaluated(v), Some((src, b, r))) => {
-                let hist = v.attainment.get(&Clause::Joint);
                 if i == 0 {
-                    let _ = write!(
-                        detail,
-                        "; {} of {} requests failed; goodput {:.0} tok/s",
-                        r.failed,
-                        r.requests,
-                        r.goodput_tokens_per_second.map_or(f64::NAN, |g| g.estimate)
-                    );
+                    detail = failures_and_goodput(r);
                 }
-                let value =
-                    if b.is_exact() { pct(b.estimate) } else { format!("[{}–{}]", pct(b.lower), pct(b.upper)) };
-                match hist {
+                // Exact unless some token count was counted, not reported: then bounded.
+                let (kind, value) = if b.is_exact() {
+                    ("exact", pct(b.estimate))
+                } else {
+                    ("bounded", format!("[{}–{}]", pct(b.lower), pct(b.upper)))
+                };
+                match v.attainment.get(&Clause::Joint) {
                     Some(h) => format!(
-                        "{name} {value} exact from {} (histograms [{}–{}])",
+                        "{name} {value} {kind} from {} (histograms [{}–{}])",
                         src.as_str(),
                         pct(h.lower),
                         pct(h.upper)
                     ),
-                    None => format!("{name} {value} exact from {}", src.as_str()),
+                    None => format!("{name} {value} {kind} from {}", src.as_str()),
                 }
             }
             (SloStatus::Evaluated(v), None) => match v.attainment.get(&Clause::Joint) {
                 Some(h) => {
                     if i == 0 {
-                        let _ = write!(
-                            detail,
-                            "; {:.0} of {:.0} requests failed; goodput {:.0} tok/s [{:.0}–{:.0}]",
-                            v.failed,
-                            v.requests,
-                            v.goodput_tokens_per_second.map_or(f64::NAN, |g| g.estimate),
-                            v.goodput_tokens_per_second.map_or(f64::NAN, |g| g.lower),
-                            v.goodput_tokens_per_second.map_or(f64::NAN, |g| g.upper),
-                        );
+                        detail = failures_and_goodput(v);
                     }
                     format!("{name} ~{} [{}–{}]", pct(h.estimate), pct(h.lower), pct(h.upper))
                 }
@@ -184,6 +173,16 @@ fn slo_line(out: &mut String, slo: &str, windows: &[&WindowReport]) {
         return;
     }
     let _ = writeln!(out, "    SLO {slo} ({}): {}{detail}", objective.map_or("-".into(), pct), parts.join(" · "));
+}
+
+/// "; F of N requests failed; goodput G tok/s", with goodput's bounds when it has them.
+fn failures_and_goodput(v: &SloValues) -> String {
+    let goodput = match v.goodput_tokens_per_second {
+        Some(g) if g.is_exact() => format!("{:.0} tok/s", g.estimate),
+        Some(g) => format!("{:.0} tok/s [{:.0}–{:.0}]", g.estimate, g.lower, g.upper),
+        None => "-".into(),
+    };
+    format!("; {:.0} of {:.0} requests failed; goodput {goodput}", v.failed, v.requests)
 }
 
 /// Firing, then pending alerts, each with its target.
@@ -233,4 +232,113 @@ fn waiting(report: &Report) -> String {
         })
         .collect();
     format!("waiting for window coverage: {}\n", items.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::report::{Health, ModelReport, SloReport};
+    use crate::request::{Basis, DataSource, RequestSlo, RequestWindow};
+    use crate::slo::Bounded;
+
+    fn values(joint: Bounded, failed: f64, requests: f64) -> SloValues {
+        SloValues {
+            attainment: BTreeMap::from([(Clause::Joint, joint)]),
+            burn_rate: Bounded::exact(0.0),
+            goodput_requests_per_second: None,
+            goodput_tokens_per_second: Some(joint.scale(100.0)),
+            requests,
+            failed,
+        }
+    }
+
+    /// One target and model over 1m: the histograms bracket joint attainment at
+    /// [90 %, 98 %], and, when given, the tap measured `tap`.
+    fn report(tap: Option<Bounded>) -> (Report, Window) {
+        let w1 = Window::new(Duration::from_secs(60)).unwrap();
+        let mut w = WindowReport::empty(w1);
+        w.coverage = 1.0;
+        let hist = Bounded { lower: 0.90, estimate: 0.95, upper: 0.98 };
+        w.slos.push(SloReport {
+            slo: "chat".into(),
+            objective: 0.99,
+            status: SloStatus::Evaluated(values(hist, 2.0, 100.0)),
+        });
+        if let Some(joint) = tap {
+            w.requests.push(RequestWindow {
+                source: DataSource::Tap,
+                coverage: 1.0,
+                basis: Basis::Records,
+                from_unix: 0.0,
+                to_unix: 60.0,
+                requests: 104,
+                failed: 3,
+                requests_per_second: 104.0 / 60.0,
+                output_tokens_per_second: 100.0,
+                inexact_token_counts: 0,
+                mean_ttft_seconds: None,
+                latency: Vec::new(),
+                slos: vec![RequestSlo {
+                    slo: "chat".into(),
+                    objective: 0.99,
+                    status: SloStatus::Evaluated(values(joint, 3.0, 104.0)),
+                    counts: BTreeMap::new(),
+                }],
+                ttft_gap: None,
+            });
+        }
+        let target = TargetReport {
+            target: "llama".into(),
+            engine: None,
+            health: Health { up: true, last_evaluation_ms: Some(0), ..Health::default() },
+            models: vec![ModelReport { model: "m".into(), windows: vec![w] }],
+        };
+        (Report { targets: vec![target], ..Report::default() }, w1)
+    }
+
+    fn render_one(tap: Option<Bounded>) -> String {
+        let (r, w) = report(tap);
+        render(&r, &View { windows: &[w], base_url: Some("http://127.0.0.1:9464".into()) })
+    }
+
+    #[test]
+    fn the_tap_share_stands_beside_the_bracket_with_its_own_failures() {
+        let out = render_one(Some(Bounded::exact(0.97)));
+        assert!(out.contains("1m 97.0% exact from tap (histograms [90.0%–98.0%])"), "{out}");
+        assert!(out.contains("3 of 104 requests failed; goodput 97 tok/s"), "the tap's own counts: {out}");
+        assert!(out.contains("next: open http://127.0.0.1:9464/"), "{out}");
+    }
+
+    #[test]
+    fn without_request_data_the_bracket_and_the_histogram_failures_are_shown() {
+        let out = render_one(None);
+        assert!(out.contains("1m ~95.0% [90.0%–98.0%]"), "{out}");
+        assert!(out.contains("2 of 100 requests failed; goodput 95 tok/s [90–98]"), "{out}");
+        assert!(!out.contains("from tap"), "{out}");
+    }
+
+    #[test]
+    fn a_tap_share_from_counted_tokens_is_called_bounded_not_exact() {
+        let out = render_one(Some(Bounded { lower: 0.96, estimate: 0.965, upper: 0.97 }));
+        assert!(out.contains("1m [96.0%–97.0%] bounded from tap"), "{out}");
+        assert!(!out.contains("exact from"), "{out}");
+    }
+
+    #[test]
+    fn before_the_first_evaluation_it_says_what_it_waits_for() {
+        let r = Report {
+            targets: vec![TargetReport {
+                target: "llama".into(),
+                engine: None,
+                health: Health::default(),
+                models: Vec::new(),
+            }],
+            ..Report::default()
+        };
+        let out = render(&r, &View { windows: &[], base_url: None });
+        assert_eq!(out, "waiting for the first scrapes and evaluation of llama\n\n");
+    }
 }
