@@ -11,21 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Fixture, get, metrics_samples, vllm_body};
-use goodput::daemon::{self, clock::Clock};
+use goodput::daemon;
 
 const SPEED: f64 = 600.0;
-
-/// Wall time × [`SPEED`], from a Unix instant.
-struct Quick {
-    real0: Instant,
-    virt0_ms: i64,
-}
-
-impl Clock for Quick {
-    fn now_ms(&self) -> i64 {
-        self.virt0_ms + (self.real0.elapsed().as_secs_f64() * SPEED * 1000.0) as i64
-    }
-}
 
 /// Half of [`vllm_body`]'s requests have TTFT at or under 100 ms (a bucket bound): joint
 /// attainment exactly 0.5, so a 99% objective has spent 50 budgets.
@@ -51,7 +39,7 @@ fn budget(body: &str, family: &str, bound: Option<&str>) -> Option<f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_budget_fills_its_period_then_slides_across_an_engine_restart() {
     goodput::scrape::install_crypto_provider();
-    let clock = Arc::new(Quick { real0: Instant::now(), virt0_ms: 1_700_000_100_000 });
+    let clock = Arc::new(common::FastClock::start(1_700_000_100_000, SPEED));
     // The engine restarts after 50 scrapes: its counters start again from zero.
     let engine =
         Fixture::counting(|n| if n <= 50 { vllm_body(n, 1_699_999_000.0) } else { vllm_body(n - 50, 1_700_000_000.0) })

@@ -20,18 +20,6 @@ const FAST: &str = "LLMErrorBudgetBurnFast";
 const SLOW: &str = "LLMErrorBudgetBurnSlow";
 const SPEED: f64 = 600.0;
 
-/// Wall time × [`SPEED`], from a Unix instant.
-struct Quick {
-    real0: Instant,
-    virt0_ms: i64,
-}
-
-impl Clock for Quick {
-    fn now_ms(&self) -> i64 {
-        self.virt0_ms + (self.real0.elapsed().as_secs_f64() * SPEED * 1000.0) as i64
-    }
-}
-
 /// Half of the requests have TTFT above 100 ms: burn rate 50 from the first scrape on.
 fn yaml(target: &str, extra: &str) -> String {
     format!(
@@ -60,7 +48,7 @@ fn lint_clean(body: &str, families: &[&str]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fresh_daemon_waits_for_coverage_and_says_so() {
     goodput::scrape::install_crypto_provider();
-    let clock = Arc::new(Quick { real0: Instant::now(), virt0_ms: 1_700_000_000_000 });
+    let clock = Arc::new(common::FastClock::start(1_700_000_000_000, SPEED));
     // The virtual instant of the engine's first scrape: coverage counts from there.
     let first_seen = Arc::new(AtomicI64::new(0));
     let (c, f) = (clock.clone(), first_seen.clone());

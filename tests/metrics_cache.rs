@@ -6,18 +6,19 @@
 //!
 //! Allocations are counted by this binary's global allocator, so the tests take turns.
 
+mod support;
 mod tools;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use goodput::serve::server::{ConnStats, ServerLimits};
 use goodput::serve::{self, Shared, page::sample};
+use support::prometheus::Prometheus;
 use tokio::sync::watch;
 
 struct Counting;
@@ -204,35 +205,6 @@ fn gets_neither_render_nor_copy_the_body_and_leave_rss_flat() {
     assert!(rss_growth < 4 << 20, "RSS grew {rss_growth} B over {gets} GETs");
 }
 
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The value of an instant query that returns exactly one sample.
-fn query(port: u16, q: &str) -> Option<f64> {
-    let encoded: String = q
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET /api/v1/query?query={encoded} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let v: serde_json::Value = serde_json::from_str(text.split_once("\r\n\r\n")?.1).ok()?;
-    let result = v["data"]["result"].as_array()?;
-    (result.len() == 1).then_some(())?;
-    result[0]["value"][1].as_str()?.parse().ok()
-}
-
 #[test]
 fn prometheus_reads_every_series_of_the_gzip_body() {
     let _turn = TURNS.lock().unwrap_or_else(|e| e.into_inner());
@@ -246,36 +218,17 @@ fn prometheus_reads_every_series_of_the_gzip_body() {
     let series = body.lines().filter(|l| !l.starts_with('#')).count();
 
     let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &conf,
-        format!(
-            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  - job_name: goodput\n    static_configs:\n      - targets: [\"127.0.0.1:{}\"]\n",
-            server.port
-        ),
-    )
-    .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let _prom = KillOnDrop(
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", conf.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start prometheus"),
-    );
+    let prom = Prometheus::scraping(&prometheus, dir.path(), "goodput", &format!("127.0.0.1:{}", server.port));
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut got = None;
     while Instant::now() < deadline && got.is_none() {
         std::thread::sleep(Duration::from_millis(500));
         got = (|| {
-            let up = query(port, "up{job=\"goodput\"}")?;
-            let scraped = query(port, "scrape_samples_scraped{job=\"goodput\"}")?;
-            let ttft = query(port, "count(llm_slo_ttft_seconds)")?;
+            let up = prom.query("up{job=\"goodput\"}")?;
+            let scraped = prom.query("scrape_samples_scraped{job=\"goodput\"}")?;
+            let ttft = prom.query("count(llm_slo_ttft_seconds)")?;
             // In the live part, the gzip stream's last block.
-            let rss = query(port, "process_resident_memory_bytes")?;
+            let rss = prom.query("process_resident_memory_bytes")?;
             Some((up, scraped, ttft, rss))
         })();
     }

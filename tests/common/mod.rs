@@ -164,6 +164,27 @@ pub fn vllm_body(n: u64, process_start: f64) -> String {
     s
 }
 
+/// A daemon clock running `speed` times faster than the wall clock from a Unix instant, so a
+/// test covers hours of windows in seconds.
+pub struct FastClock {
+    real0: std::time::Instant,
+    virt0_ms: i64,
+    speed: f64,
+}
+
+impl FastClock {
+    /// Starts now, at `virt0_ms` (Unix ms).
+    pub fn start(virt0_ms: i64, speed: f64) -> FastClock {
+        FastClock { real0: std::time::Instant::now(), virt0_ms, speed }
+    }
+}
+
+impl goodput::daemon::clock::Clock for FastClock {
+    fn now_ms(&self) -> i64 {
+        self.virt0_ms + (self.real0.elapsed().as_secs_f64() * self.speed * 1000.0) as i64
+    }
+}
+
 /// GET with a short timeout; (status, body).
 pub async fn get(url: &str) -> (u16, String) {
     let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(5)).build().unwrap();

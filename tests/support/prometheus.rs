@@ -1,4 +1,5 @@
-//! A real Prometheus on 127.0.0.1 over backfilled data, and its query_range API.
+//! A real Prometheus on 127.0.0.1, over backfilled data or scraping a target, and its query
+//! APIs.
 //!
 //! The binaries are found with `crate::tools` (skip, or fail under GOODPUT_REQUIRE_TOOLS=1).
 //! The server is killed when the guard drops.
@@ -38,8 +39,21 @@ impl Drop for Prometheus {
 impl Prometheus {
     /// Starts Prometheus on `data` with no scrape targets and waits for /-/ready.
     pub fn start(binary: &Path, work: &Path, data: &Path) -> Prometheus {
+        Prometheus::with_config(binary, work, data, "global:\n  scrape_interval: 1h\n")
+    }
+
+    /// Starts Prometheus scraping `target` (`host:port`) every second as job `job`, with its
+    /// data under `work`, and waits for /-/ready.
+    pub fn scraping(binary: &Path, work: &Path, job: &str, target: &str) -> Prometheus {
+        let config = format!(
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  - job_name: {job}\n    static_configs:\n      - targets: [\"{target}\"]\n"
+        );
+        Prometheus::with_config(binary, work, &work.join("data"), &config)
+    }
+
+    fn with_config(binary: &Path, work: &Path, data: &Path, config_text: &str) -> Prometheus {
         let config = work.join("prometheus.yml");
-        std::fs::write(&config, "global:\n  scrape_interval: 1h\n").expect("write config");
+        std::fs::write(&config, config_text).expect("write config");
         let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
         let log = std::fs::File::create(work.join("prometheus.log")).expect("log file");
         let child = Command::new(binary)
@@ -61,6 +75,18 @@ impl Prometheus {
         }
         let log = std::fs::read_to_string(work.join("prometheus.log")).unwrap_or_default();
         panic!("prometheus not ready within 60 s; log:\n{log}");
+    }
+
+    /// The value of an instant query that returns exactly one sample; `None` for anything
+    /// else (no data yet, several series, an API error).
+    pub fn query(&self, query: &str) -> Option<f64> {
+        let q: String = url::form_urlencoded::byte_serialize(query.as_bytes()).collect();
+        let (status, body) = self.get(&format!("/api/v1/query?query={q}"))?;
+        (status == 200).then_some(())?;
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let result = v["data"]["result"].as_array()?;
+        (result.len() == 1).then_some(())?;
+        result[0]["value"][1].as_str()?.parse().ok()
     }
 
     /// A plain HTTP/1.0 GET (no chunked encoding): status and body.
