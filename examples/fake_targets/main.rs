@@ -9,13 +9,20 @@
 //!
 //! Counter-like samples are scaled by `1 + (t + phase_i) / ramp` (see `template.rs`).
 //!
+//! With `--history-out FILE`, instead of serving, it writes the targets' past as
+//! OpenMetrics for `promtool tsdb create-blocks-from openmetrics` (see `history.rs`); a
+//! server started later with the same `--anchor-unix-ms` continues that past.
+//!
 //! `/stats` says, per target since start or the last `/stats/reset`, how often it was
 //! scraped and the longest gap between two scrapes: the ground truth for "every target
 //! was scraped every interval", measured outside the daemon.
 //!
 //! ```sh
 //! cargo run --release --example fake_targets -- --listen 127.0.0.1:19100 --targets 1000 \
-//!     --template scrape.prom [--threads 1] [--ramp 600]
+//!     --template scrape.prom [--threads 1] [--ramp 600] [--anchor-unix-ms MS]
+//! cargo run --release --example fake_targets -- --targets 20 --template scrape.prom \
+//!     --anchor-unix-ms MS --history-out past.om --history-to-unix-ms MS [--history-step-ms 5000] \
+//!     [--job fake] [--instance 127.0.0.1:19100]
 //! ```
 
 use std::sync::{Arc, Mutex};
@@ -27,8 +34,20 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+mod history;
 mod template;
 use template::Template;
+
+/// The scale of target `i`'s counters `elapsed_ms` after the anchor: a per-target phase
+/// makes every target's exposition distinct.
+fn factor(elapsed_ms: i64, i: usize, ramp_s: f64) -> f64 {
+    let t = elapsed_ms as f64 / 1000.0 + (i % 97) as f64 * 0.731;
+    1.0 + t / ramp_s
+}
+
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
 
 /// Per-target scrape bookkeeping since the last reset.
 #[derive(Clone, Copy, Default)]
@@ -41,6 +60,8 @@ struct Seen {
 struct App {
     template: Template,
     started: Instant,
+    /// Unix ms at which every target's counters start from the template's values.
+    anchor_ms: i64,
     ramp_s: f64,
     seen: Mutex<Vec<Seen>>,
 }
@@ -58,9 +79,7 @@ async fn metrics(State(app): State<Arc<App>>, Path(i): Path<usize>) -> Response 
         }
         s.last_ms = Some(now_ms);
     }
-    // A per-target phase makes every target's exposition distinct.
-    let t = now_ms as f64 / 1000.0 + (i % 97) as f64 * 0.731;
-    let body = app.template.render(1.0 + t / app.ramp_s);
+    let body = app.template.render(factor(unix_ms() - app.anchor_ms, i, app.ramp_s));
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
 }
 
@@ -91,11 +110,29 @@ struct Args {
     template: String,
     threads: usize,
     ramp_s: f64,
+    anchor_ms: Option<i64>,
+    history_out: Option<String>,
+    history_to_ms: Option<i64>,
+    history_step_ms: i64,
+    job: String,
+    instance: String,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a =
-        Args { listen: "127.0.0.1:19100".into(), targets: 100, template: String::new(), threads: 1, ramp_s: 600.0 };
+    let mut a = Args {
+        listen: "127.0.0.1:19100".into(),
+        targets: 100,
+        template: String::new(),
+        threads: 1,
+        ramp_s: 600.0,
+        anchor_ms: None,
+        history_out: None,
+        history_to_ms: None,
+        history_step_ms: 5000,
+        job: "fake".into(),
+        instance: "127.0.0.1:19100".into(),
+    };
+    let int = |flag: &str, v: String| v.parse::<i64>().map_err(|e| format!("{flag}: {e}"));
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
@@ -105,9 +142,16 @@ fn parse_args() -> Result<Args, String> {
             "--template" => a.template = value()?,
             "--threads" => a.threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?,
             "--ramp" => a.ramp_s = value()?.parse().map_err(|e| format!("--ramp: {e}"))?,
+            "--anchor-unix-ms" => a.anchor_ms = Some(int(&flag, value()?)?),
+            "--history-out" => a.history_out = Some(value()?),
+            "--history-to-unix-ms" => a.history_to_ms = Some(int(&flag, value()?)?),
+            "--history-step-ms" => a.history_step_ms = int(&flag, value()?)?,
+            "--job" => a.job = value()?,
+            "--instance" => a.instance = value()?,
             other => {
                 return Err(format!(
-                    "unknown flag {other}; expected --listen, --targets, --template, --threads, --ramp"
+                    "unknown flag {other}; expected --listen, --targets, --template, --threads, --ramp, \
+                     --anchor-unix-ms, --history-out, --history-to-unix-ms, --history-step-ms, --job, --instance"
                 ));
             }
         }
@@ -115,8 +159,11 @@ fn parse_args() -> Result<Args, String> {
     if a.template.is_empty() {
         return Err("--template FILE is required (a scrape saved from `goodput simulate`)".into());
     }
-    if a.threads == 0 || a.ramp_s <= 0.0 {
-        return Err("--threads and --ramp must be positive".into());
+    if a.threads == 0 || a.ramp_s <= 0.0 || a.history_step_ms <= 0 {
+        return Err("--threads, --ramp and --history-step-ms must be positive".into());
+    }
+    if a.history_out.is_some() && (a.anchor_ms.is_none() || a.history_to_ms.is_none()) {
+        return Err("--history-out needs --anchor-unix-ms (the history's start) and --history-to-unix-ms".into());
     }
     Ok(a)
 }
@@ -136,9 +183,15 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let template = Template::parse(&text);
+    if let Some(path) = &args.history_out {
+        write_history(&args, &template, path);
+        return;
+    }
     let app = Arc::new(App {
-        template: Template::parse(&text),
+        template,
         started: Instant::now(),
+        anchor_ms: args.anchor_ms.unwrap_or_else(unix_ms),
         ramp_s: args.ramp_s,
         seen: Mutex::new(vec![Seen::default(); args.targets]),
     });
@@ -168,4 +221,35 @@ fn main() {
             eprintln!("fake_targets: server failed: {e}");
         }
     });
+}
+
+fn write_history(args: &Args, template: &Template, path: &str) {
+    let (Some(anchor_ms), Some(to_ms)) = (args.anchor_ms, args.history_to_ms) else {
+        eprintln!("fake_targets: --history-out needs --anchor-unix-ms and --history-to-unix-ms");
+        std::process::exit(2);
+    };
+    let history = history::History {
+        template,
+        targets: args.targets,
+        anchor_ms,
+        from_ms: anchor_ms,
+        to_ms,
+        step_ms: args.history_step_ms,
+        ramp_s: args.ramp_s,
+        job: &args.job,
+        instance: &args.instance,
+    };
+    let written = std::fs::File::create(path).and_then(|f| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
+        let n = history.write(&mut out)?;
+        std::io::Write::flush(&mut out)?;
+        Ok(n)
+    });
+    match written {
+        Ok(n) => eprintln!("fake_targets: wrote {n} samples of {} targets to {path}", args.targets),
+        Err(e) => {
+            eprintln!("fake_targets: cannot write {path}: {e}");
+            std::process::exit(1);
+        }
+    }
 }
