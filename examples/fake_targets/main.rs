@@ -21,7 +21,7 @@
 //! cargo run --release --example fake_targets -- --listen 127.0.0.1:19100 --targets 1000 \
 //!     --template scrape.prom [--threads 1] [--ramp 600] [--anchor-unix-ms MS]
 //! cargo run --release --example fake_targets -- --targets 20 --template scrape.prom \
-//!     --anchor-unix-ms MS --history-out past.om --history-to-unix-ms MS [--history-step-ms 5000] \
+//!     --anchor-unix-ms MS --history-out past.om [--history-from-unix-ms MS] --history-to-unix-ms MS [--history-step-ms 5000] \
 //!     [--job fake] [--instance 127.0.0.1:19100]
 //! ```
 
@@ -112,6 +112,7 @@ struct Args {
     ramp_s: f64,
     anchor_ms: Option<i64>,
     history_out: Option<String>,
+    history_from_ms: Option<i64>,
     history_to_ms: Option<i64>,
     history_step_ms: i64,
     job: String,
@@ -127,6 +128,7 @@ fn parse_args() -> Result<Args, String> {
         ramp_s: 600.0,
         anchor_ms: None,
         history_out: None,
+        history_from_ms: None,
         history_to_ms: None,
         history_step_ms: 5000,
         job: "fake".into(),
@@ -144,6 +146,7 @@ fn parse_args() -> Result<Args, String> {
             "--ramp" => a.ramp_s = value()?.parse().map_err(|e| format!("--ramp: {e}"))?,
             "--anchor-unix-ms" => a.anchor_ms = Some(int(&flag, value()?)?),
             "--history-out" => a.history_out = Some(value()?),
+            "--history-from-unix-ms" => a.history_from_ms = Some(int(&flag, value()?)?),
             "--history-to-unix-ms" => a.history_to_ms = Some(int(&flag, value()?)?),
             "--history-step-ms" => a.history_step_ms = int(&flag, value()?)?,
             "--job" => a.job = value()?,
@@ -151,7 +154,7 @@ fn parse_args() -> Result<Args, String> {
             other => {
                 return Err(format!(
                     "unknown flag {other}; expected --listen, --targets, --template, --threads, --ramp, \
-                     --anchor-unix-ms, --history-out, --history-to-unix-ms, --history-step-ms, --job, --instance"
+                     --anchor-unix-ms, --history-out, --history-from-unix-ms, --history-to-unix-ms, --history-step-ms, --job, --instance"
                 ));
             }
         }
@@ -232,7 +235,7 @@ fn write_history(args: &Args, template: &Template, path: &str) {
         template,
         targets: args.targets,
         anchor_ms,
-        from_ms: anchor_ms,
+        from_ms: args.history_from_ms.unwrap_or(anchor_ms).max(anchor_ms),
         to_ms,
         step_ms: args.history_step_ms,
         ramp_s: args.ramp_s,
