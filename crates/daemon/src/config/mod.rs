@@ -15,6 +15,7 @@ mod budget;
 mod bytes;
 mod de;
 mod error;
+mod labels;
 mod otlp;
 mod raw;
 mod tap;
@@ -24,6 +25,7 @@ mod yaml;
 
 pub use bytes::parse_bytes;
 pub use error::{ConfigError, ConfigErrors, MAX_ERRORS, Pos};
+pub use labels::RESERVED as RESERVED_LABEL_NAMES;
 pub use tap::TapConfig;
 pub use tree::{MAX_ALIAS_EVENTS, MAX_DEPTH, MAX_NODES};
 
@@ -46,6 +48,9 @@ use crate::slo::Slo;
 pub struct Config {
     /// Address /metrics and the API listen on. Port 0 picks a free port.
     pub listen: SocketAddr,
+    /// `external_labels`, `${VAR}`s expanded, sorted by name: added to every exported
+    /// series and every alert, so replicas stay distinct.
+    pub external_labels: Vec<(String, String)>,
     /// How often the daemon evaluates windows and publishes a report.
     pub evaluation_interval: Duration,
     pub scrape: ScrapeConfig,

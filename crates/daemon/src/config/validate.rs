@@ -41,6 +41,8 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
         },
     };
 
+    let external_labels =
+        super::labels::external_labels_section(&mut d, raw.external_labels.as_ref(), &|name| std::env::var(name).ok());
     let scrape = scrape_section(&mut d, raw.scrape.as_ref());
     let server = server_section(&mut d, raw.server.as_ref());
     let evaluation_interval = raw
@@ -74,6 +76,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
     };
     let config = Config {
         listen,
+        external_labels,
         evaluation_interval,
         scrape,
         server,
