@@ -183,4 +183,16 @@ fn unset_variables_and_goodput_own_label_names_are_config_errors() {
 
     let (ok, out) = check(&format!("{head}external_labels: {{k8s-pod: a}}\n"), &[]);
     assert!(!ok && out.contains("not a Prometheus label name"), "{out}");
+
+    // `goodput rules` does not read the labels: a pod's config generates rules anywhere.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.yaml");
+    std::fs::write(
+        &file,
+        format!("{head}slos: [{{name: chat, ttft: 1s, objective: 0.99}}]\nexternal_labels: {{pod: '${{POD_NAME}}'}}\n"),
+    )
+    .unwrap();
+    let out = Command::new(BIN).args(["rules", "--config"]).arg(&file).env_remove("POD_NAME").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("llm_slo:attainment_ratio"));
 }

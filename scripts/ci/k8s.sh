@@ -28,8 +28,6 @@ head -c "$(stat -c %s config/sidecar.yaml)" deploy/kubernetes/base/goodput.yaml 
   || die "deploy/kubernetes/base/goodput.yaml does not start with config/sidecar.yaml: copy it over, keeping the external_labels block"
 tail -n +"$(($(wc -l <config/sidecar.yaml) + 1))" deploy/kubernetes/base/goodput.yaml | grep -q '^external_labels:' \
   || die "deploy/kubernetes/base/goodput.yaml lost its external_labels block after the copy of config/sidecar.yaml"
-# What the Downward API sets in the pods, for `goodput check` and `goodput rules` here.
-export POD_NAME=ci-pod POD_NAMESPACE=ci NODE_NAME=ci-node
 cmp config/aggregator.yaml deploy/kubernetes/overlays/aggregator/goodput.yaml \
   || die "deploy/kubernetes/overlays/aggregator/goodput.yaml differs from config/aggregator.yaml"
 
