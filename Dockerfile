@@ -26,11 +26,15 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
  && install -D -m 0755 target/dist/goodput /out/goodput
 
 FROM docker.io/library/debian:${DEBIAN_SUITE}-slim AS runtime-base
-# Pinned for reproducible builds; bump with the Debian point release
-# (apt-cache policy ca-certificates). Needed only for https scrape targets.
-ARG CA_CERTIFICATES_VERSION=20230311+deb12u1
+# CA roots, needed only for https scrape targets. Not version-pinned: Debian drops a
+# superseded version from the archive at each point release or security update, so an
+# exact pin stops building within months (20230311+deb12u1 did). The suite (bookworm) fixes
+# the major version; pin the base image by digest for byte-reproducible images. A
+# non-empty CA_CERTIFICATES_VERSION still pins it, for a build that must match a record.
+ARG CA_CERTIFICATES_VERSION=""
+# hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends "ca-certificates=${CA_CERTIFICATES_VERSION}" \
+ && apt-get install -y --no-install-recommends "ca-certificates${CA_CERTIFICATES_VERSION:+=${CA_CERTIFICATES_VERSION}}" \
  && rm -rf /var/lib/apt/lists/*
 LABEL org.opencontainers.image.title="goodput" \
       org.opencontainers.image.description="PromQL-exact latency quantiles, SLO attainment and goodput for LLM inference engines" \

@@ -33,17 +33,19 @@ fn bench(c: &mut Criterion) {
     let report = sample::report(TARGETS, 0);
     let http = ConnStats::default();
     let taps = TapMetrics::default();
-    let rendered = Rendered::new(render_report(&report));
-    let live = || render_live(None, &http, None, &taps);
+    let rendered = Rendered::new(render_report(&report, &[]));
+    let live = || render_live(None, &http, None, &taps, &[]);
     let plain_len = rendered.plain(live()).len();
     let gzip_len = rendered.gzip(&live()).len();
 
     let mut g = c.benchmark_group("metrics_get_100_targets");
     g.sample_size(20);
-    g.bench_function("render", |b| b.iter(|| black_box(render_metrics(black_box(&report), None, &http, None)).len()));
+    g.bench_function("render", |b| {
+        b.iter(|| black_box(render_metrics(black_box(&report), None, &http, None, &[])).len())
+    });
     g.bench_function("cached", |b| b.iter(|| black_box(rendered.plain(live())).len()));
     g.bench_function("cached_gzip", |b| b.iter(|| black_box(rendered.gzip(&live())).len()));
-    g.bench_function("publish_render", |b| b.iter(|| black_box(Rendered::new(render_report(black_box(&report))))));
+    g.bench_function("publish_render", |b| b.iter(|| black_box(Rendered::new(render_report(black_box(&report), &[])))));
     g.bench_function("publish_gzip_copy", |b| {
         b.iter(|| {
             let r = Rendered::new(String::from_utf8_lossy(rendered.report()).into_owned());
@@ -56,7 +58,7 @@ fn bench(c: &mut Criterion) {
     // The ratio within one run: the medians of the two sides, interleaved in rounds.
     let (mut before, mut after) = (Vec::new(), Vec::new());
     for _ in 0..5 {
-        before.push(median(5, || drop(black_box(render_metrics(&report, None, &http, None)))));
+        before.push(median(5, || drop(black_box(render_metrics(&report, None, &http, None, &[])))));
         after.push(median(200, || drop(black_box(rendered.plain(live())))));
     }
     before.sort();

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Generates dashboards/overview.json and dashboards/target.json (Grafana JSON), from the
-building blocks in dashboards/grafana.py.
+building blocks in dashboards/grafana.py, and dashboards/fleet.json (dashboards/fleet.py,
+over the `llm_slo:` recording rules of `goodput rules`).
 
 The JSON files are committed; edit this file and rerun it instead of editing them, and
 scripts/ci/dashboards.sh fails if they differ from a fresh generation.
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ next to the committed JSON
+from fleet import fleet  # noqa: E402
 from grafana import (DS, Layout, bounds_style, dashboard, limit_style, mean_style,  # noqa: E402
                      panel, render, row, ts, variable_query)
 
@@ -504,7 +506,7 @@ def target():
 
 
 def main():
-    outputs = {"overview.json": render(overview()), "target.json": render(target())}
+    outputs = {"overview.json": render(overview()), "target.json": render(target()), "fleet.json": render(fleet(q))}
     stale = []
     for name, text in outputs.items():
         path = HERE / name

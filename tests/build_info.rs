@@ -25,7 +25,7 @@ fn version_names_the_commit_it_was_built_from() {
 #[test]
 fn metrics_carry_build_info() {
     let report = goodput::Report::default();
-    let body = goodput::serve::render_metrics(&report, None, &Default::default(), None);
+    let body = goodput::serve::render_metrics(&report, None, &Default::default(), None, &[]);
     let line =
         format!("llm_slo_build_info{{version=\"{}\",commit=\"{}\"}} 1.0", env!("CARGO_PKG_VERSION"), goodput::COMMIT);
     assert!(body.lines().any(|l| l == line), "{line} not in:\n{body}");

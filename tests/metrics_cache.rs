@@ -136,9 +136,9 @@ fn a_get_serves_the_published_report_rendered_once_and_its_gzip_decodes_to_the_s
     assert!(!head.contains("content-encoding"), "{head}");
     assert!(head.contains(&format!("content-length: {}", body.len())), "{head}");
     // The cached part comes first, byte for byte what a render of the report gives now.
-    let fresh_report = serve::render_report(&report);
+    let fresh_report = serve::render_report(&report, &[]);
     assert!(body.starts_with(&fresh_report), "the body does not begin with the report's rendering");
-    let fresh = serve::render_metrics(&report, None, &ConnStats::default(), None);
+    let fresh = serve::render_metrics(&report, None, &ConnStats::default(), None, &[]);
     assert_eq!(without_live(&body), without_live(&fresh), "served and fresh renders differ");
     for live in ["process_resident_memory_bytes ", "llm_slo_http_connections_limit 64"] {
         assert!(body.lines().any(|l| l.starts_with(live)), "no {live} in the live part");
@@ -156,10 +156,10 @@ fn a_get_serves_the_published_report_rendered_once_and_its_gzip_decodes_to_the_s
     let next = sample::report(100, 7);
     shared.publish(next.clone());
     let (_, body) = get(server.port, false);
-    assert!(body.starts_with(serve::render_report(&next).as_bytes()), "the new report is not served");
-    assert_ne!(serve::render_report(&next), fresh_report, "the two sample reports should differ");
+    assert!(body.starts_with(serve::render_report(&next, &[]).as_bytes()), "the new report is not served");
+    assert_ne!(serve::render_report(&next, &[]), fresh_report, "the two sample reports should differ");
     let decoded = gunzip(&get(server.port, true).1);
-    assert!(decoded.starts_with(serve::render_report(&next).as_bytes()), "the gzip copy is stale");
+    assert!(decoded.starts_with(serve::render_report(&next, &[]).as_bytes()), "the gzip copy is stale");
 }
 
 fn rss_bytes() -> usize {
@@ -179,7 +179,7 @@ fn gets_neither_render_nor_copy_the_body_and_leave_rss_flat() {
 
     // What a GET cost before the cache, as the yardstick the measure must be able to see.
     let before = ALLOCATED.load(Ordering::Relaxed);
-    let fresh = serve::render_metrics(&report, None, &ConnStats::default(), None);
+    let fresh = serve::render_metrics(&report, None, &ConnStats::default(), None, &[]);
     let render_cost = ALLOCATED.load(Ordering::Relaxed) - before;
     assert!(render_cost > fresh.len(), "a render allocates at least its body: {render_cost}");
     drop(fresh);

@@ -6,6 +6,8 @@ export CI_NAME=configs
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 BIN=$(goodput_bin)
+# The Kubernetes configs name the Downward API's variables in external_labels.
+export POD_NAME=ci-pod POD_NAMESPACE=ci NODE_NAME=ci-node
 mapfile -t files < <(ls config/*.yaml; find deploy/kubernetes -name goodput.yaml | sort)
 [ ${#files[@]} -ge 5 ] || die "expected at least 5 configs, found ${#files[@]}"
 for f in "${files[@]}"; do

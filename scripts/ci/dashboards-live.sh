@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Live dashboard check: start `goodput demo` on a free loopback port, let a real Prometheus
-# (127.0.0.1, random port, scrape_interval 5s) scrape its /metrics for a few minutes, then
-# require every dashboard expression to return data (GPU-only and alert-list queries are
-# optional; see dashboard_promql_check.py).
+# (127.0.0.1, random port, scrape_interval 5s) scrape its /metrics and its simulated engines'
+# for a few minutes while evaluating `goodput rules` for the demo's config (the fleet
+# dashboard reads those recording rules), then require every dashboard expression to return
+# data (GPU-only and alert-list queries are optional; see dashboard_promql_check.py).
 # usage: scripts/ci/dashboards-live.sh   (DASHBOARDS_LIVE_SECONDS=180 sets the scrape time)
 export CI_NAME=dashboards-live
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -39,16 +40,30 @@ grep -q '^llm_slo_ttft_seconds' "$T/metrics.txt" \
   || { tail -20 "$T/demo.log" >&2; die "demo's /metrics on 127.0.0.1:$gport shows no llm_slo_ttft_seconds after 60 s"; }
 log "goodput demo serving on 127.0.0.1:$gport"
 
-# 2. A real Prometheus scraping it.
+# 2. The fleet rules for the demo's config. Its chat SLO is scoped to target sim-chat,
+#    which Prometheus knows by its engine's address (the demo's banner prints it).
+engine() { sed -n "s|^ *engine $1 *http://\([^/]*\)/metrics.*|\1|p" "$T/demo.log" | head -1; }
+chat=$(engine sim-chat); batch=$(engine sim-batch)
+if [ -z "$chat" ] || [ -z "$batch" ]; then
+  cat "$T/demo.log" >&2; die "the demo's banner names no engine addresses"
+fi
+"$BIN" rules --config config/demo.yaml --format prometheus --target-instance "sim-chat=$chat" >"$T/rules.yml" \
+  || die "goodput rules failed on config/demo.yaml"
+
+# 3. A real Prometheus scraping the daemon and the engines, evaluating the rules.
 pport=$(free_port)
 cat >"$T/prometheus.yml" <<YAML
 global:
   scrape_interval: 5s
   evaluation_interval: 5s
+rule_files: ["$T/rules.yml"]
 scrape_configs:
   - job_name: goodput
     static_configs:
       - targets: ["127.0.0.1:$gport"]
+  - job_name: vllm
+    static_configs:
+      - targets: ["$chat", "$batch"]
 YAML
 prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/data" \
   --web.listen-address="127.0.0.1:$pport" >"$T/prometheus.log" 2>&1 &
@@ -67,7 +82,7 @@ while [ $SECONDS -lt $end ]; do
   sleep 5
 done
 
-# 3. Every dashboard expression against it.
+# 4. Every dashboard expression against it.
 python3 scripts/ci/dashboard_promql_check.py "$PROM" dashboards/*.json >&2 \
   || { log "demo log tail:"; tail -5 "$T/demo.log" >&2; die "dashboard queries failed against Prometheus scraping goodput demo"; }
 log "PASS"

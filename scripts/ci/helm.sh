@@ -3,7 +3,10 @@
 # (sidecar) values and every deploy/helm/goodput/ci/*-values.yaml; the output passes
 # kubernetes-validate --strict and the Prometheus Operator schemas; each render has exactly
 # one alert path (`alertPath`, default daemon); rendered rules pass promtool; the rendered
-# goodput config passes `goodput check` (skipped until it exists).
+# goodput config passes `goodput check` (skipped until it exists). Also: a typo in the values
+# fails (values.schema.json is strict); the aggregator with pod discovery gets list/watch on
+# pods and nothing more; the goodput-sidecar post-renderer adds the sidecar to another
+# chart's Deployment (scripts/ci/check_sidecar.py).
 export CI_NAME=helm
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -32,7 +35,7 @@ for v in "${variants[@]}"; do
     || die "helm template failed ($v)"
   kubernetes-validate --strict --quiet --kubernetes-version 1.31.0 "$out" 2>&1 | tee "$T/kv.log" >&2 \
     || die "kubernetes-validate --strict failed on the chart ($v)"
-  grep -v "Couldn't find schema for kind \(ServiceMonitor\|PrometheusRule\)" "$T/kv.log" | grep -qi warn \
+  grep -v "Couldn't find schema for kind \(ServiceMonitor\|PodMonitor\|PrometheusRule\)" "$T/kv.log" | grep -qi warn \
     && die "kubernetes-validate warned ($v)"
   (cd "$NPM" && node validate-k8s.mjs --expect Deployment,Service,ConfigMap,ServiceMonitor "$out") >&2 \
     || die "schema validation failed on the chart ($v)"
@@ -44,7 +47,7 @@ for v in "${variants[@]}"; do
     promtool check rules "$T/$name.rules.yml" >&2 || die "promtool check rules failed ($v)"
   fi
   python3 scripts/ci/extract_configmap.py "$out" "$T/$name.goodput.yaml" || die "no config in chart output ($v)"
-  if res=$("$BIN" check --config "$T/$name.goodput.yaml" 2>&1); then
+  if res=$(POD_NAME=p POD_NAMESPACE=n NODE_NAME=x "$BIN" check --config "$T/$name.goodput.yaml" 2>&1); then
     log "goodput check on the rendered config: ok"
   elif daemon_missing "$res"; then
     daemon_skip "goodput check on the chart's config: $res"
@@ -68,4 +71,50 @@ if "$HELM" template goodput "$CHART" --set-json 'slos=[{"name":"chat","objective
   die "an SLO objective of 1.5 rendered; values.schema.json must reject it"
 fi
 grep -q "objective" "$T/err" || die "unexpected error: $(cat "$T/err")"
+# values.schema.json has additionalProperties: false throughout: a misspelt key fails.
+if "$HELM" template goodput "$CHART" --set serviceMonitr.enabled=false >/dev/null 2>"$T/err"; then
+  die "a misspelt value (serviceMonitr) rendered; values.schema.json must reject it"
+fi
+grep -q "serviceMonitr" "$T/err" || die "unexpected error: $(cat "$T/err")"
+if "$HELM" template goodput "$CHART" --set tap.enable=true >/dev/null 2>"$T/err"; then
+  die "a misspelt nested value (tap.enable) rendered; values.schema.json must reject it"
+fi
+
+# The aggregator with Kubernetes pod discovery: its own ServiceAccount, allowed to list and
+# watch pods and nothing else. (Its config is `goodput check`ed once discovery is built.)
+disc=scripts/ci/testdata/helm-aggregator-discovery-values.yaml
+"$HELM" lint --strict "$CHART" -f "$disc" >&2 || die "helm lint --strict failed ($disc)"
+"$HELM" template goodput "$CHART" --namespace llm -f "$disc" >"$T/disc.yaml" || die "helm template failed ($disc)"
+kubernetes-validate --strict --quiet --kubernetes-version 1.31.0 "$T/disc.yaml" >&2 || die "kubernetes-validate failed ($disc)"
+python3 - "$T/disc.yaml" <<'PY' || die "the discovery aggregator's RBAC is wrong"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+kinds = {d["kind"]: d for d in docs}
+rules = kinds["Role"]["rules"]
+assert rules == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}], rules
+assert "ClusterRole" not in kinds, "pod discovery in one namespace needs no ClusterRole"
+pod = kinds["Deployment"]["spec"]["template"]["spec"]
+sa = kinds["ServiceAccount"]["metadata"]["name"]
+assert pod["serviceAccountName"] == sa and pod["automountServiceAccountToken"] is True, pod
+assert kinds["RoleBinding"]["subjects"][0]["name"] == sa
+cfg = yaml.safe_load(kinds["ConfigMap"]["data"]["config.yaml"])
+assert cfg["discovery"][0]["kubernetes"]["selector"] == "app=vllm", cfg
+assert "pod" not in cfg["external_labels"], "an aggregator must not label every target with its own pod"
+print("discovery aggregator: RBAC list/watch pods only; ok")
+PY
+# Without discovery, no ServiceAccount and no API token in the pod.
+grep -q '^kind: ServiceAccount' "$T/default.yaml" && die "the sidecar render has a ServiceAccount"
+
+# The post-renderer on another chart's Deployment: the sidecar added, the tap on its port.
+vchart=scripts/ci/testdata/vllm-chart
+"$HELM" template llama-8b "$vchart" >"$T/engine.yaml" || die "helm template $vchart failed"
+command -v kubectl >/dev/null || export KUSTOMIZE="$KUBECTL kustomize"
+GOODPUT_DEPLOYMENT=llama-8b GOODPUT_TAP=true "$HELM" template llama-8b "$vchart" \
+  --post-renderer deploy/helm/post-renderer/goodput-sidecar >"$T/engine-sidecar.yaml" \
+  || die "helm template with the goodput-sidecar post-renderer failed"
+kubernetes-validate --strict --quiet --kubernetes-version 1.31.0 "$T/engine-sidecar.yaml" 2>&1 | tee "$T/kv.log" >&2 \
+  || die "kubernetes-validate --strict failed on the post-rendered engine chart"
+grep -v "Couldn't find schema for kind PodMonitor" "$T/kv.log" | grep -qi warn && die "kubernetes-validate warned (post-renderer)"
+python3 scripts/ci/check_sidecar.py "$T/engine-sidecar.yaml" --source "$T/engine.yaml" \
+  --deployment llama-8b --service llama-8b --tap >&2 || die "the post-renderer broke the engine chart's Deployment"
 log "PASS"

@@ -107,8 +107,14 @@ pub fn summary(file: &str, c: &Config) -> String {
     let otlp = c.otlp.map_or(String::new(), |o| {
         format!("  receive OTLP spans on {} (POST /v1/traces, body limit {} bytes)\n", o.listen, o.body_limit)
     });
+    let identity = if c.external_labels.is_empty() {
+        String::new()
+    } else {
+        let l: Vec<String> = c.external_labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+        format!("  external labels on every series and alert: {}\n", l.join(", "))
+    };
     let mut s = format!(
-        "OK: {file}\n  listen {}\n{otlp}  scrape every {} (timeout {}, body limit {} bytes, gzip {})\n  evaluate every {} over windows {} at quantiles {}\n  {} target(s):\n",
+        "OK: {file}\n  listen {}\n{identity}{otlp}  scrape every {} (timeout {}, body limit {} bytes, gzip {})\n  evaluate every {} over windows {} at quantiles {}\n  {} target(s):\n",
         c.listen,
         format_duration(c.scrape.interval),
         format_duration(c.scrape.timeout),

@@ -45,7 +45,8 @@ pub fn load_spec(
     target_instances: &[String],
 ) -> Result<RulesSpec, String> {
     let selector = selector.as_deref().map(crate::rules::parse_selector).transpose()?;
-    let loaded = config::load(path).map_err(|errs| errs.to_string())?;
+    // The rules never read external_labels: a pod's config generates rules anywhere.
+    let loaded = config::load_with_env(path, &|name| Some(format!("${{{name}}}"))).map_err(|errs| errs.to_string())?;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }

@@ -45,8 +45,15 @@ impl Prometheus {
     /// Starts Prometheus scraping `target` (`host:port`) every second as job `job`, with its
     /// data under `work`, and waits for /-/ready.
     pub fn scraping(binary: &Path, work: &Path, job: &str, target: &str) -> Prometheus {
+        Prometheus::scraping_each(binary, work, job, &[target])
+    }
+
+    /// [`Prometheus::scraping`] for several targets of one job.
+    pub fn scraping_each(binary: &Path, work: &Path, job: &str, targets: &[&str]) -> Prometheus {
+        let list: Vec<String> = targets.iter().map(|t| format!("\"{t}\"")).collect();
         let config = format!(
-            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  - job_name: {job}\n    static_configs:\n      - targets: [\"{target}\"]\n"
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  - job_name: {job}\n    static_configs:\n      - targets: [{}]\n",
+            list.join(", ")
         );
         Prometheus::with_config(binary, work, &work.join("data"), &config)
     }

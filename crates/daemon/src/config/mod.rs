@@ -15,6 +15,7 @@ mod budget;
 mod bytes;
 mod de;
 mod error;
+mod labels;
 mod otlp;
 mod raw;
 mod tap;
@@ -24,6 +25,7 @@ mod yaml;
 
 pub use bytes::parse_bytes;
 pub use error::{ConfigError, ConfigErrors, MAX_ERRORS, Pos};
+pub use labels::RESERVED as RESERVED_LABEL_NAMES;
 pub use tap::TapConfig;
 pub use tree::{MAX_ALIAS_EVENTS, MAX_DEPTH, MAX_NODES};
 
@@ -46,6 +48,9 @@ use crate::slo::Slo;
 pub struct Config {
     /// Address /metrics and the API listen on. Port 0 picks a free port.
     pub listen: SocketAddr,
+    /// `external_labels`, `${VAR}`s expanded, sorted by name: added to every exported
+    /// series and every alert, so replicas stay distinct.
+    pub external_labels: Vec<(String, String)>,
     /// How often the daemon evaluates windows and publishes a report.
     pub evaluation_interval: Duration,
     pub scrape: ScrapeConfig,
@@ -262,8 +267,16 @@ pub struct Loaded {
 /// `--config /dev/zero` or a wrong path to a large file from filling memory.
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
 
-/// Reads and validates a config file.
+/// Reads and validates a config file; `${VAR}`s in `external_labels` come from the
+/// process environment.
 pub fn load(path: &Path) -> Result<Loaded, ConfigErrors> {
+    load_with_env(path, &|name| std::env::var(name).ok())
+}
+
+/// [`load`] with the environment `external_labels` expand from. `goodput rules` keeps
+/// each `${VAR}` as written: the rules do not read the labels, and a pod's config must
+/// generate rules outside the pod.
+pub fn load_with_env(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Loaded, ConfigErrors> {
     let name = path.display().to_string();
     let fail = |message: String| ConfigErrors(vec![ConfigError { file: name.clone(), pos: Pos::FILE, message }]);
     let mut text = String::new();
@@ -276,11 +289,16 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigErrors> {
             MAX_FILE_BYTES >> 20
         )));
     }
-    from_str(&text, &name)
+    from_str_with_env(&text, &name, env)
 }
 
 /// Validates config text; `file` names it in error messages.
 pub fn from_str(text: &str, file: &str) -> Result<Loaded, ConfigErrors> {
+    from_str_with_env(text, file, &|name| std::env::var(name).ok())
+}
+
+/// [`from_str`] with the environment `external_labels` expand from.
+pub fn from_str_with_env(text: &str, file: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Loaded, ConfigErrors> {
     let read = yaml::read(text, file)?;
-    validate::validate(read, file)
+    validate::validate(read, file, env)
 }

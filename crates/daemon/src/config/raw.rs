@@ -26,6 +26,7 @@ pub struct RawConfig {
     pub alerting: Option<S<crate::alert::config::AlertingConfig>>,
     pub gpu: Option<S<crate::gpu::config::GpuConfig>>,
     pub cost: Option<S<crate::gpu::config::CostConfig>>,
+    pub external_labels: Option<S<BTreeMap<String, S<String>>>>,
     pub spec_decode: Option<RawSpecDecode>,
     pub otlp: Option<S<RawOtlp>>,
 }

@@ -20,7 +20,7 @@ fn pos<T>(s: &S<T>) -> Pos {
     s.pos
 }
 
-pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
+pub(crate) fn validate(read: Read, file: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Loaded, ConfigErrors> {
     let Read { raw, errors, rejected, root, target_names } = read;
     let mut d = Diagnostics::new(file, errors, rejected);
 
@@ -41,6 +41,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
         },
     };
 
+    let external_labels = super::labels::external_labels_section(&mut d, raw.external_labels.as_ref(), env);
     let scrape = scrape_section(&mut d, raw.scrape.as_ref());
     let server = server_section(&mut d, raw.server.as_ref());
     let evaluation_interval = raw
@@ -74,6 +75,7 @@ pub(crate) fn validate(read: Read, file: &str) -> Result<Loaded, ConfigErrors> {
     };
     let config = Config {
         listen,
+        external_labels,
         evaluation_interval,
         scrape,
         server,

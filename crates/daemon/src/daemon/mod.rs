@@ -147,6 +147,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     };
     let (stop, stop_rx) = watch::channel(false);
     let mut shared = Shared::new();
+    shared.set_external_labels(&config.external_labels);
     shared.page = Arc::new(serve::page::StatusPage::new(
         serve::page::PageFacts::from_config(&config),
         serve::page::DEFAULT_RING_LEN,
@@ -182,7 +183,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     let requests = requests.with_budget(budgets.book());
     tasks.spawn(evaluate_loop(
         Evaluator::new(targets, eval),
-        Post { requests, budgets, enricher, gpus, delivery },
+        Post { requests, budgets, enricher, gpus, delivery, external_labels: config.external_labels.clone() },
         config.evaluation_interval,
         clock,
         shared.clone(),
@@ -223,6 +224,8 @@ struct Post {
     enricher: Enricher,
     gpus: gpu::GpuSources,
     delivery: Delivery,
+    /// `external_labels`, added to every alert.
+    external_labels: Vec<(String, String)>,
 }
 
 /// Evaluates every target each interval and publishes the report. The first report
@@ -255,7 +258,8 @@ async fn evaluate_loop(
         };
         post.requests.apply(&mut report).await;
         post.budgets.apply(&mut report).await;
-        let notifications = post.enricher.apply(&mut report, post.gpus.latest());
+        let mut notifications = post.enricher.apply(&mut report, post.gpus.latest());
+        crate::deliver::add_external_labels(&post.external_labels, &mut report, &mut notifications);
         post.delivery.submit(&notifications);
         held.log_armed(&report);
         // Rendering /metrics for a large fleet takes milliseconds: not on the async workers.

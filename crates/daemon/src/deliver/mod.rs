@@ -58,6 +58,25 @@ pub struct PostableAlert<'a> {
     pub ends_at: String,
 }
 
+/// Adds `external_labels` to alerts: those queued for delivery and those the report shows
+/// (/api/v1/report, /api/v1/alerts), so that each replica's alert is its own in Alertmanager.
+/// An alert's own label of the same name wins, as with Prometheus's external labels.
+pub fn add_external_labels(
+    external: &[(String, String)],
+    report: &mut crate::report::Report,
+    batch: &mut [Notification],
+) {
+    if external.is_empty() {
+        return;
+    }
+    let labelled = report.alerts.iter_mut().map(|a| &mut a.labels).chain(batch.iter_mut().map(|n| &mut n.labels));
+    for labels in labelled {
+        for (k, v) in external {
+            labels.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+}
+
 /// The JSON array sent for `batch` at wall-clock `now_ms`.
 pub fn postable(batch: &[Notification], now_ms: i64, validity: Duration) -> Vec<PostableAlert<'_>> {
     batch

@@ -1,7 +1,10 @@
 //! The daemon's alert rules in PromQL, with the same names, labels, `for` and texts (the
 //! alert table, [`crate::alert::table`]).
 //!
-//! SLO alerts read the recorded series of the SLO's scope and carry `target="fleet"`;
+//! SLO alerts read the recorded series of the SLO's scope and carry `target="fleet"`; their
+//! attainment and burn rate come from the first source that has them: the exact numbers
+//! from the sidecars' request counters (tap, then spans, [`super::exact`]), else the
+//! histograms, as the daemon's alerts choose;
 //! alerts about one pod (KV cache, down, preemptions, queue) keep that pod's labels and
 //! copy `instance` to `target`.
 //!
@@ -12,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use super::exact::preferred;
 use super::expr::{KV_USAGE, Metrics, PREEMPTIONS, WAITING, num, to_model, to_target};
 use super::scope::{Fleet, ScopeExpr, join};
 use super::{PromRule, RulesSpec};
@@ -94,12 +98,13 @@ pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<P
             RuleKind::GoodputDivergence { threshold, window, throughput_floor } => {
                 for (s, scope) in slos {
                     let fleet = Fleet { m, scope };
-                    let att = format!(
-                        "llm_slo:attainment_ratio{{{}}}",
-                        join(&[
+                    // Exact from requests where a tap or spans saw some, else the histograms.
+                    let att = preferred(
+                        "llm_slo:attainment_ratio",
+                        &join(&[
                             &format!("slo=\"{}\", clause=\"joint\", bound=\"estimate\", window=\"{window}\"", s.name),
-                            &scope.recorded
-                        ])
+                            &scope.recorded,
+                        ]),
                     );
                     let expr = format!(
                         "{DROP} ({att} < {} and on (model) {} > {}{})",
@@ -143,7 +148,7 @@ pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<P
                     let (f, op) = burn_op(*factor, s.objective.get());
                     let burn = |w| {
                         let sel = join(&[&format!("slo=\"{}\", window=\"{w}\"", s.name), &scope.recorded]);
-                        format!("llm_slo:error_budget_burn_rate{{{sel}}} {op} {f}")
+                        format!("{} {op} {f}", preferred("llm_slo:error_budget_burn_rate", &sel))
                     };
                     let enough = |w| format!("{} >= {}", fleet.requests_finished(w), num(*min_requests));
                     let expr = format!(

@@ -1,11 +1,13 @@
 //! The PromQL twin of the daemon's SLO math and alert rules, for `goodput rules`: recording
 //! rules that compute quantiles, attainment, burn rates and throughput fleet-wide (buckets
-//! summed across pods before the quantile), and the same alerts on top of them.
+//! summed across pods before the quantile), the exact attainment, goodput and burn rate
+//! from the sidecars' request counters ([`exact`]), and the same alerts on top of them.
 //!
 //! Output is either a plain Prometheus rule file or a `monitoring.coreos.com/v1`
 //! PrometheusRule. Everything here is pure: config in, YAML text out.
 
 mod alerts;
+mod exact;
 mod expr;
 mod recording;
 mod scope;
@@ -61,7 +63,7 @@ pub enum PromRule {
     },
 }
 
-/// Recording rules first (alerts read them), then alerts. An error when an SLO's scope
+/// Recording rules, alerts, then the exact recording rules. An error when an SLO's scope
 /// cannot be written in PromQL: the rules are never generated wider than the SLO.
 pub fn groups(spec: &RulesSpec) -> Result<Vec<RuleGroup>, String> {
     let m = Metrics::vllm(spec.selector.as_deref());
@@ -70,9 +72,14 @@ pub fn groups(spec: &RulesSpec) -> Result<Vec<RuleGroup>, String> {
         .iter()
         .map(|s| scope_expr(s, &spec.target_instances).map(|e| (s, e)))
         .collect::<Result<Vec<_>, _>>()?;
+    let (_, windows) = recording::windows(spec);
+    let slos: Vec<&Slo> = spec.slos.iter().collect();
     Ok(vec![
         RuleGroup { name: "goodput-slo-recording".into(), rules: recording::rules(spec, &scopes, &m) },
         RuleGroup { name: "goodput-slo-alerts".into(), rules: alerts::rules(spec, &scopes, &m) },
+        // Its own group, after the alerts: groups are evaluated independently, and the
+        // alerts read its series as they read the first group's.
+        RuleGroup { name: "goodput-slo-exact-recording".into(), rules: exact::rules(&windows, &slos) },
     ])
 }
 

@@ -122,7 +122,10 @@ fn slo_rules(out: &mut Vec<PromRule>, fleet: &Fleet<'_>, s: &Slo, w: Window) {
         .collect();
     let att = |clause: &str, bound: Option<&str>| {
         let b = bound.map(|b| format!(", bound=\"{b}\"")).unwrap_or_default();
-        format!("llm_slo:attainment_ratio{{slo=\"{}\", clause=\"{clause}\", window=\"{wl}\"{b}}}", s.name)
+        format!(
+            "llm_slo:attainment_ratio{{slo=\"{}\", clause=\"{clause}\", window=\"{wl}\"{b}, source=\"metrics\"}}",
+            s.name
+        )
     };
     for (clause, metric, t) in &clauses {
         let le = format!("le=~\"{}\"", le_regex(*t));
@@ -153,7 +156,7 @@ fn slo_rules(out: &mut Vec<PromRule>, fleet: &Fleet<'_>, s: &Slo, w: Window) {
     out.push(joint(
         "upper",
         format!(
-            "min by (model) (llm_slo:attainment_ratio{{slo=\"{}\", clause=~\"{}\", window=\"{wl}\"}} or {success})",
+            "min by (model) (llm_slo:attainment_ratio{{slo=\"{}\", clause=~\"{}\", window=\"{wl}\", source=\"metrics\"}} or {success})",
             s.name,
             clause_re.join("|")
         ),

@@ -26,8 +26,15 @@ impl<'a> Line<'a> {
 
 /// Writes `lines` as an exposition. Families keep the order of their first sample; the
 /// samples of a family are brought together even if the input interleaves them.
+/// `external` (the config's `external_labels`) is added to every sample after its own
+/// labels; config validation keeps its names apart from goodput's own.
 /// `meta` gives (help, type) per family; families without it are written as untyped.
-pub fn write(out: &mut String, lines: &[Line<'_>], meta: impl Fn(&str) -> Option<(&'static str, &'static str)>) {
+pub fn write(
+    out: &mut String,
+    lines: &[Line<'_>],
+    external: &[(String, String)],
+    meta: impl Fn(&str) -> Option<(&'static str, &'static str)>,
+) {
     let mut order: Vec<&str> = Vec::new();
     let mut groups: HashMap<&str, Vec<&Line<'_>>> = HashMap::new();
     for l in lines {
@@ -55,9 +62,10 @@ pub fn write(out: &mut String, lines: &[Line<'_>], meta: impl Fn(&str) -> Option
         }
         for l in &groups[name] {
             out.push_str(name);
-            if !l.labels.is_empty() {
+            if !l.labels.is_empty() || !external.is_empty() {
                 out.push('{');
-                for (i, (k, v)) in l.labels.iter().enumerate() {
+                let all = l.labels.iter().copied().chain(external.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+                for (i, (k, v)) in all.enumerate() {
                     if i > 0 {
                         out.push(',');
                     }
@@ -124,7 +132,7 @@ mod tests {
             Line { name: "y", labels: vec![], value: f64::INFINITY },
         ];
         let mut out = String::new();
-        write(&mut out, &lines, |n| (n == "x_total").then_some(("Help with \\ and\nnewline.", "counter")));
+        write(&mut out, &lines, &[], |n| (n == "x_total").then_some(("Help with \\ and\nnewline.", "counter")));
         let expected = "# HELP x_total Help with \\\\ and\\nnewline.\n# TYPE x_total counter\nx_total{t=\"1\"} 3.0\nx_total{t=\"2\"} 1e-7\n# TYPE y untyped\ny{t=\"a\\\"b\\\\c\\nd\"} NaN\ny +Inf\n";
         assert_eq!(out, expected);
         let parsed = parse(out.as_bytes(), &Limits::default()).expect("our own exposition parses");
@@ -132,5 +140,18 @@ mod tests {
         let s = parsed.samples.iter().find(|s| s.name == "y" && !parsed.labels_of(s).is_empty()).unwrap();
         assert_eq!(parsed.label(s, "t"), Some(tricky));
         assert_eq!(parsed.samples[1].value, 1e-7);
+    }
+
+    #[test]
+    fn external_labels_follow_each_samples_own() {
+        let lines = vec![
+            Line { name: "x_total", labels: vec![("t", "1")], value: 3.0 },
+            Line { name: "y", labels: vec![], value: 1.0 },
+        ];
+        let external = [("cluster".to_string(), "prod-east".to_string()), ("pod".to_string(), "a\"b".to_string())];
+        let mut out = String::new();
+        write(&mut out, &lines, &external, |_| None);
+        let expected = "# TYPE x_total untyped\nx_total{t=\"1\",cluster=\"prod-east\",pod=\"a\\\"b\"} 3.0\n# TYPE y untyped\ny{cluster=\"prod-east\",pod=\"a\\\"b\"} 1.0\n";
+        assert_eq!(out, expected);
     }
 }

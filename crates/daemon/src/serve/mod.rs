@@ -47,13 +47,15 @@ pub struct Shared {
     /// The taps' health counters (crate::tap::metrics).
     pub taps: TapMetrics,
     pub page: Arc<page::StatusPage>,
+    /// `external_labels`, added to every series on /metrics ([`Shared::set_external_labels`]).
+    pub external_labels: Arc<[(String, String)]>,
 }
 
 impl Shared {
     pub fn new() -> Shared {
         let report = Report::default();
         Shared {
-            metrics: Arc::new(ArcSwap::from_pointee(Rendered::new(render_report(&report)))),
+            metrics: Arc::new(ArcSwap::from_pointee(Rendered::new(render_report(&report, &[])))),
             report: Arc::new(ArcSwap::from_pointee(report)),
             ready: Arc::new(AtomicBool::new(false)),
             delivery: None,
@@ -61,7 +63,15 @@ impl Shared {
             otlp: None,
             taps: TapMetrics::default(),
             page: Arc::default(),
+            external_labels: Arc::new([]),
         }
+    }
+
+    /// Sets the labels every /metrics series carries, before the first report is published.
+    pub fn set_external_labels(&mut self, labels: &[(String, String)]) {
+        self.external_labels = labels.into();
+        let report = self.report.load_full();
+        self.metrics.store(Arc::new(Rendered::new(render_report(&report, labels))));
     }
 
     /// Publishes a new report; readers see it on their next request. The status page's
@@ -70,7 +80,7 @@ impl Shared {
     /// the evaluation loop calls it off the async workers.
     pub fn publish(&self, report: Report) {
         self.page.record(&report);
-        self.metrics.store(Arc::new(Rendered::new(render_report(&report))));
+        self.metrics.store(Arc::new(Rendered::new(render_report(&report, &self.external_labels))));
         self.report.store(Arc::new(report));
         self.ready.store(true, Ordering::Release);
     }
@@ -130,15 +140,16 @@ pub fn render_metrics(
     delivery: Option<&DeliveryMetrics>,
     http: &ConnStats,
     otlp: Option<&OtlpStats>,
+    external: &[(String, String)],
 ) -> String {
-    let mut out = render_report(report);
-    out.push_str(&render_live(delivery, http, otlp, &TapMetrics::default()));
+    let mut out = render_report(report, external);
+    out.push_str(&render_live(delivery, http, otlp, &TapMetrics::default(), external));
     out
 }
 
 /// The report's families and the build info: everything on /metrics that changes only when a
 /// report is published, which [`Shared::publish`] renders once per tick.
-pub fn render_report(report: &Report) -> String {
+pub fn render_report(report: &Report, external: &[(String, String)]) -> String {
     let samples = export::samples(report);
     let mut lines: Vec<Line<'_>> = samples.iter().map(Line::of).collect();
     lines.push(Line {
@@ -147,7 +158,7 @@ pub fn render_report(report: &Report) -> String {
         value: 1.0,
     });
     let mut out = String::with_capacity(lines.len() * 96);
-    exposition::write(&mut out, &lines, |name| {
+    exposition::write(&mut out, &lines, external, |name| {
         export::family_meta(name).or_else(|| (name == BUILD_INFO.0).then_some((BUILD_INFO.1, "gauge")))
     });
     out
@@ -161,6 +172,7 @@ pub fn render_live(
     http: &ConnStats,
     otlp: Option<&OtlpStats>,
     taps: &TapMetrics,
+    external: &[(String, String)],
 ) -> String {
     let delivered = delivery.map(|d| delivery_metrics::samples(&d.stats())).unwrap_or_default();
     let mut lines: Vec<Line<'_>> = delivered.iter().map(Line::of).collect();
@@ -179,28 +191,28 @@ pub fn render_live(
     let process = process::process_metrics();
     lines.extend(process.iter().map(|(name, _, _, v)| Line { name, labels: Vec::new(), value: *v }));
     let mut out = String::with_capacity(lines.len() * 96);
-    exposition::write(&mut out, &lines, |name| {
+    exposition::write(&mut out, &lines, external, |name| {
         delivery_metrics::family_meta(name)
             .or_else(|| HTTP_FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)))
             .or_else(|| otlp_metrics::family_meta(name))
             .or_else(|| process.iter().find(|p| p.0 == name).map(|p| (p.1, p.2)))
     });
-    render_taps(&mut out, taps);
+    render_taps(&mut out, taps, external);
     out
 }
 
 /// Appends the taps' health families (none without taps).
-pub fn render_taps(out: &mut String, taps: &TapMetrics) {
+pub fn render_taps(out: &mut String, taps: &TapMetrics, external: &[(String, String)]) {
     let samples = taps.samples();
     let lines: Vec<Line<'_>> = samples.iter().map(Line::of).collect();
-    exposition::write(out, &lines, tap_metrics::family_meta);
+    exposition::write(out, &lines, external, tap_metrics::family_meta);
 }
 
 /// The cached report families plus the live ones, gzipped when the client accepts it. Only
 /// the first gzip GET after a tick deflates the cached part, on the blocking pool.
 async fn metrics(State(s): State<Shared>, headers: HeaderMap) -> Response {
     let rendered = s.metrics.load_full();
-    let live = render_live(s.delivery.as_ref(), &s.http, s.otlp.as_deref(), &s.taps);
+    let live = render_live(s.delivery.as_ref(), &s.http, s.otlp.as_deref(), &s.taps, &s.external_labels);
     let gzip = headers.get_all(header::ACCEPT_ENCODING).iter().any(|v| v.to_str().is_ok_and(cache::accepts_gzip));
     let vary = (header::VARY, "Accept-Encoding");
     if !gzip {

@@ -35,16 +35,40 @@ app.kubernetes.io/component: {{ .Values.mode }}
 listen: {{ printf "0.0.0.0:%d" (int .Values.service.port) | quote }}
 scrape:
   {{- toYaml .Values.scrape | nindent 2 }}
-targets:
+{{- $labels := dict }}
+{{- if and (eq .Values.mode "sidecar") .Values.podIdentity }}
+{{- $_ := set $labels "pod" "${POD_NAME}" }}
+{{- $_ := set $labels "namespace" "${POD_NAMESPACE}" }}
+{{- $_ := set $labels "node" "${NODE_NAME}" }}
+{{- end }}
+{{- range $k, $v := .Values.externalLabels }}
+{{- if kindIs "invalid" $v }}{{ $_ := unset $labels $k }}{{ else }}{{ $_ := set $labels $k $v }}{{ end }}
+{{- end }}
+{{- with $labels }}
+external_labels:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if and .Values.tap.enabled (ne .Values.mode "sidecar") }}
+{{- fail "tap.enabled needs mode=sidecar: the tap runs beside the engine, on loopback" }}
+{{- end }}
 {{- if .Values.targets }}
+targets:
   {{- toYaml .Values.targets | nindent 2 }}
 {{- else if eq .Values.mode "sidecar" }}
+targets:
   - name: {{ include "goodput.fullname" . }}
     url: {{ printf "http://127.0.0.1:%d/metrics" (int .Values.engine.port) | quote }}
     engine: vllm
     model: {{ .Values.engine.model | quote }}
-{{- else }}
-{{- fail "mode=aggregator needs at least one entry in targets" }}
+    {{- if .Values.tap.enabled }}
+    tap: {listen: {{ printf "0.0.0.0:%d" (int .Values.tap.port) | quote }}, upstream: {{ printf "http://127.0.0.1:%d" (int .Values.engine.port) | quote }}}
+    {{- end }}
+{{- else if not .Values.discovery }}
+{{- fail "mode=aggregator needs at least one entry in targets or discovery" }}
+{{- end }}
+{{- with .Values.discovery }}
+discovery:
+  {{- toYaml . | nindent 2 }}
 {{- end }}
 windows:
   {{- toYaml .Values.windows | nindent 2 }}
@@ -87,4 +111,10 @@ capabilities:
   drop: [ALL]
 seccompProfile:
   type: RuntimeDefault
+{{- end }}
+
+{{/* True when the config discovers Kubernetes pods: the pod then needs a ServiceAccount
+     that may list and watch pods. */}}
+{{- define "goodput.podDiscovery" -}}
+{{- range .Values.discovery }}{{ if hasKey . "kubernetes" }}true{{ end }}{{ end }}
 {{- end }}
