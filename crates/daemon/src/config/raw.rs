@@ -28,6 +28,8 @@ pub struct RawConfig {
     pub cost: Option<S<crate::gpu::config::CostConfig>>,
     pub spec_decode: Option<RawSpecDecode>,
     pub otlp: Option<S<RawOtlp>>,
+    pub state_dir: Option<S<String>>,
+    pub state_snapshot_interval: Option<S<String>>,
 }
 
 /// `otlp:`, the engine-trace receiver.

@@ -47,6 +47,8 @@ pub struct Shared {
     /// The taps' health counters (crate::tap::metrics).
     pub taps: TapMetrics,
     pub page: Arc<page::StatusPage>,
+    /// The state snapshot's counters; `None` without `state_dir`.
+    pub state: Option<Arc<crate::state::metrics::StateStats>>,
 }
 
 impl Shared {
@@ -61,6 +63,7 @@ impl Shared {
             otlp: None,
             taps: TapMetrics::default(),
             page: Arc::default(),
+            state: None,
         }
     }
 
@@ -200,7 +203,10 @@ pub fn render_taps(out: &mut String, taps: &TapMetrics) {
 /// the first gzip GET after a tick deflates the cached part, on the blocking pool.
 async fn metrics(State(s): State<Shared>, headers: HeaderMap) -> Response {
     let rendered = s.metrics.load_full();
-    let live = render_live(s.delivery.as_ref(), &s.http, s.otlp.as_deref(), &s.taps);
+    let mut live = render_live(s.delivery.as_ref(), &s.http, s.otlp.as_deref(), &s.taps);
+    if let Some(state) = &s.state {
+        state.render(&mut live);
+    }
     let gzip = headers.get_all(header::ACCEPT_ENCODING).iter().any(|v| v.to_str().is_ok_and(cache::accepts_gzip));
     let vary = (header::VARY, "Accept-Encoding");
     if !gzip {

@@ -1,0 +1,205 @@
+//! A target's window store as a `state_dir` snapshot keeps it (docs/architecture.md#state-that-survives-restarts).
+//!
+//! Consecutive scrapes that share a [`Layout`] are one run: the layout is written once,
+//! the first scrape's values raw and the others as deltas from the one before
+//! ([`Column::encode`], so the snapshot costs what the store does in memory). Kinds and
+//! finish reasons are written by name, not by position, so that a reordered enum in a
+//! later version reads as unknown rather than as another quantity. Restoring replays the
+//! points through [`TargetWindows::push_values`]: the store rebuilds its own keyframes
+//! and trims to the current longest window. The caller encodes and checksums this.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Column, Layout, Quantity, SeriesKey, TargetWindows};
+use crate::canonical::{CounterKind, Engine, FinishReason, GaugeKind, HistogramKind};
+
+/// One target's stored scrapes, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedWindows {
+    pub engine: Option<Engine>,
+    pub runs: Vec<SavedRun>,
+}
+
+/// Scrapes sharing one layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedRun {
+    layout: SavedLayout,
+    points: Vec<SavedPoint>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SavedPoint {
+    t_ms: i64,
+    column: SavedColumn,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+enum SavedColumn {
+    Raw(Vec<f64>),
+    /// Against the previous point of the run.
+    Delta(Vec<u8>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SavedLayout {
+    /// Each model name once; keys refer to them by index.
+    models: Vec<String>,
+    keys: Vec<SavedKey>,
+    created: Vec<Option<f64>>,
+    process_start: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SavedKey {
+    model: u32,
+    quantity: SavedQuantity,
+    shard: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+enum SavedQuantity {
+    Bucket(String, u64),
+    Sum(String),
+    Count(String),
+    Counter(String, Option<String>),
+    SpecAccepted(u32),
+    Gauge(String),
+}
+
+/// Why a saved store cannot be restored: it was not written by this version's
+/// [`SavedWindows::save`] (a name it does not know, values that do not decode).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("saved window store is not readable: {0}")]
+pub struct Unreadable(pub String);
+
+fn by_name<T: Copy>(all: &[T], name: &str, as_str: fn(T) -> &'static str) -> Result<T, Unreadable> {
+    all.iter().copied().find(|k| as_str(*k) == name).ok_or_else(|| Unreadable(format!("unknown kind {name:?}")))
+}
+
+impl SavedQuantity {
+    fn of(q: Quantity) -> SavedQuantity {
+        match q {
+            Quantity::Bucket(k, le) => SavedQuantity::Bucket(k.as_str().into(), le),
+            Quantity::Sum(k) => SavedQuantity::Sum(k.as_str().into()),
+            Quantity::Count(k) => SavedQuantity::Count(k.as_str().into()),
+            Quantity::Counter(k, r) => SavedQuantity::Counter(k.as_str().into(), r.map(|r| r.as_str().into())),
+            Quantity::SpecAccepted(p) => SavedQuantity::SpecAccepted(p),
+            Quantity::Gauge(k) => SavedQuantity::Gauge(k.as_str().into()),
+        }
+    }
+
+    fn quantity(&self) -> Result<Quantity, Unreadable> {
+        let h = |n: &str| by_name(HistogramKind::ALL, n, HistogramKind::as_str);
+        Ok(match self {
+            SavedQuantity::Bucket(k, le) => Quantity::Bucket(h(k)?, *le),
+            SavedQuantity::Sum(k) => Quantity::Sum(h(k)?),
+            SavedQuantity::Count(k) => Quantity::Count(h(k)?),
+            SavedQuantity::Counter(k, r) => Quantity::Counter(
+                by_name(CounterKind::ALL, k, CounterKind::as_str)?,
+                r.as_deref().map(FinishReason::from_label),
+            ),
+            SavedQuantity::SpecAccepted(p) => Quantity::SpecAccepted(*p),
+            SavedQuantity::Gauge(k) => Quantity::Gauge(by_name(GaugeKind::ALL, k, GaugeKind::as_str)?),
+        })
+    }
+}
+
+impl SavedLayout {
+    fn of(l: &Layout) -> SavedLayout {
+        let mut models: Vec<String> = Vec::new();
+        let keys = l
+            .keys
+            .iter()
+            .map(|k| {
+                let model = match models.iter().position(|m| **m == *k.model) {
+                    Some(i) => i,
+                    None => {
+                        models.push(k.model.to_string());
+                        models.len() - 1
+                    }
+                };
+                SavedKey { model: model as u32, quantity: SavedQuantity::of(k.quantity), shard: k.shard.clone() }
+            })
+            .collect();
+        SavedLayout { models, keys, created: l.created.to_vec(), process_start: l.process_start }
+    }
+
+    fn layout(&self) -> Result<Layout, Unreadable> {
+        if self.created.len() != self.keys.len() {
+            return Err(Unreadable("layout keys and markers differ in length".into()));
+        }
+        let models: Vec<Arc<str>> = self.models.iter().map(|m| Arc::from(m.as_str())).collect();
+        let keys = self
+            .keys
+            .iter()
+            .map(|k| {
+                let model = models.get(k.model as usize).ok_or_else(|| Unreadable("model index out of range".into()))?;
+                Ok(SeriesKey { model: model.clone(), quantity: k.quantity.quantity()?, shard: k.shard.clone() })
+            })
+            .collect::<Result<Box<[_]>, Unreadable>>()?;
+        Ok(Layout { keys, created: self.created.clone().into(), process_start: self.process_start })
+    }
+}
+
+impl SavedWindows {
+    /// Every point `store` holds.
+    pub fn save(store: &TargetWindows) -> SavedWindows {
+        let mut runs: Vec<SavedRun> = Vec::new();
+        let mut last: Option<(Arc<Layout>, Vec<f64>)> = None;
+        for (t_ms, layout, values) in store.stored_points() {
+            let prev = match &last {
+                Some((l, v)) if Arc::ptr_eq(l, &layout) => Some(v.as_slice()),
+                _ => None,
+            };
+            let column = match Column::encode(&values, prev) {
+                Column::Raw(v) => SavedColumn::Raw(v.to_vec()),
+                Column::Delta(b) => SavedColumn::Delta(b.to_vec()),
+            };
+            if prev.is_none() {
+                runs.push(SavedRun { layout: SavedLayout::of(&layout), points: Vec::new() });
+            }
+            if let Some(run) = runs.last_mut() {
+                run.points.push(SavedPoint { t_ms, column });
+            }
+            last = Some((layout, values));
+        }
+        SavedWindows { engine: store.engine(), runs }
+    }
+
+    /// The store these points make, keeping what `max_window` needs. All or nothing: a
+    /// point that does not decode refuses the whole store, so that no window is restored
+    /// with a hole in it.
+    pub fn restore(&self, max_window: Duration) -> Result<TargetWindows, Unreadable> {
+        let mut store = TargetWindows::new(max_window);
+        let mut last_t = i64::MIN;
+        for run in &self.runs {
+            let layout = Arc::new(run.layout.layout()?);
+            let mut cur: Vec<f64> = Vec::new();
+            for (i, p) in run.points.iter().enumerate() {
+                let column = match &p.column {
+                    SavedColumn::Raw(v) => Column::Raw(v.as_slice().into()),
+                    SavedColumn::Delta(_) if i == 0 => return Err(Unreadable("a run starts with a delta".into())),
+                    SavedColumn::Delta(b) => Column::Delta(b.as_slice().into()),
+                };
+                if !column.decode_into(&mut cur) || cur.len() != layout.keys.len() {
+                    return Err(Unreadable("values do not decode against their layout".into()));
+                }
+                if p.t_ms <= last_t {
+                    return Err(Unreadable("points are not in time order".into()));
+                }
+                last_t = p.t_ms;
+                store.push_values(p.t_ms, layout.clone(), cur.clone().into());
+            }
+        }
+        store.set_engine(self.engine);
+        Ok(store)
+    }
+
+    /// Stored scrapes.
+    pub fn points(&self) -> usize {
+        self.runs.iter().map(|r| r.points.len()).sum()
+    }
+}
