@@ -113,3 +113,67 @@ impl AlertEngine {
         (taken, dropped)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::alert::AlertingConfig;
+
+    fn engine() -> AlertEngine {
+        let c = AlertingConfig::default();
+        AlertEngine::new(c.rule_set(), None, Duration::from_secs(300))
+    }
+
+    fn down(up: bool) -> AlertInput {
+        AlertInput {
+            target: "t".into(),
+            model: String::new(),
+            up,
+            waiting_now: None,
+            slos: Vec::new(),
+            windows: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_restored_alert_keeps_its_start_and_is_neither_resent_nor_resolved_early() {
+        let mut e = engine();
+        assert!(e.evaluate(0, &[down(false)]).is_empty(), "pending");
+        let fired = e.evaluate(60_000, &[down(false)]);
+        assert_eq!(fired.len(), 1);
+        let saved = e.saved(|t| t == "t");
+        assert_eq!(saved.len(), 1);
+        assert!(e.saved(|t| t == "other").is_empty());
+
+        let mut back = engine();
+        assert_eq!(back.restore(saved.clone()), (1, 0));
+        // The first tick after a restart has no input for the target yet: held, not resolved.
+        assert!(back.evaluate(90_000, &[]).is_empty());
+        assert_eq!(back.active().count(), 1);
+        // Still down: firing since its original start, not sent again before the resend.
+        assert!(back.evaluate(100_000, &[down(false)]).is_empty());
+        let a = back.active().next().unwrap();
+        assert_eq!((a.state, a.active_at_ms, a.fired_at_ms), (AlertState::Firing, 0, Some(60_000)));
+        let resent = back.evaluate(360_000, &[down(false)]);
+        assert_eq!(resent.len(), 1);
+        assert_eq!(resent[0].starts_at_ms, 0, "Alertmanager sees the original startsAt");
+        // Up again: resolved, once.
+        let resolved = back.evaluate(370_000, &[down(true)]);
+        assert_eq!(resolved.len(), 1);
+        assert_eq!(resolved[0].ends_at_ms, Some(370_000));
+
+        // Judged up on its first tick back, a restored alert resolves at once.
+        let mut back = engine();
+        back.restore(saved.clone());
+        assert_eq!(back.evaluate(90_000, &[down(true)]).len(), 1);
+
+        // A changed rule drops it.
+        let mut other = AlertEngine::new(RuleSet { rules: Vec::new() }, None, Duration::from_secs(300));
+        assert_eq!(other.restore(saved.clone()), (0, 1));
+        let mut changed = saved;
+        changed[0].rule.push('x');
+        assert_eq!(engine().restore(changed), (0, 1));
+    }
+}

@@ -203,3 +203,55 @@ impl SavedWindows {
         self.runs.iter().map(|r| r.points.len()).sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::tests::{fill, vllm_like};
+
+    fn points(w: &TargetWindows) -> Vec<(i64, Box<[SeriesKey]>, Vec<u64>)> {
+        w.stored_points().map(|(t, l, v)| (t, l.keys.clone(), v.iter().map(|x| x.to_bits()).collect())).collect()
+    }
+
+    #[test]
+    fn a_restored_store_holds_the_same_points_bit_for_bit() {
+        // 200 scrapes: several keyframes, and a layout change in the middle (two shards, then
+        // three) so that two runs share nothing.
+        let mut w = fill(2, 100, 5_000);
+        for i in 100..200 {
+            w.push(i * 5_000 + 7, Arc::new(vllm_like(3, i as f64)));
+        }
+        let saved = SavedWindows::save(&w);
+        assert_eq!((saved.runs.len(), saved.points()), (2, 200));
+        let back = saved.restore(Duration::from_secs(3600)).unwrap();
+        assert_eq!(points(&back), points(&w));
+        assert_eq!(back.engine(), w.engine());
+        // Consecutive points share one layout again, as the live store's do.
+        let layouts: Vec<_> = back.stored_points().map(|(_, l, _)| l).collect();
+        assert!(Arc::ptr_eq(&layouts[0], &layouts[99]) && !Arc::ptr_eq(&layouts[99], &layouts[100]));
+        // A later scrape with the same series joins the restored layout.
+        let mut back = back;
+        back.push(200 * 5_000 + 7, Arc::new(vllm_like(3, 200.0)));
+        let last: Vec<_> = back.stored_points().map(|(_, l, _)| l).collect();
+        assert!(Arc::ptr_eq(&last[199], &last[200]));
+        // A shorter longest window keeps only what it needs.
+        let short = saved.restore(Duration::from_secs(60)).unwrap();
+        assert_eq!(short.len(), 12);
+    }
+
+    #[test]
+    fn an_unreadable_store_is_refused_whole() {
+        let w = fill(1, 10, 1_000);
+        let mut saved = SavedWindows::save(&w);
+        if let SavedColumn::Delta(b) = &mut saved.runs[0].points[3].column {
+            b.push(0);
+        }
+        assert!(saved.restore(Duration::from_secs(3600)).is_err(), "trailing bytes");
+        let mut saved = SavedWindows::save(&w);
+        saved.runs[0].layout.keys[0].quantity = SavedQuantity::Gauge("no_such_gauge".into());
+        assert!(saved.restore(Duration::from_secs(3600)).is_err(), "unknown kind");
+        let mut saved = SavedWindows::save(&w);
+        saved.runs[0].points.swap(2, 5);
+        assert!(saved.restore(Duration::from_secs(3600)).is_err(), "out of order");
+    }
+}

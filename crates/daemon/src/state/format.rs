@@ -128,6 +128,3 @@ pub fn decode(bytes: &[u8]) -> Result<(i64, Vec<Result<Section, Corrupt>>), File
     }
     Ok((saved_at_ms, sections))
 }
-
-#[cfg(test)]
-mod tests;

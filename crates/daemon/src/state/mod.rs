@@ -13,6 +13,8 @@ pub mod file;
 pub mod format;
 pub mod metrics;
 pub mod restore;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
