@@ -201,7 +201,8 @@ async fn a_restarted_daemon_carries_on_where_it_stopped() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         a = Proc(run(&a_cfg));
-        let restored = wait_for(a_port, "llm_slo_window_coverage_ratio", &[("window", "1m")], Duration::from_secs(20)).await;
+        let restored =
+            wait_for(a_port, "llm_slo_window_coverage_ratio", &[("window", "1m")], Duration::from_secs(20)).await;
         assert!(
             value(&restored, "llm_slo_state_restore_total", &[("result", "restored")]).is_some_and(|n| n >= 2.0),
             "{when}: windows and alerts restored"

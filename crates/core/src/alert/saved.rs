@@ -36,7 +36,7 @@ fn definition(rule: &Rule) -> String {
     format!("{rule:?}")
 }
 
-fn rule_of<'a>(rules: &'a RuleSet, name: AlertName) -> Option<&'a Rule> {
+fn rule_of(rules: &RuleSet, name: AlertName) -> Option<&Rule> {
     rules.rules.iter().find(|r| r.name == name)
 }
 
@@ -45,10 +45,7 @@ fn rule_of<'a>(rules: &'a RuleSet, name: AlertName) -> Option<&'a Rule> {
 pub(super) fn judged(rules: &RuleSet, a: &ActiveAlert, inputs: &[AlertInput]) -> bool {
     let Some(rule) = rule_of(rules, a.name) else { return true };
     let (target, model) = (a.labels.get("target"), a.labels.get("model").map(String::as_str).unwrap_or(""));
-    inputs
-        .iter()
-        .filter(|i| Some(&i.target) == target && i.model == model)
-        .any(|i| i.up && rule.ready_for(i))
+    inputs.iter().filter(|i| Some(&i.target) == target && i.model == model).any(|i| i.up && rule.ready_for(i))
 }
 
 impl AlertEngine {

@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::input::AlertInput;
-use super::saved;
 use super::rule::{AlertName, RuleSet, conditions, readiness};
+use super::saved;
 use crate::report::RuleReadiness;
 
 /// A stable identity for a label set, as Alertmanager would group it.

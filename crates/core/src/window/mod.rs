@@ -108,9 +108,9 @@ impl TargetWindows {
     /// scrapes with the same series) and values. What a snapshot saves.
     pub fn stored_points(&self) -> impl Iterator<Item = (i64, Arc<Layout>, Vec<f64>)> + '_ {
         let mut cur = Vec::new();
-        self.points.iter().map_while(move |p| {
-            p.column.decode_into(&mut cur).then(|| (p.t_ms, p.layout.clone(), cur.clone()))
-        })
+        self.points
+            .iter()
+            .map_while(move |p| p.column.decode_into(&mut cur).then(|| (p.t_ms, p.layout.clone(), cur.clone())))
     }
 
     /// Sets the engine of the newest scrape: a restored store has values but no snapshot.

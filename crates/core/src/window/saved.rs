@@ -136,7 +136,8 @@ impl SavedLayout {
             .keys
             .iter()
             .map(|k| {
-                let model = models.get(k.model as usize).ok_or_else(|| Unreadable("model index out of range".into()))?;
+                let model =
+                    models.get(k.model as usize).ok_or_else(|| Unreadable("model index out of range".into()))?;
                 Ok(SeriesKey { model: model.clone(), quantity: k.quantity.quantity()?, shard: k.shard.clone() })
             })
             .collect::<Result<Box<[_]>, Unreadable>>()?;

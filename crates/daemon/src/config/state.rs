@@ -44,7 +44,10 @@ pub(super) fn state_section(
     };
     let Some(dir) = dir else {
         if let Some(s) = interval {
-            d.warn(s.pos, "state_snapshot_interval has no effect without state_dir, the directory the snapshot is written to");
+            d.warn(
+                s.pos,
+                "state_snapshot_interval has no effect without state_dir, the directory the snapshot is written to",
+            );
         }
         return None;
     };

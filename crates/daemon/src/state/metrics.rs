@@ -98,7 +98,11 @@ impl StateStats {
     pub fn render(&self, out: &mut String) {
         let mut lines = Vec::new();
         for r in RestoreResult::ALL {
-            lines.push(Line { name: RESTORE, labels: vec![("result", r.as_str())], value: self.restore_count(r) as f64 });
+            lines.push(Line {
+                name: RESTORE,
+                labels: vec![("result", r.as_str())],
+                value: self.restore_count(r) as f64,
+            });
         }
         for e in SnapshotError::ALL {
             let n = self.errors[e as usize].load(Ordering::Relaxed);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::format::{self, Part};
+use super::format;
 use super::restore::{Outcome, apply};
 use super::{Sources, capture, identity};
 use crate::alert::{AlertEngine, AlertInput};
@@ -201,7 +201,8 @@ fn a_damaged_section_costs_that_part_of_that_target_only() {
     fill(&mut w);
     let bytes = snapshot(&w);
     let (_, sections) = format::decode(&bytes).unwrap();
-    let parts: Vec<(String, &str)> = sections.iter().map(|s| s.as_ref().unwrap()).map(|s| (s.target.clone(), s.part.name())).collect();
+    let parts: Vec<(String, &str)> =
+        sections.iter().map(|s| s.as_ref().unwrap()).map(|s| (s.target.clone(), s.part.name())).collect();
     // The last section is b's windows: flip a byte in its body.
     assert_eq!(parts.last().unwrap(), &("b".to_string(), "windows"));
     let mut bad = bytes.clone();
@@ -247,11 +248,7 @@ fn a_changed_target_or_slo_starts_what_no_longer_matches_empty() {
     // b now scrapes another URL; c is new, with an SLO of its own; chat is unchanged.
     let moved = CONFIG.replace("127.0.0.1:2/metrics", "127.0.0.1:3/metrics")
         + "  - {name: other, ttft: 1s, objective: 0.9, targets: [c]}\n";
-    let moved = moved.replace("windows: [1m, 5m]", "windows: [1m, 5m]").replacen(
-        "targets:\n",
-        "targets:\n  - {name: c, url: 'http://127.0.0.1:4/metrics'}\n",
-        1,
-    );
+    let moved = moved.replacen("targets:\n", "targets:\n  - {name: c, url: 'http://127.0.0.1:4/metrics'}\n", 1);
     let (fresh, o) = restore_into(&moved, &bytes);
     assert_eq!((o.restored, o.mismatch, o.corrupt), (3, 3, 0), "{o:?}");
     assert_eq!(o.affected.iter().collect::<Vec<_>>(), ["b"]);
@@ -269,7 +266,6 @@ fn a_changed_target_or_slo_starts_what_no_longer_matches_empty() {
     assert!(!budgets.contains("ledger: Ledger") && !requests.contains("raw"), "budgets and requests start empty");
     assert_eq!(alerts, "[]");
     assert!(!fresh.sources.targets[1].lock().windows.is_empty());
-    let _ = Part::name;
 }
 
 #[test]
