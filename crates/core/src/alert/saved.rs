@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::input::AlertInput;
 use super::kind::{AlertName, Rule, RuleSet};
 use super::state::{ActiveAlert, AlertEngine, AlertState, Fingerprint};
 
@@ -38,14 +37,6 @@ fn definition(rule: &Rule) -> String {
 
 fn rule_of(rules: &RuleSet, name: AlertName) -> Option<&Rule> {
     rules.rules.iter().find(|r| r.name == name)
-}
-
-/// Whether this tick's inputs can judge `a`: its target and model are up and its rule has
-/// the window coverage it needs.
-pub(super) fn judged(rules: &RuleSet, a: &ActiveAlert, inputs: &[AlertInput]) -> bool {
-    let Some(rule) = rule_of(rules, a.name) else { return true };
-    let (target, model) = (a.labels.get("target"), a.labels.get("model").map(String::as_str).unwrap_or(""));
-    inputs.iter().filter(|i| Some(&i.target) == target && i.model == model).any(|i| i.up && rule.ready_for(i))
 }
 
 impl AlertEngine {
@@ -116,7 +107,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::alert::AlertingConfig;
+    use crate::alert::{AlertInput, AlertingConfig};
 
     fn engine() -> AlertEngine {
         let c = AlertingConfig::default();

@@ -13,7 +13,6 @@ use serde::Serialize;
 
 use super::input::AlertInput;
 use super::rule::{AlertName, RuleSet, conditions, readiness};
-use super::saved;
 use crate::report::RuleReadiness;
 
 /// A stable identity for a label set, as Alertmanager would group it.
@@ -135,7 +134,7 @@ impl AlertEngine {
             }
             // A restored alert whose target is not up yet, or whose rule cannot judge yet,
             // has not been found false: resolving it now would tell Alertmanager so.
-            if a.restored && !saved::judged(rules, a, inputs) {
+            if a.restored && !judged(rules, a, inputs) {
                 return true;
             }
             if a.state == AlertState::Firing {
@@ -156,6 +155,14 @@ impl AlertEngine {
     pub fn active(&self) -> impl Iterator<Item = &ActiveAlert> {
         self.active.values()
     }
+}
+
+/// Whether this tick's inputs can judge `a`: its target and model are up and its rule has
+/// the window coverage it needs.
+fn judged(rules: &RuleSet, a: &ActiveAlert, inputs: &[AlertInput]) -> bool {
+    let Some(rule) = rules.rules.iter().find(|r| r.name == a.name) else { return true };
+    let (target, model) = (a.labels.get("target"), a.labels.get("model").map(String::as_str).unwrap_or(""));
+    inputs.iter().filter(|i| Some(&i.target) == target && i.model == model).any(|i| i.up && rule.ready_for(i))
 }
 
 fn notification(fp: &Fingerprint, a: &ActiveAlert, ends_at_ms: Option<i64>) -> Notification {
