@@ -199,6 +199,11 @@ impl SavedWindows {
         Ok(store)
     }
 
+    /// The newest scrape's time, Unix ms.
+    pub fn newest_ms(&self) -> Option<i64> {
+        self.runs.last().and_then(|r| r.points.last()).map(|p| p.t_ms)
+    }
+
     /// Stored scrapes.
     pub fn points(&self) -> usize {
         self.runs.iter().map(|r| r.points.len()).sum()

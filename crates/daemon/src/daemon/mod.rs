@@ -184,7 +184,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     let state = config.state.clone().map(|cfg| {
         let stats = Arc::new(StateStats::default());
         let sources = state::Sources { targets: targets.clone(), book: budgets.book(), store: requests.store() };
-        state::restore::restore(&cfg.dir, &config, &sources, enricher.alerts_mut(), &stats);
+        state::restore::restore(&cfg.dir, &config, &sources, enricher.alerts_mut(), &stats, clock.now_ms());
         shared.state = Some(stats.clone());
         state::Keeper::new(cfg, &config, sources, stats)
     });

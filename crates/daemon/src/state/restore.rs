@@ -12,6 +12,9 @@ use super::{Sources, file};
 use crate::alert::AlertEngine;
 use crate::config::Config;
 
+/// How far past the daemon's clock a restored scrape may be: clock jitter, not a clock set back.
+const FUTURE_SLACK_MS: i64 = 10_000;
+
 /// What one restore found, for the log line and the tests.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Outcome {
@@ -25,7 +28,14 @@ pub struct Outcome {
 }
 
 /// Restores what `dir`'s snapshot holds into the daemon's state, before any task starts.
-pub fn restore(dir: &Path, config: &Config, sources: &Sources, alerts: &mut AlertEngine, stats: &StateStats) {
+pub fn restore(
+    dir: &Path,
+    config: &Config,
+    sources: &Sources,
+    alerts: &mut AlertEngine,
+    stats: &StateStats,
+    now_ms: i64,
+) {
     let bytes = match file::read(dir) {
         Ok(Some(b)) => b,
         Ok(None) => {
@@ -38,7 +48,7 @@ pub fn restore(dir: &Path, config: &Config, sources: &Sources, alerts: &mut Aler
             return;
         }
     };
-    let o = apply(&bytes, config, sources, alerts);
+    let o = apply(&bytes, config, sources, alerts, now_ms);
     stats.restored(RestoreResult::Restored, o.restored);
     stats.restored(RestoreResult::Mismatch, o.mismatch);
     stats.restored(RestoreResult::Corrupt, o.corrupt);
@@ -64,7 +74,7 @@ pub fn restore(dir: &Path, config: &Config, sources: &Sources, alerts: &mut Aler
 }
 
 /// Restores each section of `bytes`.
-pub fn apply(bytes: &[u8], config: &Config, sources: &Sources, alerts: &mut AlertEngine) -> Outcome {
+pub fn apply(bytes: &[u8], config: &Config, sources: &Sources, alerts: &mut AlertEngine, now_ms: i64) -> Outcome {
     let mut o = Outcome::default();
     let sections = match format::decode(bytes) {
         Ok((_, s)) => s,
@@ -84,7 +94,9 @@ pub fn apply(bytes: &[u8], config: &Config, sources: &Sources, alerts: &mut Aler
         };
         let target = config.targets.iter().find(|t| t.name == s.target);
         let result = match target {
-            Some(t) if super::identity(t) == s.identity => restore_part(&s.target, s.part, config, sources, alerts),
+            Some(t) if super::identity(t) == s.identity => {
+                restore_part(&s.target, s.part, config, sources, alerts, now_ms)
+            }
             _ => RestoreResult::Mismatch,
         };
         match result {
@@ -105,6 +117,7 @@ fn restore_part(
     config: &Config,
     sources: &Sources,
     alerts: &mut AlertEngine,
+    now_ms: i64,
 ) -> RestoreResult {
     let partial = |(_, dropped): (usize, usize)| {
         if dropped == 0 { RestoreResult::Restored } else { RestoreResult::Mismatch }
@@ -114,6 +127,11 @@ fn restore_part(
             let Some(rt) = sources.targets.iter().find(|rt| rt.config.name == target) else {
                 return RestoreResult::Mismatch;
             };
+            // Scrapes from the future (the wall clock was set back since): the store would
+            // ignore every new scrape until the clock caught up with them.
+            if w.newest_ms().is_some_and(|t| t > now_ms.saturating_add(FUTURE_SLACK_MS)) {
+                return RestoreResult::Mismatch;
+            }
             match w.restore(config.max_window()) {
                 Ok(store) => {
                     let mut st = rt.lock();

@@ -160,7 +160,7 @@ fn state_of(w: &World, target: &str) -> [String; 4] {
 
 fn restore_into(yaml: &str, bytes: &[u8]) -> (World, Outcome) {
     let mut fresh = world(yaml);
-    let o = apply(bytes, &fresh.config, &fresh.sources, &mut fresh.alerts);
+    let o = apply(bytes, &fresh.config, &fresh.sources, &mut fresh.alerts, T0 + 130_000);
     (fresh, o)
 }
 
@@ -226,6 +226,18 @@ fn a_damaged_section_costs_that_part_of_that_target_only() {
     bad[format::HEADER_LEN..format::HEADER_LEN + 4].copy_from_slice(&u32::MAX.to_le_bytes());
     let (_, o) = restore_into(CONFIG, &bad);
     assert_eq!((o.restored, o.corrupt), (0, 1), "{o:?}");
+}
+
+#[test]
+fn windows_from_the_future_are_not_restored() {
+    let mut w = world(CONFIG);
+    fill(&mut w);
+    let bytes = snapshot(&w);
+    // The clock was set back an hour since the snapshot.
+    let mut fresh = world(CONFIG);
+    let o = apply(&bytes, &fresh.config, &fresh.sources, &mut fresh.alerts, T0 - 3_600_000);
+    assert_eq!((o.restored, o.mismatch), (4, 2), "{o:?}");
+    assert!(fresh.sources.targets.iter().all(|rt| rt.lock().windows.is_empty()));
 }
 
 #[test]
