@@ -98,15 +98,19 @@ async fn daemon_metrics_with_gpu_alerts_and_delivery_pass_promtool_check_metrics
     // One target, so the GPUs are its own and MFU and cost are derived. KV usage is a
     // constant 0.8: above a 0.5 threshold the saturation alert fires at once; p99 TTFT
     // (0.247 s) over the SLO's 100 ms makes the TTFT alert pending for an hour. The
-    // Alertmanager refuses connections, so delivery has something to count.
+    // Alertmanager refuses connections, so delivery has something to count. State snapshots
+    // every second bring their families.
+    let state = tempfile::tempdir().unwrap();
     let yaml = format!(
         "listen: 127.0.0.1:0\nscrape: {{interval: 1s, timeout: 900ms}}\nwindows: [30s, 1m]\n\
          targets:\n  - {{name: llama, url: 'http://{}/metrics', engine: vllm}}\n\
          slos: [{{name: fast, ttft: 100ms, objective: 0.9}}]\n\
          alerting:\n  alertmanager: {{url: 'http://{am}'}}\n  timeout: 200ms\n  min_window_coverage: 0\n  rules:\n    \
          LLMKVCacheSaturated: {{threshold: 0.5, for: 0s}}\n    \
-         LLMTTFTAboveSLO: {{for: 1h}}\n{gpu}",
-        engine.addr
+         LLMTTFTAboveSLO: {{for: 1h}}\n{gpu}\
+         state_dir: '{}'\nstate_snapshot_interval: 1s\n",
+        engine.addr,
+        state.path().display()
     );
     let cfg = config::from_str(&yaml, "lint.yaml").expect("valid config").config;
     let d = daemon::start(cfg, Arc::new(SystemClock)).await.expect("daemon starts");
@@ -119,6 +123,8 @@ async fn daemon_metrics_with_gpu_alerts_and_delivery_pass_promtool_check_metrics
         "llm_slo_alert{alertname=\"LLMKVCacheSaturated\"",
         "llm_slo_alert{alertname=\"LLMTTFTAboveSLO\"",
         "llm_slo_scrape_errors_total{",
+        "llm_slo_state_restore_total{",
+        "llm_slo_state_snapshot_bytes ",
     ];
     if fake.is_some() {
         wanted.extend(["llm_slo_gpu_utilization_ratio{", "llm_slo_gpu_throttle_reasons{", "llm_slo_mfu_ratio{"]);

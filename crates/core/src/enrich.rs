@@ -36,6 +36,15 @@ impl Enricher {
         Enricher { alerts, slos: eval.slos.clone(), gpu: gpu.cloned().unwrap_or_default(), cost: cost.cloned() }
     }
 
+    /// The alert states carried between ticks (what a `state_dir` snapshot saves).
+    pub fn alerts(&self) -> &AlertEngine {
+        &self.alerts
+    }
+
+    pub fn alerts_mut(&mut self) -> &mut AlertEngine {
+        &mut self.alerts
+    }
+
     /// Attaches `gpus` and what follows from them, evaluates the alert rules at the
     /// report's instant, and returns what alert delivery should send.
     pub fn apply(&mut self, report: &mut Report, gpus: Vec<GpuReading>) -> Vec<Notification> {

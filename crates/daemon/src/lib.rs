@@ -35,6 +35,7 @@ pub mod otlp;
 pub mod daemon;
 pub mod gpu;
 pub mod serve;
+pub mod state;
 
 pub mod deliver;
 pub mod rules;

@@ -11,6 +11,7 @@ pub mod from_report;
 pub mod input;
 pub mod kind;
 pub mod rule;
+pub mod saved;
 pub mod state;
 pub mod table;
 pub mod validate;

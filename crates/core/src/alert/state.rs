@@ -61,7 +61,10 @@ pub struct ActiveAlert {
     pub active_at_ms: i64,
     pub fired_at_ms: Option<i64>,
     /// When delivery last got this alert, Unix ms.
-    last_sent_ms: Option<i64>,
+    pub(super) last_sent_ms: Option<i64>,
+    /// Restored from a snapshot and not judged since: kept as it was until its target is up
+    /// and its rule ready to judge it (super::saved).
+    pub(super) restored: bool,
 }
 
 /// An alert handed to delivery: firing (no end) or resolved (with its end).
@@ -78,11 +81,11 @@ pub struct Notification {
 /// Evaluates the rules every tick and remembers each alert's state between ticks.
 #[derive(Debug, Clone)]
 pub struct AlertEngine {
-    rules: RuleSet,
+    pub(super) rules: RuleSet,
     /// `alerting.runbook_base_url`; `None` links each alert to its section of docs/runbooks.md.
     runbook_base_url: Option<String>,
     resend_interval: Duration,
-    active: BTreeMap<Fingerprint, ActiveAlert>,
+    pub(super) active: BTreeMap<Fingerprint, ActiveAlert>,
 }
 
 impl AlertEngine {
@@ -106,7 +109,9 @@ impl AlertEngine {
                 active_at_ms: now_ms,
                 fired_at_ms: None,
                 last_sent_ms: None,
+                restored: false,
             });
+            a.restored = false;
             a.annotations = c.annotations;
             a.value = c.value;
             if a.state == AlertState::Pending && now_ms - a.active_at_ms >= c.for_.as_millis() as i64 {
@@ -117,6 +122,7 @@ impl AlertEngine {
         }
         let mut out = Vec::new();
         let resend_ms = self.resend_interval.as_millis() as i64;
+        let rules = &self.rules;
         self.active.retain(|fp, a| {
             if seen.contains_key(fp) {
                 let due = a.last_sent_ms.is_none_or(|t| now_ms - t >= resend_ms);
@@ -124,6 +130,11 @@ impl AlertEngine {
                     a.last_sent_ms = Some(now_ms);
                     out.push(notification(fp, a, None));
                 }
+                return true;
+            }
+            // A restored alert whose target is not up yet, or whose rule cannot judge yet,
+            // has not been found false: resolving it now would tell Alertmanager so.
+            if a.restored && !judged(rules, a, inputs) {
                 return true;
             }
             if a.state == AlertState::Firing {
@@ -144,6 +155,14 @@ impl AlertEngine {
     pub fn active(&self) -> impl Iterator<Item = &ActiveAlert> {
         self.active.values()
     }
+}
+
+/// Whether this tick's inputs can judge `a`: its target and model are up and its rule has
+/// the window coverage it needs.
+fn judged(rules: &RuleSet, a: &ActiveAlert, inputs: &[AlertInput]) -> bool {
+    let Some(rule) = rules.rules.iter().find(|r| r.name == a.name) else { return true };
+    let (target, model) = (a.labels.get("target"), a.labels.get("model").map(String::as_str).unwrap_or(""));
+    inputs.iter().filter(|i| Some(&i.target) == target && i.model == model).any(|i| i.up && rule.ready_for(i))
 }
 
 fn notification(fp: &Fingerprint, a: &ActiveAlert, ends_at_ms: Option<i64>) -> Notification {

@@ -9,7 +9,7 @@
 //! leaves the period cancels exactly for counts, and to an `f64` rounding for fractions.
 
 /// Rows of `width` counts in `len` buckets of `bucket_ms`; the newest bucket is `now`'s.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Ledger {
     width: usize,
     len: usize,
@@ -106,6 +106,14 @@ impl Ledger {
     /// leaves, and a filling period would lose counts.
     pub fn covered_since_ms(&self) -> Option<i64> {
         self.first_ms.map(|f| self.bucket_of(f) * self.bucket_ms)
+    }
+
+    /// Whether this ledger, read back from a snapshot, has the shape `Ledger::new(width,
+    /// len, bucket_ms)` gives and consistent cells.
+    pub fn has_shape(&self, width: usize, len: usize, bucket_ms: i64) -> bool {
+        (self.width, self.len, self.bucket_ms) == (width, len, bucket_ms)
+            && (self.cells.is_empty() || self.cells.len() == len * width)
+            && self.totals.len() == width
     }
 
     /// Bytes on the heap once written (what docs/metrics.md#error-budget-over-a-period bounds).

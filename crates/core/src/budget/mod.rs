@@ -11,6 +11,7 @@
 //! request records) and reads it ([`BudgetBook::report`]); nothing here reads a clock.
 
 mod ledger;
+mod saved;
 pub mod tally;
 #[cfg(test)]
 mod tests;
@@ -25,6 +26,7 @@ use crate::request::{Compact, DataSource, RequestRecord};
 use crate::slo::{Bounded, Slo};
 use crate::window::TargetWindows;
 pub use ledger::Ledger;
+pub use saved::SavedBudgets;
 use tally::{PeriodValues, REQUEST_WIDTH};
 
 /// The period when an SLO names none: four whole weeks, so that every period holds each

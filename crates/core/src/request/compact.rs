@@ -5,7 +5,7 @@ use super::record::{RequestRecord, Status};
 
 /// A request as the store keeps it. A missing latency is NaN, so that the record stays
 /// small; [`Compact::ttft`] and [`Compact::tpot`] give it back as an `Option`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Compact {
     pub finished: f64,
     pub e2e: f64,

@@ -76,7 +76,7 @@ fn at_most(v: f64, limit: f64) -> Verdict {
 
 /// One clause over a window: how many requests were judged, how many surely and possibly
 /// met it, and how many could not be judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 pub struct ClauseCounts {
     /// Requests judged (good, bad or possibly good).
     pub population: u64,
@@ -114,7 +114,7 @@ impl ClauseCounts {
 }
 
 /// One SLO over a window: per clause, jointly, and the output tokens of the good requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct SloCounts {
     pub clauses: [ClauseCounts; 3],
     pub joint: ClauseCounts,

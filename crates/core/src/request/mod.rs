@@ -33,6 +33,7 @@ mod evaluate;
 mod judge;
 mod report;
 mod ring;
+mod saved;
 mod sketch;
 mod store;
 #[cfg(test)]
@@ -51,6 +52,7 @@ pub use report::{
 };
 pub use ring::{SLOTS_PER_WINDOW, slots_for};
 pub use route::Route;
+pub use saved::SavedRequests;
 pub use sketch::{MAX_BINS, RELATIVE_ERROR, Sketch, nearest_rank};
 pub use span::{AttrValue, NotRecorded, SpanInput, record_from_span};
 pub use store::{

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 /// Who measured the request. The tap sees what the client sees (queueing and network
 /// outside the engine, errors, aborts); engine spans see the engine's own timing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     Tap,
@@ -26,7 +26,7 @@ impl Source {
 }
 
 /// How a request ended. Anything but [`Status::Ok`] counts as not good in every SLO.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// A complete response: HTTP 2xx and, on streams, the end marker (or EOF where the route

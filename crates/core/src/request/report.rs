@@ -15,7 +15,7 @@ use crate::slo::Clause;
 
 /// Where a value comes from: the engine's histograms, or requests a tap or engine spans
 /// measured. The `source` label of the exported series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DataSource {
     Tap,

@@ -29,7 +29,7 @@ pub fn edge(ms: i64) -> f64 {
     ms as f64 / 1000.0
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Slot {
     pub tally: Tally,
     pub sketches: Sketches,
@@ -50,7 +50,7 @@ pub struct SlotWindow {
     pub sketches: Sketches,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Ring {
     window_ms: i64,
     width_ms: i64,
@@ -75,6 +75,11 @@ pub fn slots_for(w_ms: i64) -> i64 {
 }
 
 impl Ring {
+    /// The window's length: a restored ring must be for the same window.
+    pub fn window_ms(&self) -> i64 {
+        self.window_ms
+    }
+
     pub fn new(window: Window) -> Ring {
         let window_ms = window.millis().max(1);
         let n = slots_for(window_ms);

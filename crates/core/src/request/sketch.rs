@@ -39,7 +39,7 @@ pub fn nearest_rank(q: f64, n: u64) -> u64 {
 }
 
 /// Bins sorted by key, with counts.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Sketch {
     zeros: u64,
     bins: Vec<(i32, u32)>,

@@ -79,14 +79,14 @@ impl From<Invalid> for Reject {
 }
 
 /// One target, model and source.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct SeriesKey {
     pub target: String,
     pub model: String,
     pub source: Source,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(super) struct Series {
     /// Indices into [`StoreConfig::slos`] of the SLOs that apply, in config order.
     pub slos: Vec<usize>,
@@ -184,7 +184,7 @@ impl RequestStore {
         Ok(())
     }
 
-    fn new_series(&self, key: &SeriesKey) -> Series {
+    pub(super) fn new_series(&self, key: &SeriesKey) -> Series {
         let slos: Vec<usize> =
             (0..self.cfg.slos.len()).filter(|&i| self.cfg.slos[i].applies_to(&key.target, &key.model)).collect();
         Series {

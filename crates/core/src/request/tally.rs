@@ -6,7 +6,7 @@
 use super::compact::Compact;
 use super::judge::{Judgement, SloCounts};
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Tally {
     /// Requests that finished, whatever their status.
     pub finished: u64,

@@ -15,6 +15,7 @@
 
 mod column;
 mod layout;
+pub mod saved;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -78,6 +79,17 @@ impl TargetWindows {
         }
         self.engine = Some(snapshot.engine);
         let (layout, values) = Layout::extract(&snapshot, self.points.back().map(|p| &p.layout));
+        self.push_values(t_ms, layout, values);
+    }
+
+    /// Adds one scrape already split into its layout and values (`values[i]` belongs to
+    /// `layout.keys[i]`): what [`TargetWindows::push`] stores, and what a restored snapshot
+    /// replays. Scrapes not newer than the last one, or whose values do not match the
+    /// layout, are ignored.
+    pub fn push_values(&mut self, t_ms: i64, layout: Arc<Layout>, values: Box<[f64]>) {
+        if self.points.back().is_some_and(|p| p.t_ms >= t_ms) || values.len() != layout.keys.len() {
+            return;
+        }
         let same_layout = self.points.back().is_some_and(|p| Arc::ptr_eq(&p.layout, &layout));
         let base = (same_layout && self.since_keyframe + 1 < KEYFRAME_EVERY).then_some(self.last_values.as_slice());
         let column = Column::encode(&values, base);
@@ -90,6 +102,20 @@ impl TargetWindows {
         while self.points.front().is_some_and(|p| p.t_ms <= horizon) || self.points.len() > MAX_POINTS {
             self.pop_oldest();
         }
+    }
+
+    /// Every stored scrape, oldest first, decoded: its time, layout (shared by consecutive
+    /// scrapes with the same series) and values. What a snapshot saves.
+    pub fn stored_points(&self) -> impl Iterator<Item = (i64, Arc<Layout>, Vec<f64>)> + '_ {
+        let mut cur = Vec::new();
+        self.points
+            .iter()
+            .map_while(move |p| p.column.decode_into(&mut cur).then(|| (p.t_ms, p.layout.clone(), cur.clone())))
+    }
+
+    /// Sets the engine of the newest scrape: a restored store has values but no snapshot.
+    pub fn set_engine(&mut self, engine: Option<Engine>) {
+        self.engine = engine;
     }
 
     /// Drops the oldest point; the next one becomes a keyframe if it was a delta.

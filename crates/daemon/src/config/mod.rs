@@ -18,6 +18,7 @@ mod error;
 mod labels;
 mod otlp;
 mod raw;
+mod state;
 mod tap;
 mod tree;
 mod validate;
@@ -26,6 +27,7 @@ mod yaml;
 pub use bytes::parse_bytes;
 pub use error::{ConfigError, ConfigErrors, MAX_ERRORS, Pos};
 pub use labels::RESERVED as RESERVED_LABEL_NAMES;
+pub use state::{DEFAULT_STATE_SNAPSHOT_INTERVAL, MIN_STATE_SNAPSHOT_INTERVAL, StateConfig};
 pub use tap::TapConfig;
 pub use tree::{MAX_ALIAS_EVENTS, MAX_DEPTH, MAX_NODES};
 
@@ -74,6 +76,8 @@ pub struct Config {
     pub spec_draft_cost_ratio: Option<f64>,
     /// The engine-trace receiver; `None` when `otlp:` is absent.
     pub otlp: Option<OtlpConfig>,
+    /// `state_dir` and `state_snapshot_interval`; `None` keeps everything in memory only.
+    pub state: Option<StateConfig>,
 }
 
 /// `otlp:`: where engines send their request spans (OTLP/HTTP, docs/request-path.md).

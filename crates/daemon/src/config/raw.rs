@@ -29,6 +29,8 @@ pub struct RawConfig {
     pub external_labels: Option<S<BTreeMap<String, S<String>>>>,
     pub spec_decode: Option<RawSpecDecode>,
     pub otlp: Option<S<RawOtlp>>,
+    pub state_dir: Option<S<String>>,
+    pub state_snapshot_interval: Option<S<String>>,
 }
 
 /// `otlp:`, the engine-trace receiver.

@@ -29,6 +29,7 @@ use crate::enrich::Enricher;
 use crate::report::Report;
 use crate::requests::Inbox;
 use crate::serve::{self, Shared};
+use crate::state::{self, metrics::StateStats};
 use clock::Clock;
 use evaluator::Evaluator;
 use requests::RequestPath;
@@ -156,11 +157,10 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
 
     let limits = limits_for(&config);
     let mut targets = Vec::with_capacity(config.targets.len());
+    let mut fetchers = Vec::with_capacity(config.targets.len());
     for t in &config.targets {
-        let fetcher = fetcher_for(&config, t).map_err(std::io::Error::other)?;
-        let rt = Arc::new(TargetRuntime::new(t.clone(), config.max_window()));
-        tasks.spawn(scrape_loop(rt.clone(), fetcher, limits, clock.clone(), stop_rx.clone()));
-        targets.push(rt);
+        fetchers.push(fetcher_for(&config, t).map_err(std::io::Error::other)?);
+        targets.push(Arc::new(TargetRuntime::new(t.clone(), config.max_window())));
     }
 
     // The taps put their per-request records in the inbox the OTLP receiver uses.
@@ -176,14 +176,25 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     let gpus = gpu::GpuSources::start(&config, stop_rx.clone(), &mut tasks);
     let eval = config.eval_config();
     log_warmup(&config.alerting);
-    let enricher = Enricher::new(&eval, &config.alerting, config.gpu.as_ref(), config.cost.as_ref());
+    let mut enricher = Enricher::new(&eval, &config.alerting, config.gpu.as_ref(), config.cost.as_ref());
     let delivery = Delivery::start(&config.alerting).map_err(std::io::Error::other)?;
     shared.delivery = Some(delivery.metrics());
     let budgets = budget::Budgets::new(&config, &targets);
     let requests = requests.with_budget(budgets.book());
+    // Restored before the first scrape, which would otherwise find the windows empty.
+    let state = config.state.clone().map(|cfg| {
+        let stats = Arc::new(StateStats::default());
+        let sources = state::Sources { targets: targets.clone(), book: budgets.book(), store: requests.store() };
+        state::restore::restore(&cfg.dir, &config, &sources, enricher.alerts_mut(), &stats, clock.now_ms());
+        shared.state = Some(stats.clone());
+        state::Keeper::new(cfg, &config, sources, stats)
+    });
+    for (rt, fetcher) in targets.iter().zip(fetchers) {
+        tasks.spawn(scrape_loop(rt.clone(), fetcher, limits, clock.clone(), stop_rx.clone()));
+    }
     tasks.spawn(evaluate_loop(
         Evaluator::new(targets, eval),
-        Post { requests, budgets, enricher, gpus, delivery, external_labels: config.external_labels.clone() },
+        Post { requests, budgets, enricher, gpus, delivery, external_labels: config.external_labels.clone(), state },
         config.evaluation_interval,
         clock,
         shared.clone(),
@@ -226,6 +237,8 @@ struct Post {
     delivery: Delivery,
     /// `external_labels`, added to every alert.
     external_labels: Vec<(String, String)>,
+    /// `None` without `state_dir`.
+    state: Option<state::Keeper>,
 }
 
 /// Evaluates every target each interval and publishes the report. The first report
@@ -247,14 +260,14 @@ async fn evaluate_loop(
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
-            _ = stop.changed() => return abandon(&evaluator, &post.delivery).await,
+            _ = stop.changed() => return abandon(&evaluator, &mut post, clock.as_ref()).await,
         }
         // A tick waits for its evaluations up to half an interval; shutdown does not wait for
         // it. Evaluations still running are abandoned: the process exit ends them.
         let tick = evaluator.tick(clock.now_ms(), every / 2);
         let mut report: Report = tokio::select! {
             r = tick => r,
-            _ = stop.changed() => return abandon(&evaluator, &post.delivery).await,
+            _ = stop.changed() => return abandon(&evaluator, &mut post, clock.as_ref()).await,
         };
         post.requests.apply(&mut report).await;
         post.budgets.apply(&mut report).await;
@@ -262,22 +275,31 @@ async fn evaluate_loop(
         crate::deliver::add_external_labels(&post.external_labels, &mut report, &mut notifications);
         post.delivery.submit(&notifications);
         held.log_armed(&report);
+        let now_ms = report.t_ms;
         // Rendering /metrics for a large fleet takes milliseconds: not on the async workers.
         let s = shared.clone();
         if let Err(e) = tokio::task::spawn_blocking(move || s.publish(report)).await {
             tracing::error!("cannot publish the report: {e}");
         }
+        if let Some(keeper) = post.state.as_mut()
+            && keeper.due(now_ms)
+        {
+            keeper.snapshot(now_ms, post.enricher.alerts().saved(|_| true), false).await;
+        }
     }
 }
 
 /// Stops evaluating: says so when an evaluation is still running (a late one goes on in the
-/// background after its tick), then flushes the alerts.
-async fn abandon(evaluator: &Evaluator, delivery: &Delivery) {
+/// background after its tick), writes the last state snapshot, then flushes the alerts.
+async fn abandon(evaluator: &Evaluator, post: &mut Post, clock: &dyn Clock) {
     let running = evaluator.running();
     if running > 0 {
         tracing::info!(targets = running, "shutting down: abandoning the evaluation in progress");
     }
-    last_flush(delivery).await
+    if let Some(keeper) = post.state.as_mut() {
+        keeper.snapshot(clock.now_ms(), post.enricher.alerts().saved(|_| true), true).await;
+    }
+    last_flush(&post.delivery).await
 }
 
 /// Gives queued resolutions and firing alerts a last chance to go out.

@@ -35,6 +35,11 @@ impl RequestPath {
         RequestPath { inbox, store: Arc::new(Mutex::new(store)), budget: None }
     }
 
+    /// The store, for the `state_dir` snapshot to save and restore.
+    pub fn store(&self) -> Arc<Mutex<RequestStore>> {
+        self.store.clone()
+    }
+
     /// This path counting every drained record into `book` as well.
     pub fn with_budget(mut self, book: Arc<Mutex<BudgetBook>>) -> RequestPath {
         self.budget = Some(book);

@@ -49,6 +49,8 @@ pub struct Shared {
     pub page: Arc<page::StatusPage>,
     /// `external_labels`, added to every series on /metrics ([`Shared::set_external_labels`]).
     pub external_labels: Arc<[(String, String)]>,
+    /// The state snapshot's counters; `None` without `state_dir`.
+    pub state: Option<Arc<crate::state::metrics::StateStats>>,
 }
 
 impl Shared {
@@ -64,6 +66,7 @@ impl Shared {
             taps: TapMetrics::default(),
             page: Arc::default(),
             external_labels: Arc::new([]),
+            state: None,
         }
     }
 
@@ -212,7 +215,10 @@ pub fn render_taps(out: &mut String, taps: &TapMetrics, external: &[(String, Str
 /// the first gzip GET after a tick deflates the cached part, on the blocking pool.
 async fn metrics(State(s): State<Shared>, headers: HeaderMap) -> Response {
     let rendered = s.metrics.load_full();
-    let live = render_live(s.delivery.as_ref(), &s.http, s.otlp.as_deref(), &s.taps, &s.external_labels);
+    let mut live = render_live(s.delivery.as_ref(), &s.http, s.otlp.as_deref(), &s.taps, &s.external_labels);
+    if let Some(state) = &s.state {
+        state.render(&mut live, &s.external_labels);
+    }
     let gzip = headers.get_all(header::ACCEPT_ENCODING).iter().any(|v| v.to_str().is_ok_and(cache::accepts_gzip));
     let vary = (header::VARY, "Accept-Encoding");
     if !gzip {

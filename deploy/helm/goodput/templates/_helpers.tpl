@@ -78,6 +78,12 @@ quantiles:
 {{- end }}
 slos:
   {{- toYaml .Values.slos | nindent 2 }}
+{{- if .Values.state.enabled }}
+state_dir: /var/lib/goodput
+{{- with .Values.state.snapshotInterval }}
+state_snapshot_interval: {{ . | quote }}
+{{- end }}
+{{- end }}
 {{- with .Values.server }}
 server:
   {{- toYaml . | nindent 2 }}

@@ -1,0 +1,301 @@
+//! The snapshot format end to end, without a file system: a daemon's state saved, framed
+//! and restored into a fresh one; and what a damaged, truncated, foreign or outdated
+//! snapshot restores (per target and part, never more than matches).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::format;
+use super::restore::{Outcome, apply};
+use super::{Sources, capture, identity};
+use crate::alert::{AlertEngine, AlertInput};
+use crate::budget::BudgetBook;
+use crate::config::{self, Config};
+use crate::daemon::target::TargetRuntime;
+use crate::request::{RequestRecord, RequestStore, Source, Status, StoreConfig, TokenCount};
+
+const T0: i64 = 1_700_000_100_000;
+
+const CONFIG: &str = "
+targets:
+  - {name: a, url: 'http://127.0.0.1:1/metrics', engine: vllm}
+  - {name: b, url: 'http://127.0.0.1:2/metrics', engine: vllm}
+windows: [1m, 5m]
+slos:
+  - {name: chat, ttft: 500ms, objective: 0.99}
+";
+
+struct World {
+    config: Config,
+    sources: Sources,
+    alerts: AlertEngine,
+}
+
+fn world(yaml: &str) -> World {
+    let config = config::from_str(yaml, "t.yaml").unwrap().config;
+    let targets: Vec<_> =
+        config.targets.iter().map(|t| Arc::new(TargetRuntime::new(t.clone(), config.max_window()))).collect();
+    let names: Vec<String> = config.targets.iter().map(|t| t.name.clone()).collect();
+    let book = BudgetBook::new(config.budget_specs(), names.clone());
+    let store = RequestStore::new(StoreConfig {
+        targets: names,
+        windows: config.eval_windows(),
+        quantiles: config.eval_quantiles(),
+        slos: config.slos.clone(),
+        max_records_per_series: 1000,
+        max_series_per_target: 8,
+    });
+    let alerts = AlertEngine::new(config.alerting.rule_set(), None, config.alerting.resend_interval);
+    let sources = Sources { targets, book: Arc::new(Mutex::new(book)), store: Arc::new(Mutex::new(store)) };
+    World { config, sources, alerts }
+}
+
+fn body(i: u64) -> String {
+    let (a, b, c) = (3 * i, 5 * i, 6 * i);
+    format!(
+        "# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{{model_name=\"m\",le=\"0.1\"}} {a}
+vllm:time_to_first_token_seconds_bucket{{model_name=\"m\",le=\"0.5\"}} {b}
+vllm:time_to_first_token_seconds_bucket{{model_name=\"m\",le=\"+Inf\"}} {c}
+vllm:time_to_first_token_seconds_sum{{model_name=\"m\"}} {}
+vllm:time_to_first_token_seconds_count{{model_name=\"m\"}} {c}
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{{model_name=\"m\",finished_reason=\"stop\"}} {c}
+# TYPE vllm:gpu_cache_usage_perc gauge
+vllm:gpu_cache_usage_perc{{model_name=\"m\"}} 0.{}
+",
+        0.25 * c as f64,
+        i % 10
+    )
+}
+
+fn record(target: &str, t_ms: i64, ttft: f64) -> RequestRecord {
+    RequestRecord {
+        source: Source::Tap,
+        target: target.into(),
+        model: "m".into(),
+        status: Status::Ok,
+        finished_unix: t_ms as f64 / 1000.0,
+        e2e_s: 1.0,
+        ttft_s: Some(ttft),
+        tpot_s: Some(0.01),
+        prompt_tokens: None,
+        output_tokens: Some(TokenCount { value: 50, exact: true }),
+        itl: Vec::new(),
+        engine: None,
+        request_id: None,
+    }
+}
+
+/// Scrapes every 5 s for two minutes, requests through the tap, budgets fed twice, and a
+/// firing TargetDown alert for `b`.
+fn fill(w: &mut World) {
+    let limits = crate::parse::Limits::default();
+    for i in 0..24u64 {
+        let t = T0 + i as i64 * 5_000;
+        for rt in &w.sources.targets {
+            let snap = crate::scrape::ingest(
+                body(i + 1).as_bytes(),
+                &limits,
+                rt.config.cardinality,
+                rt.config.engine,
+                &rt.config.model,
+            )
+            .unwrap();
+            rt.record(t, Duration::from_millis(3), Ok(snap));
+        }
+    }
+    let now = T0 + 120_000;
+    let records: Vec<RequestRecord> = (0..40).map(|k| record("a", now - 1_000 * k, 0.1 + 0.02 * k as f64)).collect();
+    {
+        let mut book = w.sources.book.lock().unwrap();
+        for rt in &w.sources.targets {
+            let st = rt.lock();
+            book.feed_metrics(&rt.config.name, &st.windows, now - 61_000);
+            book.feed_metrics(&rt.config.name, &st.windows, now);
+        }
+        book.add_records(&records);
+    }
+    w.sources.store.lock().unwrap().ingest(records, now);
+    let down = AlertInput {
+        target: "b".into(),
+        model: String::new(),
+        up: false,
+        waiting_now: None,
+        slos: Vec::new(),
+        windows: Vec::new(),
+    };
+    w.alerts.evaluate(now - 90_000, std::slice::from_ref(&down));
+    let sent = w.alerts.evaluate(now, &[down]);
+    assert_eq!(sent.len(), 1, "the alert fires");
+}
+
+fn snapshot(w: &World) -> Vec<u8> {
+    let ids: BTreeMap<String, u32> = w.config.targets.iter().map(|t| (t.name.clone(), identity(t))).collect();
+    let mut out = format::header(T0);
+    for f in capture(&w.sources, &ids, w.alerts.saved(|_| true)) {
+        out.extend(f);
+    }
+    out
+}
+
+/// Everything `w` holds for `target`, as comparable text.
+fn state_of(w: &World, target: &str) -> [String; 4] {
+    let rt = w.sources.targets.iter().find(|rt| rt.config.name == target).unwrap();
+    let points: Vec<_> = rt
+        .lock()
+        .windows
+        .stored_points()
+        .map(|(t, l, v)| (t, l.keys.clone(), v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()))
+        .collect();
+    let alerts: Vec<_> = w.alerts.saved(|t| t == target);
+    [
+        format!("{points:?}"),
+        format!("{:?}", w.sources.book.lock().unwrap().saved(target)),
+        format!("{:?}", w.sources.store.lock().unwrap().saved(target)),
+        format!("{alerts:?}"),
+    ]
+}
+
+fn restore_into(yaml: &str, bytes: &[u8]) -> (World, Outcome) {
+    let mut fresh = world(yaml);
+    let o = apply(bytes, &fresh.config, &fresh.sources, &mut fresh.alerts, T0 + 130_000);
+    (fresh, o)
+}
+
+#[test]
+fn a_snapshot_restores_every_part_of_every_target() {
+    let mut w = world(CONFIG);
+    fill(&mut w);
+    let bytes = snapshot(&w);
+    let (fresh, o) = restore_into(CONFIG, &bytes);
+    // a: windows, budgets, requests; b: windows, budgets, alerts.
+    assert_eq!(o, Outcome { restored: 6, ..Outcome::default() });
+    // Each part has something to save: a's requests, b's alert, both targets' windows and
+    // budgets.
+    let (a, b) = (state_of(&w, "a"), state_of(&w, "b"));
+    let held = |s: &String| s.len() > 40;
+    assert!(held(&a[0]) && held(&a[1]) && held(&a[2]) && held(&b[0]) && held(&b[1]) && held(&b[3]));
+    for t in ["a", "b"] {
+        assert!(state_of(&w, t) == state_of(&fresh, t), "target {t} differs after the restore");
+    }
+    // The restored engine judges on: the firing alert is not sent again before the resend
+    // interval, and keeps its start.
+    let mut alerts = fresh.alerts;
+    let down = AlertInput {
+        target: "b".into(),
+        model: String::new(),
+        up: false,
+        waiting_now: None,
+        slos: Vec::new(),
+        windows: Vec::new(),
+    };
+    assert!(alerts.evaluate(T0 + 125_000, &[down]).is_empty(), "not re-sent as new");
+    assert_eq!(alerts.active().next().map(|a| a.active_at_ms), Some(T0 + 30_000));
+}
+
+#[test]
+fn a_damaged_section_costs_that_part_of_that_target_only() {
+    let mut w = world(CONFIG);
+    fill(&mut w);
+    let bytes = snapshot(&w);
+    let (_, sections) = format::decode(&bytes).unwrap();
+    let parts: Vec<(String, &str)> =
+        sections.iter().map(|s| s.as_ref().unwrap()).map(|s| (s.target.clone(), s.part.name())).collect();
+    // The last section is b's windows: flip a byte in its body.
+    assert_eq!(parts.last().unwrap(), &("b".to_string(), "windows"));
+    let mut bad = bytes.clone();
+    let at = bad.len() - 40;
+    bad[at] ^= 0x5a;
+    let (fresh, o) = restore_into(CONFIG, &bad);
+    assert_eq!((o.restored, o.corrupt, o.mismatch), (5, 1, 0), "{o:?}");
+    assert!(fresh.sources.targets[1].lock().windows.is_empty(), "b's windows start empty");
+    assert!(state_of(&fresh, "a") == state_of(&w, "a"), "a is whole");
+    assert!(state_of(&fresh, "b")[3] == state_of(&w, "b")[3], "b's alert survives");
+
+    // Truncated inside the last section (a crash mid-write of a non-atomic copy).
+    let (_, o) = restore_into(CONFIG, &bytes[..bytes.len() - 7]);
+    assert_eq!((o.restored, o.corrupt), (5, 1), "{o:?}");
+    // Cut inside the header: nothing to read, nothing restored, no panic.
+    let (fresh, o) = restore_into(CONFIG, &bytes[..10]);
+    assert_eq!((o.restored, o.corrupt), (0, 1));
+    assert!(fresh.sources.targets.iter().all(|rt| rt.lock().windows.is_empty()));
+    // A corrupt length: everything after it is unframed.
+    let mut bad = bytes.clone();
+    bad[format::HEADER_LEN..format::HEADER_LEN + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    let (_, o) = restore_into(CONFIG, &bad);
+    assert_eq!((o.restored, o.corrupt), (0, 1), "{o:?}");
+}
+
+#[test]
+fn windows_from_the_future_are_not_restored() {
+    let mut w = world(CONFIG);
+    fill(&mut w);
+    let bytes = snapshot(&w);
+    // The clock was set back an hour since the snapshot.
+    let mut fresh = world(CONFIG);
+    let o = apply(&bytes, &fresh.config, &fresh.sources, &mut fresh.alerts, T0 - 3_600_000);
+    assert_eq!((o.restored, o.mismatch), (4, 2), "{o:?}");
+    assert!(fresh.sources.targets.iter().all(|rt| rt.lock().windows.is_empty()));
+}
+
+#[test]
+fn a_snapshot_of_another_version_restores_nothing() {
+    let mut w = world(CONFIG);
+    fill(&mut w);
+    let mut bytes = snapshot(&w);
+    bytes[8..12].copy_from_slice(&(format::VERSION + 1).to_le_bytes());
+    let (fresh, o) = restore_into(CONFIG, &bytes);
+    assert_eq!(o, Outcome { version: Some(format::VERSION + 1), ..Outcome::default() });
+    assert!(fresh.sources.targets.iter().all(|rt| rt.lock().windows.is_empty()));
+    assert!(fresh.alerts.active().next().is_none());
+}
+
+#[test]
+fn a_changed_target_or_slo_starts_what_no_longer_matches_empty() {
+    let mut w = world(CONFIG);
+    fill(&mut w);
+    let bytes = snapshot(&w);
+    // b now scrapes another URL; c is new, with an SLO of its own; chat is unchanged.
+    let moved = CONFIG.replace("127.0.0.1:2/metrics", "127.0.0.1:3/metrics")
+        + "  - {name: other, ttft: 1s, objective: 0.9, targets: [c]}\n";
+    let moved = moved.replacen("targets:\n", "targets:\n  - {name: c, url: 'http://127.0.0.1:4/metrics'}\n", 1);
+    let (fresh, o) = restore_into(&moved, &bytes);
+    assert_eq!((o.restored, o.mismatch, o.corrupt), (3, 3, 0), "{o:?}");
+    assert_eq!(o.affected.iter().collect::<Vec<_>>(), ["b"]);
+    let (now, then) = (state_of(&fresh, "a"), state_of(&w, "a"));
+    assert!(now[0] == then[0] && now[2] == then[2], "a's windows and requests still match");
+    assert!(fresh.sources.targets.iter().all(|rt| rt.config.name == "a" || rt.lock().windows.is_empty()));
+    assert!(fresh.alerts.active().next().is_none(), "b's alert is for the old b");
+
+    // The SLO's objective changes: its budgets and request series start empty, windows stay.
+    let stricter = CONFIG.replace("objective: 0.99", "objective: 0.999");
+    let (fresh, o) = restore_into(&stricter, &bytes);
+    assert_eq!((o.restored, o.mismatch), (3, 3), "{o:?}");
+    let [windows, budgets, requests, alerts] = state_of(&fresh, "a");
+    assert!(windows == state_of(&w, "a")[0]);
+    assert!(!budgets.contains("ledger: Ledger") && !requests.contains("raw"), "budgets and requests start empty");
+    assert_eq!(alerts, "[]");
+    assert!(!fresh.sources.targets[1].lock().windows.is_empty());
+}
+
+#[test]
+fn writes_replace_the_file_whole_and_an_unwritable_dir_is_an_error() {
+    use super::file;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let w = file::write_atomic(&state, b"HEAD", [vec![1u8; 10], vec![2u8; 30], vec![3u8; 5]], 30).unwrap();
+    // The 30-byte section would pass the bound; the 5-byte one still fits.
+    assert_eq!(w, file::Written { bytes: 19, left_out: 1 });
+    let first = file::read(&state).unwrap().unwrap();
+    assert_eq!(first.len(), 19);
+    file::write_atomic(&state, b"NEW!", [vec![9u8; 3]], 1 << 20).unwrap();
+    assert_eq!(file::read(&state).unwrap().unwrap(), b"NEW!\x09\x09\x09");
+    let names: Vec<_> = std::fs::read_dir(&state).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, [file::FILE_NAME], "no temporary file is left behind");
+    assert_eq!(file::read(&dir.path().join("none")).unwrap(), None);
+    // A directory that cannot be made (its parent is a file): an error, never a panic.
+    let blocked = state.join(file::FILE_NAME).join("sub");
+    assert!(file::write_atomic(&blocked, b"HEAD", [vec![1u8]], 1 << 20).is_err());
+}
