@@ -72,6 +72,11 @@ def main() -> int:
     check(len(cms) == 1, f"volume goodput-config names ConfigMap {cm_name}, which is not rendered", errors)
     config = yaml.safe_load(cms[0]["data"]["config.yaml"]) if cms else {}
     labels = config.get("external_labels") or {}
+    state_dir = config.get("state_dir")
+    if state_dir:
+        state_vol = next((n for n, p in mounts.items() if p == state_dir), None)
+        check(state_vol is not None and "emptyDir" in (vols.get(state_vol) or {}),
+              f"state_dir {state_dir} is not an emptyDir mounted in the goodput container", errors)
     check(labels.get("pod") == "${POD_NAME}", "config's external_labels.pod is not ${POD_NAME}", errors)
     sc = g.get("securityContext") or {}
     check(sc.get("readOnlyRootFilesystem") and sc.get("runAsNonRoot"), "goodput runs writable or as root", errors)
