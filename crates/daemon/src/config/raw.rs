@@ -19,6 +19,7 @@ pub struct RawConfig {
     pub scrape: Option<RawScrape>,
     pub server: Option<RawServer>,
     pub targets: Option<S<Vec<RawTarget>>>,
+    pub discovery: Option<S<Vec<S<super::discovery::RawDiscovery>>>>,
     pub windows: Option<S<Vec<S<String>>>>,
     pub quantiles: Option<S<Vec<S<f64>>>>,
     pub slos: Option<Vec<S<RawSlo>>>,
@@ -61,6 +62,7 @@ pub struct RawScrape {
     pub follow_redirects: Option<bool>,
     pub max_models: Option<S<u64>>,
     pub max_series: Option<S<u64>>,
+    pub target_grace: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

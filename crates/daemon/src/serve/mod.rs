@@ -8,6 +8,7 @@ pub mod exposition;
 pub mod fds;
 pub mod page;
 pub mod process;
+pub mod reload;
 pub mod server;
 
 use std::sync::Arc;
@@ -47,6 +48,8 @@ pub struct Shared {
     /// The taps' health counters (crate::tap::metrics).
     pub taps: TapMetrics,
     pub page: Arc<page::StatusPage>,
+    /// The config reloads' outcome (crate::daemon::reload).
+    pub reload: Arc<reload::ReloadStats>,
 }
 
 impl Shared {
@@ -61,6 +64,7 @@ impl Shared {
             otlp: None,
             taps: TapMetrics::default(),
             page: Arc::default(),
+            reload: Arc::default(),
         }
     }
 
@@ -200,7 +204,8 @@ pub fn render_taps(out: &mut String, taps: &TapMetrics) {
 /// the first gzip GET after a tick deflates the cached part, on the blocking pool.
 async fn metrics(State(s): State<Shared>, headers: HeaderMap) -> Response {
     let rendered = s.metrics.load_full();
-    let live = render_live(s.delivery.as_ref(), &s.http, s.otlp.as_deref(), &s.taps);
+    let mut live = render_live(s.delivery.as_ref(), &s.http, s.otlp.as_deref(), &s.taps);
+    s.reload.render(&mut live);
     let gzip = headers.get_all(header::ACCEPT_ENCODING).iter().any(|v| v.to_str().is_ok_and(cache::accepts_gzip));
     let vary = (header::VARY, "Accept-Encoding");
     if !gzip {
