@@ -48,6 +48,8 @@ pub struct DnsSd {
     /// The port of A/AAAA targets; SRV records carry their own.
     pub port: Option<u16>,
     pub refresh: Duration,
+    /// The DNS server asked; `None` for the system's (`/etc/resolv.conf`).
+    pub nameserver: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +92,7 @@ pub struct RawDns {
     pub record: Option<S<String>>,
     pub port: Option<S<u64>>,
     pub refresh: Option<S<String>>,
+    pub nameserver: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -189,7 +192,17 @@ fn dns(d: &mut Diagnostics, raw: &S<RawDns>) -> Option<DnsSd> {
         );
         return None;
     }
-    Some(DnsSd { names, record, port, refresh: refresh(d, r.refresh.as_ref(), "dns.refresh")? })
+    let nameserver = match &r.nameserver {
+        None => None,
+        Some(s) => match s.value.trim().parse::<std::net::SocketAddr>() {
+            Ok(a) => Some(a),
+            Err(_) => {
+                d.error(s.pos, format!("dns.nameserver {:?} is not IP:PORT; write e.g. 10.96.0.10:53, or remove it to use /etc/resolv.conf", s.value));
+                return None;
+            }
+        },
+    };
+    Some(DnsSd { names, record, port, refresh: refresh(d, r.refresh.as_ref(), "dns.refresh")?, nameserver })
 }
 
 fn kubernetes(d: &mut Diagnostics, raw: &RawKubernetes) -> Option<KubernetesSd> {
