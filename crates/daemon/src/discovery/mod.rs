@@ -1,5 +1,6 @@
 //! Service discovery (docs/discovery.md): sources that each keep a list of targets up to
-//! date — Prometheus-style files ([`file_sd`]) and DNS names ([`dns`]) — and the rule that
+//! date — Prometheus-style files ([`file_sd`]), DNS names ([`dns`]) and, with the
+//! `kubernetes` feature, pods (`kubernetes`) — and the rule that
 //! turns a found target into a scraped one ([`discovered_target`]).
 //!
 //! A source runs as its own task and publishes its whole current list on a `watch` channel
@@ -8,6 +9,8 @@
 
 pub mod dns;
 pub mod file_sd;
+#[cfg(feature = "kubernetes")]
+pub mod kubernetes;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -53,7 +56,10 @@ impl Source {
         let task = match &config {
             Discovery::FileSd(f) => tokio::spawn(file_sd::run(f.clone(), publish)),
             Discovery::Dns(d) => tokio::spawn(dns::run(d.clone(), publish)),
-            Discovery::Kubernetes(k) => tokio::spawn(kubernetes(k.clone(), publish)),
+            #[cfg(feature = "kubernetes")]
+            Discovery::Kubernetes(k) => tokio::spawn(kubernetes::run(k.clone(), publish)),
+            #[cfg(not(feature = "kubernetes"))]
+            Discovery::Kubernetes(k) => tokio::spawn(without_kubernetes(k.clone(), publish)),
         };
         Source { config, found, task }
     }
@@ -65,7 +71,8 @@ impl Source {
 }
 
 /// Without the `kubernetes` feature the source only says why it finds nothing.
-async fn kubernetes(k: crate::config::KubernetesSd, _publish: Publisher) {
+#[cfg(not(feature = "kubernetes"))]
+async fn without_kubernetes(k: crate::config::KubernetesSd, _publish: Publisher) {
     tracing::error!(
         namespace = %k.namespace,
         "kubernetes discovery is not in this build of goodput; it finds no targets (docs/discovery.md#kubernetes)"
