@@ -232,7 +232,7 @@ fn no_targets() {
     assert_eq!(errs.len(), 1);
     assert_eq!(
         errs[0].to_string(),
-        "config.yaml: no targets: add a `targets:` list with at least one {name, url} entry"
+        "config.yaml: no targets: add a `targets:` list with at least one {name, url} entry, or a `discovery:` source"
     );
 }
 
