@@ -53,7 +53,10 @@ type EvaluateFn = dyn Fn(&TargetRuntime, i64, &EvalConfig) -> Vec<ModelReport> +
 /// The targets being evaluated, in report order, each with its slot. Discovery and reload
 /// replace the list ([`Roster::set`]); a target kept across a change keeps its slot.
 #[derive(Clone, Default)]
-pub struct Roster(Arc<RwLock<Vec<(Arc<TargetRuntime>, Arc<Slot>)>>>);
+pub struct Roster(Arc<RwLock<Vec<Entry>>>);
+
+/// A target and what the evaluator keeps for it.
+type Entry = (Arc<TargetRuntime>, Arc<Slot>);
 
 impl Roster {
     /// Makes `targets` the evaluated set. A runtime already in the set (the same `Arc`)
@@ -71,7 +74,7 @@ impl Roster {
     }
 
     /// The current targets and their slots.
-    fn entries(&self) -> Vec<(Arc<TargetRuntime>, Arc<Slot>)> {
+    fn entries(&self) -> Vec<Entry> {
         self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -164,7 +167,7 @@ impl Evaluator {
         self.assemble_from(&self.targets.entries(), now_ms)
     }
 
-    fn assemble_from(&self, entries: &[(Arc<TargetRuntime>, Arc<Slot>)], now_ms: i64) -> Report {
+    fn assemble_from(&self, entries: &[Entry], now_ms: i64) -> Report {
         let targets = entries
             .iter()
             .map(|(rt, slot)| {
