@@ -94,6 +94,8 @@ discovery:
     let l = &info[0].1;
     assert_eq!((l["target"].as_str(), l["discovery"].as_str(), l["pod"].as_str()), ("vllm-a", "file_sd", "vllm-a-0"));
     assert!(!l.contains_key("team"), "labels beyond the fixed set stay off /metrics: {l:?}");
+    // The info family and the reload families pass the ecosystem's linter.
+    common::promtool_check_metrics(&body);
     let (_, json) = get(&format!("http://{}/api/v1/report", d.local_addr())).await;
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     let a = json["targets"].as_array().unwrap().iter().find(|t| t["target"] == "vllm-a").unwrap();
