@@ -170,7 +170,8 @@ fn describe_discovery(d: &crate::config::Discovery) -> String {
             format!("dns {} ({kind}) resolved every {}", n.names.join(", "), format_duration(n.refresh))
         }
         Discovery::Kubernetes(k) => {
-            let selector = if k.selector.is_empty() { "all pods".to_string() } else { format!("pods {:?}", k.selector) };
+            let selector =
+                if k.selector.is_empty() { "all pods".to_string() } else { format!("pods {:?}", k.selector) };
             format!("kubernetes {selector} in namespace {}, port {}", k.namespace, k.port)
         }
     }

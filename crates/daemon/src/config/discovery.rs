@@ -4,10 +4,8 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use super::error::Diagnostics;
-use super::raw::S;
+use super::raw::{RawDiscovery, RawDns, RawFileSd, RawKubernetes, S};
 use crate::duration::parse_positive_duration;
 
 /// How often `file_sd` files are read again even without a change, and DNS names resolved.
@@ -67,40 +65,6 @@ pub struct KubernetesSd {
     pub selector: String,
     /// The container port's name (`metrics`) or number.
     pub port: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawDiscovery {
-    pub file_sd: Option<S<RawFileSd>>,
-    pub dns: Option<S<RawDns>>,
-    pub kubernetes: Option<S<RawKubernetes>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawFileSd {
-    pub files: S<Vec<S<String>>>,
-    pub refresh: Option<S<String>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawDns {
-    pub names: S<Vec<S<String>>>,
-    #[serde(rename = "type")]
-    pub record: Option<S<String>>,
-    pub port: Option<S<u64>>,
-    pub refresh: Option<S<String>>,
-    pub nameserver: Option<S<String>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawKubernetes {
-    pub namespace: S<String>,
-    pub selector: Option<S<String>>,
-    pub port: S<String>,
 }
 
 pub(super) fn discovery_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<RawDiscovery>>>>) -> Vec<Discovery> {
