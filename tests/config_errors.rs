@@ -33,7 +33,7 @@ fn unknown_key_in_scrape() {
         6,
         3,
         &[
-            r#"unknown key "intervall" in scrape; expected one of interval, timeout, body_limit, gzip, follow_redirects, max_models, max_series"#,
+            r#"unknown key "intervall" in scrape; expected one of interval, timeout, body_limit, gzip, follow_redirects, max_models, max_series, target_grace"#,
         ],
     );
 }
