@@ -1,14 +1,15 @@
 //! DNS discovery against a real DNS server on 127.0.0.1 (a UDP responder built on
 //! hickory-proto, serving A and SRV records the test changes), and real engines: A records
 //! with the configured port and SRV records with their own ports become targets, scraped on
-//! the next tick; a record taken away makes its target vanish at the next refresh.
+//! the next tick; a record taken away makes its target vanish at the next refresh, while a
+//! server failure (SERVFAIL) keeps the targets the names gave before.
 
 mod common;
 mod tools;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,8 +21,9 @@ use hickory_proto::rr::{Name, RData, Record};
 
 type Zone = Arc<Mutex<Vec<Record>>>;
 
-/// Answers every query from `zone` (NXDOMAIN when nothing matches); counts the queries.
-async fn dns_server(zone: Zone, queries: Arc<AtomicU64>) -> SocketAddr {
+/// Answers every query from `zone` (NXDOMAIN when nothing matches), or SERVFAIL while
+/// `failing`; counts the queries.
+async fn dns_server(zone: Zone, queries: Arc<AtomicU64>, failing: Arc<AtomicBool>) -> SocketAddr {
     let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let addr = sock.local_addr().unwrap();
     tokio::spawn(async move {
@@ -43,7 +45,10 @@ async fn dns_server(zone: Zone, queries: Arc<AtomicU64>) -> SocketAddr {
                     zone.iter().filter(|r| r.name == *query.name() && r.record_type() == query.query_type()).cloned(),
                 );
             }
-            if answers.is_empty() {
+            if failing.load(Ordering::Relaxed) {
+                resp.metadata.response_code = ResponseCode::ServFail;
+                answers.clear();
+            } else if answers.is_empty() {
                 resp.metadata.response_code = ResponseCode::NXDomain;
             }
             resp.add_answers(answers);
@@ -117,7 +122,8 @@ async fn a_and_srv_records_become_targets_and_a_removed_record_vanishes() {
         srv("_metrics._tcp.vllm.test.", srv2.port(), "localhost."),
     ]));
     let queries = Arc::new(AtomicU64::new(0));
-    let ns = dns_server(zone.clone(), queries.clone()).await;
+    let failing = Arc::new(AtomicBool::new(false));
+    let ns = dns_server(zone.clone(), queries.clone(), failing.clone()).await;
 
     let yaml = format!(
         "listen: 127.0.0.1:0
@@ -154,6 +160,22 @@ discovery:
     assert!(queries.load(Ordering::Relaxed) > asked, "the names were not resolved again");
     for n in [&names[0], &names[2], &names[3]] {
         assert!(present_and_up(&r, n), "{n} should stay");
+    }
+
+    // The server fails: the names are still asked, and their targets stay.
+    failing.store(true, Ordering::Relaxed);
+    let asked = queries.load(Ordering::Relaxed);
+    for _ in 0..200 {
+        if queries.load(Ordering::Relaxed) >= asked + 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(queries.load(Ordering::Relaxed) >= asked + 4, "the names were not asked while the server failed");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let r = d.report();
+    for n in [&names[0], &names[2], &names[3]] {
+        assert!(present_and_up(&r, n), "{n} was dropped on a SERVFAIL");
     }
     d.shutdown().await;
 }
