@@ -3,7 +3,8 @@
 #   docker build -t goodput .                      # builder stage compiles, runtime stage ships
 #   docker run --read-only -v $PWD/config/sidecar.yaml:/etc/goodput/config.yaml:ro goodput
 # Stages:
-#   builder          cargo build --profile dist (LTO, stripped) from the source tree
+#   builder          cargo build --profile dist (LTO, stripped, with Kubernetes pod
+#                    discovery: --features kubernetes) from the source tree
 #   runtime-base     Debian slim + CA roots, non-root numeric user, entrypoint; no binary
 #   runtime-prebuilt runtime-base + a binary built outside (prebuilt/goodput); used by
 #                    scripts/ci/podman.sh, which has no registry to pull the Rust image from
@@ -22,7 +23,7 @@ ARG GOODPUT_COMMIT=""
 # of the cached target dir because cache mounts do not persist into the image.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --locked --profile dist --bin goodput \
+    cargo build --locked --profile dist --bin goodput --features kubernetes \
  && install -D -m 0755 target/dist/goodput /out/goodput
 
 FROM docker.io/library/debian:${DEBIAN_SUITE}-slim AS runtime-base

@@ -89,7 +89,7 @@ fn a_list_where_a_mapping_belongs_and_a_bad_value_are_both_reported() {
             (
                 5,
                 3,
-                "scrape: wrong type: expected a mapping with the keys interval, timeout, body_limit, gzip, follow_redirects, max_models, max_series, found a list",
+                "scrape: wrong type: expected a mapping with the keys interval, timeout, body_limit, gzip, follow_redirects, max_models, max_series, target_grace, found a list",
             ),
             (6, 18, "quantile 2 is out of range"),
         ],

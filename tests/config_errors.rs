@@ -33,7 +33,7 @@ fn unknown_key_in_scrape() {
         6,
         3,
         &[
-            r#"unknown key "intervall" in scrape; expected one of interval, timeout, body_limit, gzip, follow_redirects, max_models, max_series"#,
+            r#"unknown key "intervall" in scrape; expected one of interval, timeout, body_limit, gzip, follow_redirects, max_models, max_series, target_grace"#,
         ],
     );
 }
@@ -232,7 +232,7 @@ fn no_targets() {
     assert_eq!(errs.len(), 1);
     assert_eq!(
         errs[0].to_string(),
-        "config.yaml: no targets: add a `targets:` list with at least one {name, url} entry"
+        "config.yaml: no targets: add a `targets:` list with at least one {name, url} entry, or a `discovery:` source"
     );
 }
 

@@ -45,7 +45,7 @@ fn check_reports_errors_with_position_and_exits_1() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let expected = format!(
-        "error: {}:6:3: unknown key \"intervall\" in scrape; expected one of interval, timeout, body_limit, gzip, follow_redirects, max_models, max_series",
+        "error: {}:6:3: unknown key \"intervall\" in scrape; expected one of interval, timeout, body_limit, gzip, follow_redirects, max_models, max_series, target_grace",
         cfg.display()
     );
     assert!(stderr.lines().any(|l| l == expected), "{stderr}");

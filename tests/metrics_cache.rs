@@ -114,7 +114,9 @@ fn gunzip(b: &[u8]) -> Vec<u8> {
 /// The lines of families that move between GETs (process CPU and memory, connections open).
 fn is_live(line: &str) -> bool {
     let name = line.trim_start_matches("# HELP ").trim_start_matches("# TYPE ");
-    name.starts_with("process_") || name.starts_with("llm_slo_http_connections")
+    name.starts_with("process_")
+        || name.starts_with("llm_slo_http_connections")
+        || name.starts_with("llm_slo_config_last_reload_")
 }
 
 fn without_live(body: &str) -> Vec<&str> {

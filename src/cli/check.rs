@@ -144,10 +144,41 @@ pub fn summary(file: &str, c: &Config) -> String {
             format_duration(t.timeout)
         ));
     }
+    if !c.discovery.is_empty() {
+        s.push_str(&format!(
+            "  {} discovery source(s), a vanished target kept {}:\n",
+            c.discovery.len(),
+            format_duration(c.scrape.target_grace)
+        ));
+        for d in &c.discovery {
+            s.push_str(&format!("    {}\n", describe_discovery(d)));
+        }
+    }
     s.push_str(&format!("  {} SLO(s)", c.slos.len()));
     if !c.alerting.alertmanagers.is_empty() {
         s.push_str(&format!(", {} Alertmanager(s)", c.alerting.alertmanagers.len()));
     }
     s.push('\n');
     s
+}
+
+/// One line of the summary per discovery source (docs/discovery.md).
+fn describe_discovery(d: &crate::config::Discovery) -> String {
+    use crate::config::{Discovery, DnsRecord};
+    match d {
+        Discovery::FileSd(f) => format!("file_sd {} re-read every {}", f.files.join(", "), format_duration(f.refresh)),
+        Discovery::Dns(n) => {
+            let kind = match (n.record, n.port) {
+                (DnsRecord::Srv, _) => "SRV".to_string(),
+                (DnsRecord::A, p) => format!("A, port {}", p.unwrap_or_default()),
+                (DnsRecord::Aaaa, p) => format!("AAAA, port {}", p.unwrap_or_default()),
+            };
+            format!("dns {} ({kind}) resolved every {}", n.names.join(", "), format_duration(n.refresh))
+        }
+        Discovery::Kubernetes(k) => {
+            let selector =
+                if k.selector.is_empty() { "all pods".to_string() } else { format!("pods {:?}", k.selector) };
+            format!("kubernetes {selector} in namespace {}, port {}", k.namespace, k.port)
+        }
+    }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::CliResult;
+use crate::config::Config;
 use crate::daemon::{self, clock::SystemClock};
 
 #[derive(Debug, clap::Args)]
@@ -20,19 +21,20 @@ pub struct Args {
 
 pub fn run(args: Args) -> CliResult {
     let Some(mut config) = super::load_config(&args.config) else { return Ok(1) };
+    // Applied to the config at start and to every reloaded one, so that a reload does not
+    // undo the command line.
+    let prepare: fn(&mut Config) = if args.no_alert_delivery { no_alert_delivery } else { |_| {} };
+    prepare(&mut config);
     if args.no_alert_delivery {
-        let a = &mut config.alerting;
-        let ignored = a.alertmanager_urls().len() + usize::from(a.webhook.is_some());
-        (a.alertmanager, a.webhook) = (None, None);
-        a.alertmanagers.clear();
         tracing::info!(
-            ignored_destinations = ignored,
             "alert delivery is off (--no-alert-delivery or GOODPUT_NO_ALERT_DELIVERY): alerts show on /metrics and /api/v1/alerts only"
         );
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let code = rt.block_on(async move {
-        let d = daemon::start(config, Arc::new(SystemClock)).await?;
+        let mut d = daemon::start(config, Arc::new(SystemClock)).await?;
+        // SIGHUP and changes of the file reload it (docs/discovery.md#reload).
+        d.watch_config(args.config.clone(), prepare);
         shutdown_signal().await;
         tracing::info!(within = ?daemon::SHUTDOWN_GRACE, "shutting down");
         tokio::select! {
@@ -45,6 +47,13 @@ pub fn run(args: Args) -> CliResult {
     // which is what made shutdown take minutes; exiting the process ends it instead.
     rt.shutdown_background();
     code
+}
+
+/// Ignores the config's Alertmanagers and webhook (`--no-alert-delivery`).
+fn no_alert_delivery(config: &mut Config) {
+    let a = &mut config.alerting;
+    (a.alertmanager, a.webhook) = (None, None);
+    a.alertmanagers.clear();
 }
 
 /// Resolves on SIGTERM (Kubernetes) or SIGINT (Ctrl-C).

@@ -73,6 +73,15 @@ pub struct Health {
     /// `t_ms`, or earlier when its evaluation is late and the previous results are shown
     /// (docs/limits.md#evaluation). `None` until its first evaluation completes.
     pub last_evaluation_ms: Option<i64>,
+    /// Where a discovered target came from: `discovery` (the source) and the labels it gave
+    /// (docs/discovery.md#labels); empty for a target of the config's `targets:` list.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// When the target left discovery (or the config, on reload), Unix milliseconds: it is
+    /// no longer scraped nor evaluated, and its results and alerts stay as they were until
+    /// it comes back or `scrape.target_grace` has passed. `None` for a present target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vanished_ms: Option<i64>,
 }
 
 /// Every reason a scrape can fail for, as `llm_slo_scrape_errors_total{reason}` names it

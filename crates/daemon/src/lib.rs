@@ -25,6 +25,7 @@ pub use goodput_core::{
 };
 
 pub mod config;
+pub mod discovery;
 pub mod scrape;
 
 pub mod requests;

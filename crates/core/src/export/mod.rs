@@ -56,6 +56,11 @@ pub const SPEC_SPEEDUP: &str = "llm_slo_spec_decode_speedup_estimate";
 pub const PREFIX_HIT: &str = "llm_slo_prefix_cache_hit_ratio";
 pub const WINDOW_COVERAGE: &str = "llm_slo_window_coverage_ratio";
 pub const TARGET_UP: &str = "llm_slo_target_up";
+pub const TARGET_INFO: &str = "llm_slo_target_info";
+/// The discovery labels [`TARGET_INFO`] carries (docs/discovery.md#labels); a discovered
+/// target's other labels are in /api/v1/report only, so that a target file cannot multiply
+/// series.
+pub const TARGET_INFO_LABELS: [&str; 4] = ["discovery", "namespace", "pod", "node"];
 pub const SCRAPE_DURATION: &str = "llm_slo_scrape_duration_seconds";
 pub const SCRAPE_ERRORS: &str = "llm_slo_scrape_errors_total";
 pub const SCRAPE_WARNINGS: &str = "llm_slo_scrape_warnings_total";
@@ -165,6 +170,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
         "gauge",
     ),
     (TARGET_UP, "1 when the last scrape of the target succeeded.", "gauge"),
+    (
+        TARGET_INFO,
+        "Always 1, for each discovered target: which discovery source found it and, from Kubernetes or a target file, its pod, namespace and node.",
+        "gauge",
+    ),
     (SCRAPE_DURATION, "Duration of the last scrape of the target.", "gauge"),
     (SCRAPE_ERRORS, "Failed scrapes of the target since start, by reason.", "counter"),
     (
@@ -256,6 +266,11 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
         }
         let target = || vec![("target", t.target.clone())];
         emit(TARGET_UP, target(), if t.health.up { 1.0 } else { 0.0 });
+        if !t.health.labels.is_empty() {
+            let mut l = target();
+            l.extend(TARGET_INFO_LABELS.iter().filter_map(|k| t.health.labels.get(*k).map(|v| (*k, v.clone()))));
+            emit(TARGET_INFO, l, 1.0);
+        }
         if let Some(d) = t.health.last_scrape_duration_seconds {
             emit(SCRAPE_DURATION, target(), d);
         }

@@ -24,6 +24,7 @@ fn report() -> Report {
                 warnings_total: BTreeMap::from([("duplicate_series".to_string(), 2)]),
                 last_successful_scrape_ms: Some(1_700_000_000_250),
                 last_evaluation_ms: Some(1_700_000_004_000),
+                ..Health::default()
             },
             models: vec![ModelReport {
                 model: "m".into(),
@@ -94,6 +95,20 @@ fn every_value_lands_under_its_family_and_labels() {
             .map(|(k, v)| (k, v.to_string()))
     );
     assert_eq!(family_meta(alerts::READY_FAMILY).unwrap().1, "gauge");
+}
+
+#[test]
+fn a_discovered_target_has_an_info_series_with_the_fixed_labels_only() {
+    let mut r = report();
+    assert!(samples(&r).iter().all(|x| x.name != TARGET_INFO), "a static target has no info series");
+    let labels = [("discovery", "kubernetes"), ("pod", "vllm-0"), ("namespace", "llm"), ("team", "infer")];
+    r.targets[0].health.labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let s = samples(&r);
+    let info: Vec<_> = s.iter().filter(|x| x.name == TARGET_INFO).collect();
+    assert_eq!(info.len(), 1);
+    let got: Vec<(&str, &str)> = info[0].labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(got, [("target", "a"), ("discovery", "kubernetes"), ("namespace", "llm"), ("pod", "vllm-0")]);
+    assert_eq!(info[0].value, 1.0);
 }
 
 #[test]

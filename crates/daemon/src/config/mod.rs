@@ -14,6 +14,7 @@
 mod budget;
 mod bytes;
 mod de;
+mod discovery;
 mod error;
 mod labels;
 mod otlp;
@@ -25,6 +26,7 @@ mod validate;
 mod yaml;
 
 pub use bytes::parse_bytes;
+pub use discovery::{DEFAULT_REFRESH, Discovery, DnsRecord, DnsSd, FileSd, KubernetesSd};
 pub use error::{ConfigError, ConfigErrors, MAX_ERRORS, Pos};
 pub use labels::RESERVED as RESERVED_LABEL_NAMES;
 pub use state::{DEFAULT_STATE_SNAPSHOT_INTERVAL, MIN_STATE_SNAPSHOT_INTERVAL, StateConfig};
@@ -58,6 +60,8 @@ pub struct Config {
     pub scrape: ScrapeConfig,
     pub server: ServerConfig,
     pub targets: Vec<Target>,
+    /// Where more targets come from (docs/discovery.md); empty when only `targets:` is used.
+    pub discovery: Vec<Discovery>,
     /// Sorted shortest first, no duplicates, never empty.
     pub windows: Vec<Window>,
     /// Sorted, no duplicates, each in (0, 1). As configured: [`Config::eval_quantiles`]
@@ -109,6 +113,9 @@ pub struct ScrapeConfig {
     pub follow_redirects: bool,
     /// Most models and stored series one scrape may bring (docs/limits.md).
     pub cardinality: Cardinality,
+    /// How long a target that left discovery (or the config, on reload) keeps its windows
+    /// and alert state before it is dropped: a rolling restart must not reset history.
+    pub target_grace: Duration,
 }
 
 /// How many models and series one scrape of a target may hand the window store; a scrape
@@ -201,6 +208,7 @@ pub const DEFAULT_SCRAPE_TIMEOUT: Duration = Duration::from_secs(3);
 /// default, for the burn-rate alerts) each second would cost a sidecar more than the
 /// scrapes themselves. Set `evaluation_interval` explicitly to go faster.
 pub const MIN_DEFAULT_EVALUATION_INTERVAL: Duration = Duration::from_secs(5);
+pub const DEFAULT_TARGET_GRACE: Duration = Duration::from_secs(600);
 pub const DEFAULT_BODY_LIMIT: usize = 16 << 20;
 /// Prometheus, a dashboard or two and an operator's curl need a handful.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;

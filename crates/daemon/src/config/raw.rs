@@ -19,6 +19,7 @@ pub struct RawConfig {
     pub scrape: Option<RawScrape>,
     pub server: Option<RawServer>,
     pub targets: Option<S<Vec<RawTarget>>>,
+    pub discovery: Option<S<Vec<S<RawDiscovery>>>>,
     pub windows: Option<S<Vec<S<String>>>>,
     pub quantiles: Option<S<Vec<S<f64>>>>,
     pub slos: Option<Vec<S<RawSlo>>>,
@@ -64,6 +65,7 @@ pub struct RawScrape {
     pub follow_redirects: Option<bool>,
     pub max_models: Option<S<u64>>,
     pub max_series: Option<S<u64>>,
+    pub target_grace: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -90,6 +92,41 @@ pub struct RawTarget {
     pub max_series: Option<S<u64>>,
     pub traces: Option<S<RawTraces>>,
     pub tap: Option<S<RawTap>>,
+}
+
+/// One `discovery:` entry (docs/discovery.md): exactly one of its sources is set.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDiscovery {
+    pub file_sd: Option<S<RawFileSd>>,
+    pub dns: Option<S<RawDns>>,
+    pub kubernetes: Option<S<RawKubernetes>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFileSd {
+    pub files: S<Vec<S<String>>>,
+    pub refresh: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDns {
+    pub names: S<Vec<S<String>>>,
+    #[serde(rename = "type")]
+    pub record: Option<S<String>>,
+    pub port: Option<S<u64>>,
+    pub refresh: Option<S<String>>,
+    pub nameserver: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKubernetes {
+    pub namespace: S<String>,
+    pub selector: Option<S<String>>,
+    pub port: S<String>,
 }
 
 /// `targets[].tap` (docs/request-path.md).

@@ -50,9 +50,11 @@ pub(crate) fn validate(read: Read, file: &str, env: &dyn Fn(&str) -> Option<Stri
         .and_then(|s| duration(&mut d, s, "evaluation_interval", parse_interval))
         .unwrap_or(scrape.interval.max(MIN_DEFAULT_EVALUATION_INTERVAL));
 
+    let discovery = super::discovery::discovery_section(&mut d, raw.discovery.as_ref());
     let targets = match &raw.targets {
-        None if d.rejected(root, "targets") => Vec::new(),
-        t => targets_section(&mut d, t.as_ref(), &scrape, listen),
+        None if d.rejected(root, "targets") || d.rejected(root, "discovery") => Vec::new(),
+        None if !discovery.is_empty() => Vec::new(),
+        t => targets_section(&mut d, t.as_ref(), &scrape, listen, !discovery.is_empty()),
     };
     let windows = windows_section(&mut d, raw.windows.as_ref(), &targets);
     let quantiles = quantiles_section(&mut d, raw.quantiles.as_ref());
@@ -81,6 +83,7 @@ pub(crate) fn validate(read: Read, file: &str, env: &dyn Fn(&str) -> Option<Stri
         scrape,
         server,
         targets,
+        discovery,
         windows,
         quantiles,
         slos,
@@ -134,8 +137,12 @@ fn scrape_section(d: &mut Diagnostics, raw: Option<&RawScrape>) -> ScrapeConfig 
         gzip: true,
         follow_redirects: true,
         cardinality: Cardinality::default(),
+        target_grace: DEFAULT_TARGET_GRACE,
     };
     let Some(raw) = raw else { return out };
+    if let Some(v) = raw.target_grace.as_ref().and_then(|s| duration(d, s, "scrape.target_grace", parse_duration)) {
+        out.target_grace = v;
+    }
     let interval = raw.interval.as_ref().map(|s| duration(d, s, "scrape.interval", parse_interval));
     if let Some(Some(v)) = interval {
         out.interval = v;
@@ -223,13 +230,17 @@ fn targets_section(
     raw: Option<&S<Vec<RawTarget>>>,
     scrape: &ScrapeConfig,
     listen: Option<SocketAddr>,
+    discovered: bool,
 ) -> Vec<Target> {
     let Some(raw) = raw else {
-        d.error(Pos::FILE, "no targets: add a `targets:` list with at least one {name, url} entry");
+        d.error(
+            Pos::FILE,
+            "no targets: add a `targets:` list with at least one {name, url} entry, or a `discovery:` source",
+        );
         return Vec::new();
     };
-    if raw.value.is_empty() && !d.rejected(pos(raw), "[]") {
-        d.error(pos(raw), "targets is empty; add at least one {name, url} entry");
+    if raw.value.is_empty() && !discovered && !d.rejected(pos(raw), "[]") {
+        d.error(pos(raw), "targets is empty; add at least one {name, url} entry or a `discovery:` source");
     }
     let mut seen: HashSet<&str> = HashSet::new();
     let mut out = Vec::new();

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::target::TargetRuntime;
+use super::evaluator::Roster;
 use crate::budget::BudgetBook;
 use crate::config::Config;
 use crate::report::Report;
@@ -13,15 +13,15 @@ use crate::report::Report;
 /// The book and the targets whose windows feed it.
 pub struct Budgets {
     book: Arc<Mutex<BudgetBook>>,
-    targets: Vec<Arc<TargetRuntime>>,
+    /// `None` without SLOs: there is nothing to count.
+    targets: Option<Roster>,
 }
 
 impl Budgets {
-    pub fn new(config: &Config, targets: &[Arc<TargetRuntime>]) -> Budgets {
+    pub fn new(config: &Config, targets: Roster) -> Budgets {
         let names = config.targets.iter().map(|t| t.name.clone()).collect();
         let book = BudgetBook::new(config.budget_specs(), names);
-        // Without SLOs there is nothing to count.
-        let targets = if config.slos.is_empty() { Vec::new() } else { targets.to_vec() };
+        let targets = (!config.slos.is_empty()).then_some(targets);
         Budgets { book: Arc::new(Mutex::new(book)), targets }
     }
 
@@ -33,10 +33,10 @@ impl Budgets {
     /// Feeds the targets' histograms and puts every budget into `report`, on the blocking
     /// pool: a large fleet's range reads take milliseconds. Nothing to do without SLOs.
     pub async fn apply(&self, report: &mut Report) {
-        if self.targets.is_empty() {
-            return;
-        }
-        let (book, targets, now_ms) = (self.book.clone(), self.targets.clone(), report.t_ms);
+        let Some(roster) = &self.targets else { return };
+        // A vanished target is not fed: its windows stand still until it is back or dropped.
+        let targets: Vec<_> = roster.runtimes().into_iter().filter(|rt| rt.vanished_ms().is_none()).collect();
+        let (book, now_ms) = (self.book.clone(), report.t_ms);
         let work = tokio::task::spawn_blocking(move || {
             let mut book = book.lock().unwrap_or_else(|e| e.into_inner());
             for rt in &targets {

@@ -12,7 +12,7 @@
 //! shared), so the target's lock is held only to take the clone, never while evaluating.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
@@ -50,9 +50,43 @@ impl Drop for Busy {
 /// How one target is evaluated at an instant ([`evaluate_one`]; tests slow it down).
 type EvaluateFn = dyn Fn(&TargetRuntime, i64, &EvalConfig) -> Vec<ModelReport> + Send + Sync;
 
+/// The targets being evaluated, in report order, each with its slot. Discovery and reload
+/// replace the list ([`Roster::set`]); a target kept across a change keeps its slot.
+#[derive(Clone, Default)]
+pub struct Roster(Arc<RwLock<Vec<Entry>>>);
+
+/// A target and what the evaluator keeps for it.
+type Entry = (Arc<TargetRuntime>, Arc<Slot>);
+
+impl Roster {
+    /// Makes `targets` the evaluated set. A runtime already in the set (the same `Arc`)
+    /// keeps its latest results; a new one starts without.
+    pub fn set(&self, targets: Vec<Arc<TargetRuntime>>) {
+        let mut list = self.0.write().unwrap_or_else(|e| e.into_inner());
+        let old = std::mem::take(&mut *list);
+        *list = targets
+            .into_iter()
+            .map(|rt| {
+                let slot = old.iter().find(|(o, _)| Arc::ptr_eq(o, &rt)).map(|(_, s)| s.clone()).unwrap_or_default();
+                (rt, slot)
+            })
+            .collect();
+    }
+
+    /// The current targets and their slots.
+    fn entries(&self) -> Vec<Entry> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The current targets.
+    pub fn runtimes(&self) -> Vec<Arc<TargetRuntime>> {
+        self.entries().into_iter().map(|(rt, _)| rt).collect()
+    }
+}
+
 /// The daemon's targets, evaluated each tick and kept per target.
 pub struct Evaluator {
-    targets: Vec<(Arc<TargetRuntime>, Arc<Slot>)>,
+    targets: Roster,
     eval: Arc<EvalConfig>,
     evaluate: Arc<EvaluateFn>,
     /// At most this many evaluations run at once: one per core, and at least two so that a
@@ -62,9 +96,16 @@ pub struct Evaluator {
 
 impl Evaluator {
     pub fn new(targets: Vec<Arc<TargetRuntime>>, eval: EvalConfig) -> Evaluator {
+        let roster = Roster::default();
+        roster.set(targets);
+        Evaluator::over(roster, eval)
+    }
+
+    /// An evaluator of whatever `targets` holds at each tick.
+    pub fn over(targets: Roster, eval: EvalConfig) -> Evaluator {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Evaluator {
-            targets: targets.into_iter().map(|t| (t, Arc::default())).collect(),
+            targets,
             eval: Arc::new(eval),
             evaluate: Arc::new(evaluate_one),
             permits: Arc::new(Semaphore::new(cores.max(2))),
@@ -85,7 +126,10 @@ impl Evaluator {
     /// evaluations, and returns the report of the latest results, in config order.
     pub async fn tick(&self, now_ms: i64, wait: Duration) -> Report {
         let mut started = JoinSet::new();
-        for (rt, slot) in &self.targets {
+        let entries = self.targets.entries();
+        // A target that left discovery keeps its last results, unchanged, until it comes
+        // back or is dropped (docs/discovery.md#when-a-target-vanishes).
+        for (rt, slot) in entries.iter().filter(|(rt, _)| rt.vanished_ms().is_none()) {
             if slot.busy.swap(true, Ordering::AcqRel) {
                 continue; // still evaluating an earlier tick: its results come when done
             }
@@ -109,19 +153,22 @@ impl Evaluator {
             // Late evaluations go on and land in their slot; they are not cancelled.
             started.detach_all();
         }
-        self.assemble(now_ms)
+        self.assemble_from(&entries, now_ms)
     }
 
     /// How many targets have an evaluation queued or running (a late one goes on after its
     /// tick); shutdown abandons them.
     pub fn running(&self) -> usize {
-        self.targets.iter().filter(|(_, slot)| slot.busy.load(Ordering::Acquire)).count()
+        self.targets.entries().iter().filter(|(_, slot)| slot.busy.load(Ordering::Acquire)).count()
     }
 
     /// The report at `now_ms`: each target's current health and latest results.
     pub fn assemble(&self, now_ms: i64) -> Report {
-        let targets = self
-            .targets
+        self.assemble_from(&self.targets.entries(), now_ms)
+    }
+
+    fn assemble_from(&self, entries: &[Entry], now_ms: i64) -> Report {
+        let targets = entries
             .iter()
             .map(|(rt, slot)| {
                 let (mut health, engine) = {
@@ -130,6 +177,8 @@ impl Evaluator {
                 };
                 let latest = slot.latest.lock().unwrap_or_else(|e| e.into_inner());
                 health.last_evaluation_ms = latest.as_ref().map(|e| e.t_ms);
+                health.labels = rt.labels();
+                health.vanished_ms = rt.vanished_ms();
                 let models = latest.as_ref().map(|e| e.models.clone()).unwrap_or_default();
                 TargetReport { target: rt.config.name.clone(), engine, health, models }
             })

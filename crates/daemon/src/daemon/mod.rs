@@ -9,7 +9,9 @@
 pub mod budget;
 pub mod clock;
 pub mod evaluator;
+pub mod fleet;
 pub mod gpu;
+pub mod reload;
 pub mod requests;
 pub mod target;
 #[cfg(test)]
@@ -31,9 +33,9 @@ use crate::requests::Inbox;
 use crate::serve::{self, Shared};
 use crate::state::{self, metrics::StateStats};
 use clock::Clock;
-use evaluator::Evaluator;
+use evaluator::{Evaluator, Roster};
 use requests::RequestPath;
-use target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
+use target::TargetRuntime;
 
 /// A started daemon. Drop does not stop it; call [`Daemon::shutdown`].
 pub struct Daemon {
@@ -45,6 +47,7 @@ pub struct Daemon {
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
     inbox: Inbox,
+    reloader: reload::Reloader,
 }
 
 impl Daemon {
@@ -80,6 +83,20 @@ impl Daemon {
     #[cfg(feature = "test-hooks")]
     pub fn otlp_records(&self) -> Vec<crate::request::RequestRecord> {
         self.otlp.as_ref().map(|o| o.records()).unwrap_or_default()
+    }
+
+    /// Makes `config` the running config if it changes only what can change live
+    /// (docs/discovery.md#reload); otherwise says why and keeps the running one. Either way
+    /// `llm_slo_config_last_reload_successful` tells.
+    pub fn reload(&self, config: Config) -> Result<(), String> {
+        self.reloader.apply(config)
+    }
+
+    /// Reloads the config from `path` on SIGHUP and whenever the file changes, `prepare`
+    /// applying the command line's overrides each time as at start.
+    pub fn watch_config(&mut self, path: std::path::PathBuf, prepare: fn(&mut Config)) {
+        let stop = self.stop.subscribe();
+        self.tasks.spawn(reload::watch(self.reloader.clone(), path, prepare, stop));
     }
 
     /// The latest published report.
@@ -155,13 +172,11 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     ));
     let mut tasks = JoinSet::new();
 
-    let limits = limits_for(&config);
-    let mut targets = Vec::with_capacity(config.targets.len());
-    let mut fetchers = Vec::with_capacity(config.targets.len());
-    for t in &config.targets {
-        fetchers.push(fetcher_for(&config, t).map_err(std::io::Error::other)?);
-        targets.push(Arc::new(TargetRuntime::new(t.clone(), config.max_window())));
-    }
+    // The static targets' runtimes exist before anything scrapes, so that the state
+    // snapshot is restored into them first; the fleet adopts them below.
+    let statics: Vec<Arc<TargetRuntime>> =
+        config.targets.iter().map(|t| Arc::new(TargetRuntime::new(t.clone(), config.max_window()))).collect();
+    let roster = Roster::default();
 
     // The taps put their per-request records in the inbox the OTLP receiver uses.
     let mut taps = Vec::new();
@@ -179,21 +194,25 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     let mut enricher = Enricher::new(&eval, &config.alerting, config.gpu.as_ref(), config.cost.as_ref());
     let delivery = Delivery::start(&config.alerting).map_err(std::io::Error::other)?;
     shared.delivery = Some(delivery.metrics());
-    let budgets = budget::Budgets::new(&config, &targets);
+    let budgets = budget::Budgets::new(&config, roster.clone());
     let requests = requests.with_budget(budgets.book());
     // Restored before the first scrape, which would otherwise find the windows empty.
     let state = config.state.clone().map(|cfg| {
         let stats = Arc::new(StateStats::default());
-        let sources = state::Sources { targets: targets.clone(), book: budgets.book(), store: requests.store() };
+        let sources = state::Sources { targets: statics.clone(), book: budgets.book(), store: requests.store() };
         state::restore::restore(&cfg.dir, &config, &sources, enricher.alerts_mut(), &stats, clock.now_ms());
         shared.state = Some(stats.clone());
-        state::Keeper::new(cfg, &config, sources, stats)
+        let fleet = roster.clone();
+        state::Keeper::new(cfg, &config, sources, stats).following(Arc::new(move || fleet.runtimes()))
     });
-    for (rt, fetcher) in targets.iter().zip(fetchers) {
-        tasks.spawn(scrape_loop(rt.clone(), fetcher, limits, clock.clone(), stop_rx.clone()));
-    }
+    // The static targets start scraping now, the restored ones where they left off;
+    // discovered ones as their sources find them.
+    let (configs, configs_rx) = watch::channel(Arc::new(config.clone()));
+    let fleet = fleet::Fleet::start(configs_rx.borrow().clone(), roster.clone(), clock.clone(), statics);
+    tasks.spawn(fleet.run(configs_rx, stop_rx.clone()));
+    let reloader = reload::Reloader::new(configs, shared.reload.clone(), clock.clone());
     tasks.spawn(evaluate_loop(
-        Evaluator::new(targets, eval),
+        Evaluator::over(roster, eval),
         Post { requests, budgets, enricher, gpus, delivery, external_labels: config.external_labels.clone(), state },
         config.evaluation_interval,
         clock,
@@ -206,7 +225,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> std::io::Result<Dae
     shared.otlp = otlp.as_ref().map(|o| o.stats());
     tasks.spawn(serve::server::serve(listener, serve::router(shared.clone()), limits, shared.http.clone(), stop_rx));
     tracing::info!(%addr, targets = config.targets.len(), "goodput is listening");
-    Ok(Daemon { addr, otlp, taps, shared, stop, tasks, inbox })
+    Ok(Daemon { addr, otlp, taps, shared, stop, tasks, inbox, reloader })
 }
 
 /// The HTTP server's guards, the connection cap fitted under the descriptor limit with a

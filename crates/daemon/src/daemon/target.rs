@@ -1,5 +1,7 @@
 //! One target at run time: its window store and health, and the task that scrapes it.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -19,12 +21,47 @@ use super::clock::Clock;
 #[derive(Debug)]
 pub struct TargetRuntime {
     pub config: Target,
+    /// What discovery said about the target (docs/discovery.md#labels); empty for a static
+    /// one. Discovery may change them without resetting the target.
+    labels: Mutex<BTreeMap<String, String>>,
     state: Mutex<TargetState>,
+    /// When the target left discovery or the config, Unix ms; [`PRESENT`] while it is there.
+    vanished: AtomicI64,
 }
+
+/// [`TargetRuntime::vanished`] of a target that is present.
+const PRESENT: i64 = i64::MIN;
 
 impl TargetRuntime {
     pub fn new(config: Target, max_window: Duration) -> Self {
-        TargetRuntime { config, state: Mutex::new(TargetState::new(max_window)) }
+        TargetRuntime::with_labels(config, BTreeMap::new(), max_window)
+    }
+
+    pub fn with_labels(config: Target, labels: BTreeMap<String, String>, max_window: Duration) -> Self {
+        TargetRuntime {
+            config,
+            labels: Mutex::new(labels),
+            state: Mutex::new(TargetState::new(max_window)),
+            vanished: AtomicI64::new(PRESENT),
+        }
+    }
+
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        self.labels.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn set_labels(&self, labels: BTreeMap<String, String>) {
+        *self.labels.lock().unwrap_or_else(|e| e.into_inner()) = labels;
+    }
+
+    /// When the target vanished (Unix ms), or `None` while it is present.
+    pub fn vanished_ms(&self) -> Option<i64> {
+        Some(self.vanished.load(Ordering::Acquire)).filter(|&ms| ms != PRESENT)
+    }
+
+    /// Marks the target vanished at `at_ms`, or present again with `None`.
+    pub fn set_vanished(&self, at_ms: Option<i64>) {
+        self.vanished.store(at_ms.unwrap_or(PRESENT), Ordering::Release);
     }
 
     /// The state, even if a panic elsewhere poisoned the lock: a half-updated health

@@ -8,6 +8,7 @@ pub mod exposition;
 pub mod fds;
 pub mod page;
 pub mod process;
+pub mod reload;
 pub mod server;
 
 use std::sync::Arc;
@@ -51,6 +52,8 @@ pub struct Shared {
     pub external_labels: Arc<[(String, String)]>,
     /// The state snapshot's counters; `None` without `state_dir`.
     pub state: Option<Arc<crate::state::metrics::StateStats>>,
+    /// The config reloads' outcome (crate::daemon::reload).
+    pub reload: Arc<reload::ReloadStats>,
 }
 
 impl Shared {
@@ -67,6 +70,7 @@ impl Shared {
             page: Arc::default(),
             external_labels: Arc::new([]),
             state: None,
+            reload: Arc::default(),
         }
     }
 
@@ -219,6 +223,7 @@ async fn metrics(State(s): State<Shared>, headers: HeaderMap) -> Response {
     if let Some(state) = &s.state {
         state.render(&mut live, &s.external_labels);
     }
+    s.reload.render(&mut live, &s.external_labels);
     let gzip = headers.get_all(header::ACCEPT_ENCODING).iter().any(|v| v.to_str().is_ok_and(cache::accepts_gzip));
     let vary = (header::VARY, "Accept-Encoding");
     if !gzip {

@@ -50,11 +50,16 @@ pub struct Sources {
     pub store: Arc<Mutex<RequestStore>>,
 }
 
+/// The targets running now (discovery and reloads change them).
+pub type Running = Arc<dyn Fn() -> Vec<Arc<TargetRuntime>> + Send + Sync>;
+
 /// Writes snapshots on schedule and on shutdown, one at a time.
 pub struct Keeper {
     cfg: StateConfig,
     stats: Arc<StateStats>,
     sources: Sources,
+    /// Where the targets to save come from at each snapshot; without it, `sources.targets`.
+    running: Option<Running>,
     identities: Arc<BTreeMap<String, u32>>,
     last_ms: Option<i64>,
     /// A snapshot is being written: a slow disk skips ticks rather than piling them up.
@@ -70,11 +75,19 @@ impl Keeper {
             cfg,
             stats,
             sources,
+            running: None,
             identities: Arc::new(identities),
             last_ms: None,
             busy: Arc::default(),
             failing: Arc::default(),
         }
+    }
+
+    /// Saves the targets `running` lists at each snapshot. Only targets of the config's
+    /// `targets:` are saved: a discovered one has no settings to match on restore.
+    pub fn following(mut self, running: Running) -> Keeper {
+        self.running = Some(running);
+        self
     }
 
     /// Whether a snapshot is due at `now_ms` (the first one is an interval after start).
@@ -102,7 +115,11 @@ impl Keeper {
             return;
         }
         self.last_ms = Some(now_ms);
-        let (sources, ids, dir) = (self.sources.clone(), self.identities.clone(), self.cfg.dir.clone());
+        let mut sources = self.sources.clone();
+        if let Some(running) = &self.running {
+            sources.targets = running();
+        }
+        let (ids, dir) = (self.identities.clone(), self.cfg.dir.clone());
         let (stats, busy, failing) = (self.stats.clone(), self.busy.clone(), self.failing.clone());
         let work = tokio::task::spawn_blocking(move || {
             let frames = capture(&sources, &ids, alerts);
