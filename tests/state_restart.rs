@@ -110,10 +110,14 @@ async fn hook(State(h): State<Arc<Hook>>, body: Bytes) -> &'static str {
     "ok"
 }
 
-fn config(dir: &Path, name: &str, listen: u16, sim: u16, am: &str, state: Option<&Path>) -> PathBuf {
+/// `am: None` evaluates the alert rules without delivering: the never-stopped daemon's
+/// alert has the restarted one's labels, and two senders of one alert would make
+/// Alertmanager's `startsAt` whichever posted last.
+fn config(dir: &Path, name: &str, listen: u16, sim: u16, am: Option<&str>, state: Option<&Path>) -> PathBuf {
     let state = state
         .map(|d| format!("state_dir: {}\nstate_snapshot_interval: {SNAPSHOT_S}s\n", d.display()))
         .unwrap_or_default();
+    let delivery = am.map(|am| format!("  alertmanager: {{url: '{am}'}}\n")).unwrap_or_default();
     let yaml = format!(
         "listen: 127.0.0.1:{listen}
 evaluation_interval: 1s
@@ -121,8 +125,7 @@ scrape: {{interval: 1s, timeout: 900ms}}
 targets: [{{name: sim, url: 'http://127.0.0.1:{sim}/metrics'}}]
 windows: [1m]
 {state}alerting:
-  alertmanager: {{url: '{am}'}}
-  resend_interval: 5s
+{delivery}  resend_interval: 5s
   rules: {{{KV}: {{threshold: 0.0001, for: 3s}}}}
 "
     );
@@ -176,8 +179,8 @@ async fn a_restarted_daemon_carries_on_where_it_stopped() {
     let _sim = Proc(spawn(&["simulate", "--listen", &format!("127.0.0.1:{sim_port}"), "--profile", "steady"], &log));
     let (a_port, b_port) = (net::free_port(), net::free_port());
     let state = tmp.path().join("state");
-    let a_cfg = config(tmp.path(), "restarted", a_port, sim_port, &am.url(), Some(&state));
-    let b_cfg = config(tmp.path(), "steady", b_port, sim_port, &am.url(), None);
+    let a_cfg = config(tmp.path(), "restarted", a_port, sim_port, Some(&am.url()), Some(&state));
+    let b_cfg = config(tmp.path(), "steady", b_port, sim_port, None, None);
     let run = |cfg: &Path| spawn(&["run", "--config", cfg.to_str().unwrap()], &log);
     let mut a = Proc(run(&a_cfg));
     let _b = Proc(run(&b_cfg));
