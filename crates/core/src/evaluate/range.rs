@@ -1,5 +1,9 @@
 //! One pass over a target's stored points inside (now − w, now]: per-series range
-//! accumulators for rates, and per-model gauge samples, grouped by model.
+//! accumulators for rates, and per-model gauge statistics, grouped by model.
+//!
+//! [`RangeView::collect`] reads every point of the range: the from-scratch reference that
+//! [`super::incremental`] must match bit for bit, and what one-off readers (the budget
+//! ledger, replay) use.
 //!
 //! Grouping once here is what keeps a target's evaluation linear in its series: each
 //! model's evaluation reads only its own [`ModelRange`], however many models the target
@@ -11,9 +15,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+use super::KvThresholds;
+use super::kv;
 use super::promql::RangeAcc;
 use crate::canonical::GaugeKind;
 use crate::kahan::KahanSum;
+use crate::report::{GaugeStats, KvReport};
 use crate::window::{Layout, Quantity, SeriesKey, TargetWindows};
 
 /// Everything one range of one target holds, by model.
@@ -27,13 +34,15 @@ pub struct RangeView {
 pub struct ModelRange {
     /// The model's series seen in the range, in first-seen order, with their accumulators.
     /// Sums over shards add in this order, as the target-wide scan did before grouping.
-    series: Vec<(SeriesKey, RangeAcc)>,
-    /// Each gauge at each point in the range, oldest first, combined over the shards
-    /// present at that scrape: KV-cache usage is their mean (each data-parallel rank owns
-    /// its own pool), the others (requests, capacity) their sum.
-    gauges: BTreeMap<GaugeKind, Vec<f64>>,
+    pub(crate) series: Vec<(SeriesKey, RangeAcc)>,
+    /// Statistics of each gauge over the points in the range, each point's value combined
+    /// over the shards present at that scrape: KV-cache usage is their mean (each
+    /// data-parallel rank owns its own pool), the others (requests, capacity) their sum.
+    pub(crate) gauges: BTreeMap<GaugeKind, GaugeStats>,
+    /// KV-cache usage over the range's finite samples, with the time in each band.
+    pub(crate) kv: Option<KvReport>,
     /// The scrapes in the range that carried any of the model's series.
-    span: Option<Span>,
+    pub(crate) span: Option<Span>,
 }
 
 impl ModelRange {
@@ -43,9 +52,14 @@ impl ModelRange {
         &self.series
     }
 
-    /// One gauge at each point of the range, oldest first.
-    pub fn gauge(&self, kind: GaugeKind) -> Option<&[f64]> {
-        self.gauges.get(&kind).map(Vec::as_slice)
+    /// First, last, mean and max of one gauge over the points of the range.
+    pub fn gauge(&self, kind: GaugeKind) -> Option<GaugeStats> {
+        self.gauges.get(&kind).copied()
+    }
+
+    /// KV-cache usage over the range (non-finite samples skipped).
+    pub fn kv_cache(&self) -> Option<&KvReport> {
+        self.kv.as_ref()
     }
 
     /// The span of the model's data in the range; `None` when no scrape in it carried it.
@@ -105,6 +119,12 @@ impl RangeView {
     /// from Prometheus, which would count a restarted counter that already climbed back
     /// past its old value as a small increase; we count its full new value instead.
     pub fn collect(store: &TargetWindows, now_ms: i64, range_ms: i64) -> RangeView {
+        Self::collect_with(store, now_ms, range_ms, &KvThresholds::default())
+    }
+
+    /// [`RangeView::collect`] with the KV bands the range's time-in-band counts.
+    pub fn collect_with(store: &TargetWindows, now_ms: i64, range_ms: i64, kv: &KvThresholds) -> RangeView {
+        let mut samples: BTreeMap<(Arc<str>, GaugeKind), Vec<f64>> = BTreeMap::new();
         let mut index: HashMap<&SeriesKey, usize> = HashMap::new();
         let mut keys: Vec<&SeriesKey> = Vec::new();
         let mut slots: Vec<Slot<'_>> = Vec::new();
@@ -185,9 +205,18 @@ impl RangeView {
             for (&(model, kind), total) in groups.iter().zip(&sums) {
                 // `avg` for KV usage, `sum` for the rest, as PromQL computes them.
                 let v = if kind == GaugeKind::KvCacheUsage { total.mean() } else { total.sum() };
-                model_entry(&mut models, model).gauges.entry(kind).or_default().push(v.unwrap_or(f64::NAN));
+                gauge_samples(&mut samples, model, kind).push(v.unwrap_or(f64::NAN));
             }
         });
+        for ((model, kind), samples) in samples {
+            let m = model_entry(&mut models, &model);
+            if let Some(stats) = GaugeStats::of(&samples) {
+                m.gauges.insert(kind, stats);
+            }
+            if kind == GaugeKind::KvCacheUsage {
+                m.kv = kv::report(&samples, kv);
+            }
+        }
         for (key, slot) in keys.into_iter().zip(slots) {
             if let Some(acc) = slot.acc {
                 model_entry(&mut models, &key.model).series.push((key.clone(), acc));
@@ -196,6 +225,11 @@ impl RangeView {
         for (model, span) in spans {
             model_entry(&mut models, model).span = Some(span);
         }
+        RangeView { models }
+    }
+
+    /// A view of models grouped elsewhere (the incremental windows).
+    pub(crate) fn from_models(models: BTreeMap<Arc<str>, ModelRange>) -> RangeView {
         RangeView { models }
     }
 
@@ -215,7 +249,15 @@ impl RangeView {
     }
 }
 
-fn model_entry<'m>(models: &'m mut BTreeMap<Arc<str>, ModelRange>, model: &Arc<str>) -> &'m mut ModelRange {
+fn gauge_samples<'m>(
+    samples: &'m mut BTreeMap<(Arc<str>, GaugeKind), Vec<f64>>,
+    model: &Arc<str>,
+    kind: GaugeKind,
+) -> &'m mut Vec<f64> {
+    samples.entry((model.clone(), kind)).or_default()
+}
+
+pub(crate) fn model_entry<'m>(models: &'m mut BTreeMap<Arc<str>, ModelRange>, model: &Arc<str>) -> &'m mut ModelRange {
     // Look up by name first: cloning the `Arc` on every gauge point would be wasted work.
     if !models.contains_key(&**model) {
         models.insert(model.clone(), ModelRange::default());

@@ -8,6 +8,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::canonical::{ScrapeWarning, Snapshot};
 use crate::config::{Config, Target};
+use crate::evaluate::incremental::Incremental;
 use crate::parse::Limits;
 use crate::scrape::{FetchSpec, Fetcher, ScrapeError, ingest};
 pub use crate::target::TargetState;
@@ -20,11 +21,20 @@ use super::clock::Clock;
 pub struct TargetRuntime {
     pub config: Target,
     state: Mutex<TargetState>,
+    /// The incremental state of the target's windows: the evaluator's, one evaluation at a
+    /// time (so never contended), apart from `state` so that computing reports from it
+    /// does not hold up scrapes (docs/footprint.md#steady-state).
+    evaluation: Mutex<Option<Incremental>>,
 }
 
 impl TargetRuntime {
     pub fn new(config: Target, max_window: Duration) -> Self {
-        TargetRuntime { config, state: Mutex::new(TargetState::new(max_window)) }
+        TargetRuntime { config, state: Mutex::new(TargetState::new(max_window)), evaluation: Mutex::new(None) }
+    }
+
+    /// The windows' incremental state, created on first use.
+    pub fn evaluation(&self) -> MutexGuard<'_, Option<Incremental>> {
+        self.evaluation.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The state, even if a panic elsewhere poisoned the lock: a half-updated health
