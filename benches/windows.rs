@@ -23,7 +23,7 @@ use goodput::scrape::ingest;
 use goodput::window::TargetWindows;
 
 #[path = "../examples/fake_targets/template.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod template;
 use template::Template;
 

@@ -125,6 +125,7 @@ fn main() {
         scratch.as_secs_f64() / evaluate.as_secs_f64()
     );
     println!("window store heap      {:.2} MiB", store.heap_bytes() as f64 / (1 << 20) as f64);
+    println!("incremental state heap {:.1} KiB", inc.heap_bytes() as f64 / 1024.0);
     println!(
         "one target, full windows: {:.3} % of one core at a {interval_s}s interval (excluding HTTP and /metrics)",
         per_tick.as_secs_f64() / interval_s * 100.0

@@ -34,7 +34,7 @@ pub struct RangeView {
 pub struct ModelRange {
     /// The model's series seen in the range, in first-seen order, with their accumulators.
     /// Sums over shards add in this order, as the target-wide scan did before grouping.
-    pub(crate) series: Vec<(SeriesKey, RangeAcc)>,
+    pub(crate) series: Vec<(Arc<SeriesKey>, RangeAcc)>,
     /// Statistics of each gauge over the points in the range, each point's value combined
     /// over the shards present at that scrape: KV-cache usage is their mean (each
     /// data-parallel rank owns its own pool), the others (requests, capacity) their sum.
@@ -47,7 +47,7 @@ pub struct ModelRange {
 
 impl ModelRange {
     /// The model's series with their accumulators.
-    pub fn series(&self) -> &[(SeriesKey, RangeAcc)] {
+    pub fn series(&self) -> &[(Arc<SeriesKey>, RangeAcc)] {
         visits::add(self.series.len());
         &self.series
     }
@@ -219,7 +219,7 @@ impl RangeView {
         }
         for (key, slot) in keys.into_iter().zip(slots) {
             if let Some(acc) = slot.acc {
-                model_entry(&mut models, &key.model).series.push((key.clone(), acc));
+                model_entry(&mut models, &key.model).series.push((Arc::new(key.clone()), acc));
             }
         }
         for (model, span) in spans {

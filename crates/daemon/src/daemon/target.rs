@@ -23,7 +23,7 @@ pub struct TargetRuntime {
     state: Mutex<TargetState>,
     /// The incremental state of the target's windows: the evaluator's, one evaluation at a
     /// time (so never contended), apart from `state` so that computing reports from it
-    /// does not hold up scrapes (docs/footprint.md#steady-state).
+    /// does not hold up scrapes (docs/footprint.md#incremental-windows).
     evaluation: Mutex<Option<Incremental>>,
 }
 

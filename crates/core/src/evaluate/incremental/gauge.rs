@@ -8,7 +8,7 @@
 //! summed), while the reference adds the samples naively, which is off the exact mean by
 //! at most (n − 1)·2⁻⁵³ relative for non-negative samples. So the two differ by at most
 //! (n + 1)·2⁻⁵³ relative (about 1e-14 typically, 4e-12 at `MAX_POINTS` samples in the
-//! worst case), and the incremental one is the closer to exact (docs/footprint.md).
+//! worst case), and the incremental one is the closer to exact (docs/footprint.md#incremental-windows).
 
 use std::collections::VecDeque;
 
@@ -61,6 +61,10 @@ impl GaugeState {
             last_finite: None,
             bands: [0; 5],
         }
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.max.capacity() * std::mem::size_of::<(u64, f64)>()
     }
 
     pub fn is_empty(&self) -> bool {

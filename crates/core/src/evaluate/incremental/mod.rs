@@ -1,5 +1,5 @@
 //! Windows that cost O(1) per evaluation tick, with the results of [`RangeView::collect`]
-//! bit for bit (docs/footprint.md#steady-state).
+//! bit for bit (docs/footprint.md#incremental-windows).
 //!
 //! A from-scratch evaluation reads and decodes every stored point of every window at every
 //! tick; a 6 h window at 5 s is 4,320 scrapes of a few hundred series each. Rates only need,
@@ -184,6 +184,14 @@ impl Incremental {
         }
         // Every window has taken out the points older than the store's oldest.
         store.release_dropped();
+    }
+
+    /// Heap bytes of the state, roughly (docs/memory.md): per window and series a few
+    /// words, per gauge group its max deque, and the catalog of series ids.
+    pub fn heap_bytes(&self) -> usize {
+        self.windows.iter().map(|(_, w)| w.heap_bytes()).sum::<usize>()
+            + self.catalog.heap_bytes()
+            + self.head_values.capacity() * std::mem::size_of::<f64>()
     }
 
     /// Each window's range, grouped by model, as [`RangeView::collect`] gives it.

@@ -72,8 +72,9 @@ impl Plan {
 /// [`Catalog::should_compact`] tells the owner when most of it is stale.
 #[derive(Debug, Default)]
 pub(super) struct Catalog {
-    series: HashMap<SeriesKey, u32>,
-    pub keys: Vec<SeriesKey>,
+    series: HashMap<Arc<SeriesKey>, u32>,
+    /// Shared with every view: a tick clones no key.
+    pub keys: Vec<Arc<SeriesKey>>,
     /// The model of each series id.
     pub series_model: Vec<u32>,
     models: HashMap<Arc<str>, u32>,
@@ -90,6 +91,19 @@ impl Catalog {
     /// layout's columns) enough that starting over is worth one full pass.
     pub fn should_compact(&self, live: usize) -> bool {
         self.keys.len() > 4 * live + 4096
+    }
+
+    /// Heap bytes, roughly: ids, keys (their shard strings) and plans.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let keys: usize = self.keys.iter().map(|k| k.shard.capacity()).sum();
+        // Each key once (the map shares the `Arc`), plus the map's slots.
+        let plans: usize = self.plans.values().map(|(_, p)| p.feeds.len() * (size_of::<Feed>() + 8) + 64).sum();
+        keys + self.keys.len() * (size_of::<SeriesKey>() + 16)
+            + self.series.capacity() * (size_of::<Arc<SeriesKey>>() + 8)
+            + self.series_model.capacity() * 4
+            + self.group_keys.capacity() * 16
+            + plans
     }
 
     pub fn group_kind(&self, group: u32) -> GaugeKind {
@@ -146,12 +160,17 @@ impl Catalog {
                 feeds.push(Feed::Gauge(l));
                 continue;
             }
-            let next = self.keys.len() as u32;
-            let id = *self.series.entry(key.clone()).or_insert(next);
-            if id == next {
-                self.keys.push(key.clone());
-                self.series_model.push(model);
-            }
+            let id = match self.series.get(key) {
+                Some(&id) => id,
+                None => {
+                    let id = self.keys.len() as u32;
+                    let key = Arc::new(key.clone());
+                    self.series.insert(key.clone(), id);
+                    self.keys.push(key);
+                    self.series_model.push(model);
+                    id
+                }
+            };
             by_series.push((id, col as u32));
             feeds.push(Feed::Series(id));
         }

@@ -318,7 +318,7 @@ fn replaying_the_stored_points_gives_the_same_evaluation() {
         let s = Step {
             dt_ms: 0,
             changes: std::array::from_fn(|k| Change {
-                present: (i + k as u32) % 11 != 0,
+                present: !(i + k as u32).is_multiple_of(11),
                 incs: [(i % 3) as u8, 1, (i % 2) as u8],
                 tokens: (i * 7 % 100) as u16,
                 restart: u8::from(i % 37 == 5),

@@ -46,10 +46,12 @@ struct SeriesState {
     last_v: f64,
     last_col: u32,
     last_layout: Arc<Layout>,
-    n: usize,
+    n: u32,
     /// (time of the sample after a reset, value before it), oldest first: the correction
-    /// is their sum in this order, exactly as [`RangeAcc::push`] adds them.
-    resets: VecDeque<(i64, f64)>,
+    /// is their sum in this order, exactly as [`RangeAcc::push`] adds them. Boxed: most
+    /// series have none, and this state exists per series per window.
+    #[allow(clippy::box_collection)] // one pointer instead of a `VecDeque`'s four words
+    resets: Option<Box<VecDeque<(i64, f64)>>>,
 }
 
 impl SeriesState {
@@ -63,7 +65,7 @@ impl SeriesState {
             last_col: col as u32,
             last_layout: layout.clone(),
             n: 1,
-            resets: VecDeque::new(),
+            resets: None,
         }
     }
 
@@ -72,7 +74,7 @@ impl SeriesState {
         let same = Arc::ptr_eq(&self.last_layout, layout);
         let forced = !same && layout.restarted_since(col, &self.last_layout, self.last_col as usize);
         if v < self.last_v || forced {
-            self.resets.push_back((t_ms, self.last_v));
+            self.resets.get_or_insert_default().push_back((t_ms, self.last_v));
         }
         self.last_t = t_ms;
         self.last_v = v;
@@ -89,14 +91,19 @@ impl SeriesState {
         self.first_col = col as u32;
         // A reset at a sample no newer than the first is no longer between two samples
         // of the range.
-        while self.resets.front().is_some_and(|r| r.0 <= t_ms) {
-            self.resets.pop_front();
+        if let Some(resets) = &mut self.resets {
+            while resets.front().is_some_and(|r| r.0 <= t_ms) {
+                resets.pop_front();
+            }
+            if resets.is_empty() {
+                self.resets = None;
+            }
         }
     }
 
     fn acc(&self) -> RangeAcc {
-        let correction = self.resets.iter().fold(0.0, |c, r| c + r.1);
-        RangeAcc::from_parts((self.first_t, self.first_v), (self.last_t, self.last_v), self.n, correction)
+        let correction = self.resets.iter().flat_map(|r| r.iter()).fold(0.0, |c, r| c + r.1);
+        RangeAcc::from_parts((self.first_t, self.first_v), (self.last_t, self.last_v), self.n as usize, correction)
     }
 }
 
@@ -291,6 +298,23 @@ impl WindowState {
         }
         // Counts said a later sample exists; not finding it means the state is off.
         false
+    }
+
+    /// Heap bytes this window's state owns (the layouts it holds are the store's).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let series: usize = (self.series.iter().flatten())
+            .filter_map(|s| s.resets.as_ref())
+            .map(|r| 32 + r.capacity() * size_of::<(i64, f64)>())
+            .sum();
+        let groups: usize = self.groups.iter().flatten().map(GaugeState::heap_bytes).sum();
+        let tail = self.tail.as_ref().map_or(0, |c| c.values.capacity() * size_of::<f64>());
+        series
+            + groups
+            + tail
+            + self.series.capacity() * size_of::<Option<SeriesState>>()
+            + self.groups.capacity() * size_of::<Option<GaugeState>>()
+            + self.spans.capacity() * size_of::<Option<Span>>()
     }
 
     /// The window's content as the reference [`RangeView::collect`] would group it.
