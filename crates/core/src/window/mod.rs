@@ -12,6 +12,12 @@
 //! per rank (measured by `window::tests::one_hour_at_one_second_stays_small`). Points
 //! older than the longest window are dropped on every push, and the ring never holds
 //! more than [`MAX_POINTS`] scrapes whatever the interval.
+//!
+//! Points carry sequence numbers ([`TargetWindows::seq_range`]) so that the incremental
+//! evaluation (`evaluate::incremental`) reads each one once as it enters a window and
+//! again as it leaves; the points a push drops wait for it ([`TargetWindows::keep_dropped`]).
+//! [`TargetWindows::stored_points`] and [`TargetWindows::push_values`] take a store apart
+//! and rebuild it, point for point (a snapshot on disk).
 
 mod column;
 mod layout;
