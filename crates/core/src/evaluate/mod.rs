@@ -73,8 +73,9 @@ pub fn evaluate_target(store: &TargetWindows, now_ms: i64, cfg: &EvalConfig) -> 
 /// model, and each model's report reads only its own group.
 #[doc(hidden)]
 pub fn evaluate_target_with(store: &TargetWindows, now_ms: i64, cfg: &EvalConfig, mode: RateMode) -> Vec<ModelReport> {
+    let kv_band = |v| kv::band_index(kv::band(v, &cfg.kv));
     let views: Vec<(Window, RangeView)> =
-        cfg.windows.iter().map(|&w| (w, RangeView::collect_with(store, now_ms, w.millis(), &cfg.kv))).collect();
+        cfg.windows.iter().map(|&w| (w, RangeView::collect_with(store, now_ms, w.millis(), &kv_band))).collect();
     reports(&views, now_ms, cfg, mode)
 }
 
@@ -158,7 +159,7 @@ fn window_report(
         output_tokens_per_second,
         requests_per_second,
         finish_reasons: extra::finish_rates(&rates),
-        kv_cache: m.kv_cache().cloned(),
+        kv_cache: m.gauge(GaugeKind::KvCacheUsage).and_then(|g| kv::from_range(g, &cfg.kv)),
         slos,
         running: extra::gauge_stats(m, GaugeKind::Running),
         waiting: extra::gauge_stats(m, GaugeKind::Waiting),

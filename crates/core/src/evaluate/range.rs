@@ -15,12 +15,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use super::KvThresholds;
-use super::kv;
 use super::promql::RangeAcc;
 use crate::canonical::GaugeKind;
 use crate::kahan::KahanSum;
-use crate::report::{GaugeStats, KvReport};
 use crate::window::{Layout, Quantity, SeriesKey, TargetWindows};
 
 /// Everything one range of one target holds, by model.
@@ -38,9 +35,7 @@ pub struct ModelRange {
     /// Statistics of each gauge over the points in the range, each point's value combined
     /// over the shards present at that scrape: KV-cache usage is their mean (each
     /// data-parallel rank owns its own pool), the others (requests, capacity) their sum.
-    pub(crate) gauges: BTreeMap<GaugeKind, GaugeStats>,
-    /// KV-cache usage over the range's finite samples, with the time in each band.
-    pub(crate) kv: Option<KvReport>,
+    pub(crate) gauges: BTreeMap<GaugeKind, GaugeRange>,
     /// The scrapes in the range that carried any of the model's series.
     pub(crate) span: Option<Span>,
 }
@@ -52,19 +47,63 @@ impl ModelRange {
         &self.series
     }
 
-    /// First, last, mean and max of one gauge over the points of the range.
-    pub fn gauge(&self, kind: GaugeKind) -> Option<GaugeStats> {
-        self.gauges.get(&kind).copied()
-    }
-
-    /// KV-cache usage over the range (non-finite samples skipped).
-    pub fn kv_cache(&self) -> Option<&KvReport> {
-        self.kv.as_ref()
+    /// One gauge over the points of the range.
+    pub fn gauge(&self, kind: GaugeKind) -> Option<&GaugeRange> {
+        self.gauges.get(&kind)
     }
 
     /// The span of the model's data in the range; `None` when no scrape in it carried it.
     pub fn span(&self) -> Option<Span> {
         self.span
+    }
+}
+
+/// One gauge over a range, each point's value combined over the shards at that scrape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GaugeRange {
+    /// Over every sample, as `GaugeStats::of` reads them (the max skips NaN).
+    pub first: f64,
+    pub last: f64,
+    pub mean: f64,
+    pub max: f64,
+    /// Over the finite samples, as `kv::report` reads them; only for KV-cache usage.
+    pub finite: Option<FiniteRange>,
+}
+
+/// A gauge's finite samples over a range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FiniteRange {
+    pub samples: usize,
+    pub last: f64,
+    pub mean: f64,
+    pub max: f64,
+    /// Samples in each band, by the index the caller's classifier gives (`KvBand::ALL` order).
+    pub bands: [usize; 5],
+}
+
+impl GaugeRange {
+    /// From the samples, oldest first, summed naively as the per-point scan always has
+    /// (`band` classifies a finite sample; `None` keeps no finite statistics).
+    fn of(samples: &[f64], band: Option<&dyn Fn(f64) -> usize>) -> Option<GaugeRange> {
+        let (&first, &last) = (samples.first()?, samples.last()?);
+        let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+        let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let finite = band.and_then(|band| {
+            let finite: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
+            let last = *finite.last()?;
+            let mut bands = [0; 5];
+            for &v in &finite {
+                bands[band(v).min(4)] += 1;
+            }
+            Some(FiniteRange {
+                samples: finite.len(),
+                last,
+                mean: finite.iter().sum::<f64>() / finite.len() as f64,
+                max: finite.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                bands,
+            })
+        });
+        Some(GaugeRange { first, last, mean, max, finite })
     }
 }
 
@@ -119,11 +158,17 @@ impl RangeView {
     /// from Prometheus, which would count a restarted counter that already climbed back
     /// past its old value as a small increase; we count its full new value instead.
     pub fn collect(store: &TargetWindows, now_ms: i64, range_ms: i64) -> RangeView {
-        Self::collect_with(store, now_ms, range_ms, &KvThresholds::default())
+        Self::collect_with(store, now_ms, range_ms, &|_| 0)
     }
 
-    /// [`RangeView::collect`] with the KV bands the range's time-in-band counts.
-    pub fn collect_with(store: &TargetWindows, now_ms: i64, range_ms: i64, kv: &KvThresholds) -> RangeView {
+    /// [`RangeView::collect`] with the classifier of KV-usage samples into bands (an index
+    /// in `KvBand::ALL`), for the range's time-in-band counts.
+    pub fn collect_with(
+        store: &TargetWindows,
+        now_ms: i64,
+        range_ms: i64,
+        kv_band: &dyn Fn(f64) -> usize,
+    ) -> RangeView {
         let mut samples: BTreeMap<(Arc<str>, GaugeKind), Vec<f64>> = BTreeMap::new();
         let mut index: HashMap<&SeriesKey, usize> = HashMap::new();
         let mut keys: Vec<&SeriesKey> = Vec::new();
@@ -209,12 +254,9 @@ impl RangeView {
             }
         });
         for ((model, kind), samples) in samples {
-            let m = model_entry(&mut models, &model);
-            if let Some(stats) = GaugeStats::of(&samples) {
-                m.gauges.insert(kind, stats);
-            }
-            if kind == GaugeKind::KvCacheUsage {
-                m.kv = kv::report(&samples, kv);
+            let band = (kind == GaugeKind::KvCacheUsage).then_some(kv_band);
+            if let Some(g) = GaugeRange::of(&samples, band) {
+                model_entry(&mut models, &model).gauges.insert(kind, g);
             }
         }
         for (key, slot) in keys.into_iter().zip(slots) {

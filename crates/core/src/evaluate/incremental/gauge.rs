@@ -12,11 +12,10 @@
 
 use std::collections::VecDeque;
 
-use crate::kahan;
-use crate::report::{GaugeStats, KvBand, KvReport};
-
 use super::super::KvThresholds;
-use super::super::kv;
+use super::super::kv::{self, band_index};
+use super::super::range::{FiniteRange, GaugeRange};
+use crate::kahan;
 
 #[derive(Debug, Clone)]
 pub(super) struct GaugeState {
@@ -39,10 +38,6 @@ pub(super) struct GaugeState {
     last_finite: Option<(u64, f64)>,
     /// Finite samples in each KV band, in `KvBand::ALL` order.
     bands: [usize; 5],
-}
-
-fn band_index(b: KvBand) -> usize {
-    KvBand::ALL.iter().position(|&x| x == b).unwrap_or(0)
 }
 
 impl GaugeState {
@@ -145,8 +140,9 @@ impl GaugeState {
         (self.sum + self.c) / self.finite() as f64
     }
 
-    /// As `GaugeStats::of` over every sample.
-    pub fn stats(&self) -> Option<GaugeStats> {
+    /// The statistics the from-scratch pass gives (`GaugeRange::of`); finite ones only
+    /// for KV usage.
+    pub fn range(&self) -> Option<GaugeRange> {
         if self.n == 0 {
             return None;
         }
@@ -159,22 +155,15 @@ impl GaugeState {
         } else {
             self.finite_mean()
         };
-        // For KV usage (`finite_only`) this is the finite max; only `kv_report` reads KV.
         let max = self.max.front().map_or(f64::NEG_INFINITY, |m| m.1);
-        Some(GaugeStats { first: self.first, last: self.last, mean, max })
-    }
-
-    /// As `kv::report` over the finite samples.
-    pub fn kv_report(&self, kv: &KvThresholds) -> Option<KvReport> {
-        let (_, last) = self.last_finite?;
-        let n = self.finite() as f64;
-        let band_time = KvBand::ALL.iter().map(|&b| (b, self.bands[band_index(b)] as f64 / n)).collect();
-        Some(KvReport {
-            last,
-            mean: self.finite_mean(),
-            max: self.max.front().map_or(f64::NEG_INFINITY, |m| m.1),
-            band: kv::band(last, kv),
-            band_time,
-        })
+        let finite = (self.finite_only)
+            .then(|| {
+                let (_, last) = self.last_finite?;
+                // The deque holds finite values only here: its front is the finite max.
+                Some(FiniteRange { samples: self.finite(), last, mean: self.finite_mean(), max, bands: self.bands })
+            })
+            .flatten();
+        // For KV usage the all-sample max would skip infinities too; only `finite` is read.
+        Some(GaugeRange { first: self.first, last: self.last, mean, max, finite })
     }
 }

@@ -196,7 +196,7 @@ impl Incremental {
 
     /// Each window's range, grouped by model, as [`RangeView::collect`] gives it.
     pub fn views(&self) -> Vec<(Window, RangeView)> {
-        self.windows.iter().map(|(w, s)| (*w, s.view(&self.catalog, &self.kv))).collect()
+        self.windows.iter().map(|(w, s)| (*w, s.view(&self.catalog))).collect()
     }
 
     /// Every model's report at the instant of the last [`Incremental::advance`].

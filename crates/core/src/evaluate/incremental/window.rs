@@ -318,7 +318,7 @@ impl WindowState {
     }
 
     /// The window's content as the reference [`RangeView::collect`] would group it.
-    pub fn view(&self, catalog: &Catalog, kv: &KvThresholds) -> RangeView {
+    pub fn view(&self, catalog: &Catalog) -> RangeView {
         let mut models: BTreeMap<Arc<str>, ModelRange> = BTreeMap::new();
         let mut order: Vec<Vec<(i64, u32, u32)>> = vec![Vec::new(); catalog.model_names.len()];
         for (id, s) in self.series.iter().enumerate() {
@@ -344,11 +344,8 @@ impl WindowState {
             let Some(state) = state else { continue };
             let (model, kind) = catalog.group_keys[g];
             let m = model_entry(&mut models, &catalog.model_names[model as usize]);
-            if let Some(stats) = state.stats() {
-                m.gauges.insert(kind, stats);
-            }
-            if kind == GaugeKind::KvCacheUsage {
-                m.kv = state.kv_report(kv);
+            if let Some(g) = state.range() {
+                m.gauges.insert(kind, g);
             }
         }
         for (model, span) in self.spans.iter().enumerate() {
