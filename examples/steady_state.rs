@@ -1,15 +1,16 @@
 //! The per-target cost of the daemon once its windows are full, measured in-process so it
 //! needs no hours of wall time (docs/footprint.md). A live benchmark of a few minutes only
-//! sees windows holding a few minutes of scrapes; evaluation reads every stored point of
-//! every window on every tick, so its cost grows until the longest window is full.
+//! sees windows holding a few minutes of scrapes.
 //!
 //! Fills one target's window store with `longest window / interval` scrapes of the
-//! template (counters advancing as in `fake_targets`), then times the two per-target
-//! costs the daemon pays: ingesting one scrape (parse + adapt + push) per interval, and
-//! evaluating the full windows (`evaluate_target`) per evaluation tick.
+//! template (counters advancing as in `fake_targets`; without `--template`, a synthetic
+//! vLLM engine), then times the per-target costs the daemon pays: ingesting one scrape
+//! (parse + adapt + push) per interval, and one evaluation tick over the full windows,
+//! both as the daemon does it (incremental: the new scrape in, the oldest out, every
+//! report) and from scratch (`evaluate_target`, re-reading every stored point).
 //!
 //! ```sh
-//! cargo run --release --example steady_state -- --template scrape.prom --interval 1 [--config FILE]
+//! cargo run --release --example steady_state -- [--template scrape.prom] --interval 1 [--config FILE]
 //! ```
 
 use std::sync::Arc;
@@ -17,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use goodput::adapt::EngineHint;
 use goodput::config::Cardinality;
-use goodput::evaluate::evaluate_target;
+use goodput::evaluate::incremental::Incremental;
+use goodput::evaluate::{RateMode, evaluate_target};
 use goodput::parse::Limits;
 use goodput::scrape::ingest;
 use goodput::window::TargetWindows;
@@ -52,8 +54,12 @@ fn main() {
     if interval_s.is_nan() || interval_s <= 0.0 || evals == 0 {
         fail("--interval and --evals must be positive".into());
     }
-    let text = std::fs::read_to_string(&template_path)
-        .unwrap_or_else(|e| fail(format!("cannot read --template {template_path:?}: {e}")));
+    let text = if template_path.is_empty() {
+        goodput::parse::vllm_like_exposition(1, 1, 7)
+    } else {
+        std::fs::read_to_string(&template_path)
+            .unwrap_or_else(|e| fail(format!("cannot read --template {template_path:?}: {e}")))
+    };
     // The default config (default windows and alert rules) unless one is given.
     let yaml = match &config_path {
         Some(p) => std::fs::read_to_string(p).unwrap_or_else(|e| fail(format!("cannot read {p}: {e}"))),
@@ -70,7 +76,7 @@ fn main() {
     let mut store = TargetWindows::new(max_window);
     let mut ingest_times = Vec::with_capacity(points as usize + 1);
     let mut body_bytes = 0;
-    for k in 0..=points {
+    let mut push = |store: &mut TargetWindows, k: i64| {
         // The template's counters grew over 10 simulated minutes; keep that rate.
         let body = template.render(1.0 + (k * interval_ms) as f64 / 600_000.0);
         body_bytes = body.len();
@@ -78,26 +84,48 @@ fn main() {
         let snapshot = ingest(body.as_bytes(), &limits, Cardinality::default(), EngineHint::Auto, "t")
             .unwrap_or_else(|e| fail(format!("the template does not ingest: {e}")));
         store.push(k * interval_ms, Arc::new(snapshot));
-        ingest_times.push(began.elapsed());
+        began.elapsed()
+    };
+    for k in 0..=points {
+        ingest_times.push(push(&mut store, k));
     }
     let now_ms = points * interval_ms;
-    let mut eval_times = Vec::with_capacity(evals);
+    let mut scratch_times = Vec::with_capacity(evals);
     let mut models = 0;
     for _ in 0..evals {
         let began = Instant::now();
         models = std::hint::black_box(evaluate_target(&store, now_ms, &eval)).len();
-        eval_times.push(began.elapsed());
+        scratch_times.push(began.elapsed());
+    }
+    // The daemon's tick: one new scrape per interval, the windows advanced over it.
+    let mut inc = Incremental::new(&eval.windows, eval.kv);
+    inc.advance(&mut store, now_ms);
+    let ticks = (evals * 20).max(100);
+    let mut tick_times = Vec::with_capacity(ticks);
+    for k in points + 1..=points + ticks as i64 {
+        push(&mut store, k);
+        let began = Instant::now();
+        inc.advance(&mut store, k * interval_ms);
+        std::hint::black_box(inc.reports(k * interval_ms, &eval, RateMode::Prometheus));
+        tick_times.push(began.elapsed());
     }
     let ingest = median(ingest_times);
-    let evaluate = median(eval_times);
+    let scratch = median(scratch_times);
+    let evaluate = median(tick_times);
     let windows: Vec<String> = config.eval_windows().iter().map(|w| format!("{w}")).collect();
     let per_tick = ingest + evaluate;
     println!("windows evaluated      {}", windows.join(","));
     println!("stored points          {} ({} per window at {interval_s}s)", store.len(), points);
     println!("scrape body            {body_bytes} bytes, {models} model(s)");
     println!("ingest, median         {:.1} us per scrape (parse + adapt + push)", ingest.as_secs_f64() * 1e6);
-    println!("evaluate, median       {:.2} ms per tick (full windows)", evaluate.as_secs_f64() * 1e3);
+    println!("evaluate, median       {:.1} us per tick (full windows, incremental)", evaluate.as_secs_f64() * 1e6);
+    println!(
+        "from scratch, median   {:.2} ms per tick ({:.0}x the incremental tick)",
+        scratch.as_secs_f64() * 1e3,
+        scratch.as_secs_f64() / evaluate.as_secs_f64()
+    );
     println!("window store heap      {:.2} MiB", store.heap_bytes() as f64 / (1 << 20) as f64);
+    println!("incremental state heap {:.1} KiB", inc.heap_bytes() as f64 / 1024.0);
     println!(
         "one target, full windows: {:.3} % of one core at a {interval_s}s interval (excluding HTTP and /metrics)",
         per_tick.as_secs_f64() / interval_s * 100.0

@@ -11,7 +11,7 @@ use crate::report::{FinishRate, GaugeStats, SpecDecodeReport, TtftBreakdown};
 use crate::window::Quantity;
 
 pub fn gauge_stats(m: &ModelRange, kind: GaugeKind) -> Option<GaugeStats> {
-    m.gauge(kind).and_then(GaugeStats::of)
+    m.gauge(kind).map(|g| GaugeStats { first: g.first, last: g.last, mean: g.mean, max: g.max })
 }
 
 pub fn ttft_breakdown(m: &ModelRange) -> Option<TtftBreakdown> {

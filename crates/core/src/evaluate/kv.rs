@@ -3,7 +3,22 @@
 use std::collections::BTreeMap;
 
 use super::KvThresholds;
+use super::range::GaugeRange;
 use crate::report::{KvBand, KvReport};
+
+/// The index of a band in [`KvBand::ALL`].
+pub fn band_index(b: KvBand) -> usize {
+    KvBand::ALL.iter().position(|&x| x == b).unwrap_or(0)
+}
+
+/// The report of a range's KV-usage statistics: what [`report`] gives on its samples.
+pub fn from_range(g: &GaugeRange, t: &KvThresholds) -> Option<KvReport> {
+    let f = g.finite?;
+    let n = f.samples as f64;
+    // A count of samples over n: what adding 1.0 per sample then dividing gives, exactly.
+    let band_time = KvBand::ALL.iter().map(|&b| (b, f.bands[band_index(b)] as f64 / n)).collect();
+    Some(KvReport { last: f.last, mean: f.mean, max: f.max, band: band(f.last, t), band_time })
+}
 
 /// The band a usage value falls in:
 /// underloaded < underloaded ≤ low < target_low ≤ target ≤ target_high < high ≤ critical < critical.

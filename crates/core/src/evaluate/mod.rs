@@ -7,6 +7,7 @@
 //! selection in [`range`].
 
 pub mod extra;
+pub mod incremental;
 pub mod kv;
 pub mod promql;
 pub mod range;
@@ -72,8 +73,19 @@ pub fn evaluate_target(store: &TargetWindows, now_ms: i64, cfg: &EvalConfig) -> 
 /// model, and each model's report reads only its own group.
 #[doc(hidden)]
 pub fn evaluate_target_with(store: &TargetWindows, now_ms: i64, cfg: &EvalConfig, mode: RateMode) -> Vec<ModelReport> {
+    let kv_band = |v| kv::band_index(kv::band(v, &cfg.kv));
     let views: Vec<(Window, RangeView)> =
-        cfg.windows.iter().map(|&w| (w, RangeView::collect(store, now_ms, w.millis()))).collect();
+        cfg.windows.iter().map(|&w| (w, RangeView::collect_with(store, now_ms, w.millis(), &kv_band))).collect();
+    reports(&views, now_ms, cfg, mode)
+}
+
+/// Every model's report from each window's range.
+pub(crate) fn reports(
+    views: &[(Window, RangeView)],
+    now_ms: i64,
+    cfg: &EvalConfig,
+    mode: RateMode,
+) -> Vec<ModelReport> {
     let models: BTreeSet<Arc<str>> = views.iter().flat_map(|(_, v)| v.models().cloned()).collect();
     let absent = ModelRange::default();
     models
@@ -147,11 +159,11 @@ fn window_report(
         output_tokens_per_second,
         requests_per_second,
         finish_reasons: extra::finish_rates(&rates),
-        kv_cache: m.gauge(GaugeKind::KvCacheUsage).and_then(|s| kv::report(s, &cfg.kv)),
+        kv_cache: m.gauge(GaugeKind::KvCacheUsage).and_then(|g| kv::from_range(g, &cfg.kv)),
         slos,
         running: extra::gauge_stats(m, GaugeKind::Running),
         waiting: extra::gauge_stats(m, GaugeKind::Waiting),
-        kv_capacity_tokens: m.gauge(GaugeKind::KvCapacityTokens).and_then(|s| s.last().copied()),
+        kv_capacity_tokens: m.gauge(GaugeKind::KvCapacityTokens).map(|g| g.last),
         preemptions_per_second: counter_rate(CounterKind::Preemptions),
         ttft_breakdown: extra::ttft_breakdown(m),
         mean_prompt_tokens: ratios::mean(m, HistogramKind::RequestPromptTokens),

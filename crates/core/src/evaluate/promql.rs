@@ -33,6 +33,12 @@ impl RangeAcc {
         RangeAcc { first_t: t_ms, first_v: v, last_t: t_ms, last_v: v, n: 1, correction: 0.0 }
     }
 
+    /// A range from its first and last `(t_ms, value)`, sample count and reset correction
+    /// (the sum of the values before each reset, added oldest first).
+    pub fn from_parts(first: (i64, f64), last: (i64, f64), n: usize, correction: f64) -> Self {
+        RangeAcc { first_t: first.0, first_v: first.1, last_t: last.0, last_v: last.1, n, correction }
+    }
+
     /// Adds the next sample. `forced_reset` marks a restart known from outside the value
     /// (a changed `_created` or process start time); Prometheus only sees a decrease.
     pub fn push(&mut self, t_ms: i64, v: f64, forced_reset: bool) {

@@ -1,5 +1,9 @@
 //! One pass over a target's stored points inside (now − w, now]: per-series range
-//! accumulators for rates, and per-model gauge samples, grouped by model.
+//! accumulators for rates, and per-model gauge statistics, grouped by model.
+//!
+//! [`RangeView::collect`] reads every point of the range: the from-scratch reference that
+//! [`super::incremental`] must match bit for bit, and what one-off readers (the budget
+//! ledger, replay) use.
 //!
 //! Grouping once here is what keeps a target's evaluation linear in its series: each
 //! model's evaluation reads only its own [`ModelRange`], however many models the target
@@ -27,30 +31,79 @@ pub struct RangeView {
 pub struct ModelRange {
     /// The model's series seen in the range, in first-seen order, with their accumulators.
     /// Sums over shards add in this order, as the target-wide scan did before grouping.
-    series: Vec<(SeriesKey, RangeAcc)>,
-    /// Each gauge at each point in the range, oldest first, combined over the shards
-    /// present at that scrape: KV-cache usage is their mean (each data-parallel rank owns
-    /// its own pool), the others (requests, capacity) their sum.
-    gauges: BTreeMap<GaugeKind, Vec<f64>>,
+    pub(crate) series: Vec<(Arc<SeriesKey>, RangeAcc)>,
+    /// Statistics of each gauge over the points in the range, each point's value combined
+    /// over the shards present at that scrape: KV-cache usage is their mean (each
+    /// data-parallel rank owns its own pool), the others (requests, capacity) their sum.
+    pub(crate) gauges: BTreeMap<GaugeKind, GaugeRange>,
     /// The scrapes in the range that carried any of the model's series.
-    span: Option<Span>,
+    pub(crate) span: Option<Span>,
 }
 
 impl ModelRange {
     /// The model's series with their accumulators.
-    pub fn series(&self) -> &[(SeriesKey, RangeAcc)] {
+    pub fn series(&self) -> &[(Arc<SeriesKey>, RangeAcc)] {
         visits::add(self.series.len());
         &self.series
     }
 
-    /// One gauge at each point of the range, oldest first.
-    pub fn gauge(&self, kind: GaugeKind) -> Option<&[f64]> {
-        self.gauges.get(&kind).map(Vec::as_slice)
+    /// One gauge over the points of the range.
+    pub fn gauge(&self, kind: GaugeKind) -> Option<&GaugeRange> {
+        self.gauges.get(&kind)
     }
 
     /// The span of the model's data in the range; `None` when no scrape in it carried it.
     pub fn span(&self) -> Option<Span> {
         self.span
+    }
+}
+
+/// One gauge over a range, each point's value combined over the shards at that scrape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GaugeRange {
+    /// Over every sample, as `GaugeStats::of` reads them (the max skips NaN).
+    pub first: f64,
+    pub last: f64,
+    pub mean: f64,
+    pub max: f64,
+    /// Over the finite samples, as `kv::report` reads them; only for KV-cache usage.
+    pub finite: Option<FiniteRange>,
+}
+
+/// A gauge's finite samples over a range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FiniteRange {
+    pub samples: usize,
+    pub last: f64,
+    pub mean: f64,
+    pub max: f64,
+    /// Samples in each band, by the index the caller's classifier gives (`KvBand::ALL` order).
+    pub bands: [usize; 5],
+}
+
+impl GaugeRange {
+    /// From the samples, oldest first, summed naively as the per-point scan always has
+    /// (`band` classifies a finite sample; `None` keeps no finite statistics).
+    fn of(samples: &[f64], band: Option<&dyn Fn(f64) -> usize>) -> Option<GaugeRange> {
+        let (&first, &last) = (samples.first()?, samples.last()?);
+        let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+        let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let finite = band.and_then(|band| {
+            let finite: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
+            let last = *finite.last()?;
+            let mut bands = [0; 5];
+            for &v in &finite {
+                bands[band(v).min(4)] += 1;
+            }
+            Some(FiniteRange {
+                samples: finite.len(),
+                last,
+                mean: finite.iter().sum::<f64>() / finite.len() as f64,
+                max: finite.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                bands,
+            })
+        });
+        Some(GaugeRange { first, last, mean, max, finite })
     }
 }
 
@@ -105,6 +158,18 @@ impl RangeView {
     /// from Prometheus, which would count a restarted counter that already climbed back
     /// past its old value as a small increase; we count its full new value instead.
     pub fn collect(store: &TargetWindows, now_ms: i64, range_ms: i64) -> RangeView {
+        Self::collect_with(store, now_ms, range_ms, &|_| 0)
+    }
+
+    /// [`RangeView::collect`] with the classifier of KV-usage samples into bands (an index
+    /// in `KvBand::ALL`), for the range's time-in-band counts.
+    pub fn collect_with(
+        store: &TargetWindows,
+        now_ms: i64,
+        range_ms: i64,
+        kv_band: &dyn Fn(f64) -> usize,
+    ) -> RangeView {
+        let mut samples: BTreeMap<(Arc<str>, GaugeKind), Vec<f64>> = BTreeMap::new();
         let mut index: HashMap<&SeriesKey, usize> = HashMap::new();
         let mut keys: Vec<&SeriesKey> = Vec::new();
         let mut slots: Vec<Slot<'_>> = Vec::new();
@@ -185,17 +250,28 @@ impl RangeView {
             for (&(model, kind), total) in groups.iter().zip(&sums) {
                 // `avg` for KV usage, `sum` for the rest, as PromQL computes them.
                 let v = if kind == GaugeKind::KvCacheUsage { total.mean() } else { total.sum() };
-                model_entry(&mut models, model).gauges.entry(kind).or_default().push(v.unwrap_or(f64::NAN));
+                gauge_samples(&mut samples, model, kind).push(v.unwrap_or(f64::NAN));
             }
         });
+        for ((model, kind), samples) in samples {
+            let band = (kind == GaugeKind::KvCacheUsage).then_some(kv_band);
+            if let Some(g) = GaugeRange::of(&samples, band) {
+                model_entry(&mut models, &model).gauges.insert(kind, g);
+            }
+        }
         for (key, slot) in keys.into_iter().zip(slots) {
             if let Some(acc) = slot.acc {
-                model_entry(&mut models, &key.model).series.push((key.clone(), acc));
+                model_entry(&mut models, &key.model).series.push((Arc::new(key.clone()), acc));
             }
         }
         for (model, span) in spans {
             model_entry(&mut models, model).span = Some(span);
         }
+        RangeView { models }
+    }
+
+    /// A view of models grouped elsewhere (the incremental windows).
+    pub(crate) fn from_models(models: BTreeMap<Arc<str>, ModelRange>) -> RangeView {
         RangeView { models }
     }
 
@@ -215,7 +291,15 @@ impl RangeView {
     }
 }
 
-fn model_entry<'m>(models: &'m mut BTreeMap<Arc<str>, ModelRange>, model: &Arc<str>) -> &'m mut ModelRange {
+fn gauge_samples<'m>(
+    samples: &'m mut BTreeMap<(Arc<str>, GaugeKind), Vec<f64>>,
+    model: &Arc<str>,
+    kind: GaugeKind,
+) -> &'m mut Vec<f64> {
+    samples.entry((model.clone(), kind)).or_default()
+}
+
+pub(crate) fn model_entry<'m>(models: &'m mut BTreeMap<Arc<str>, ModelRange>, model: &Arc<str>) -> &'m mut ModelRange {
     // Look up by name first: cloning the `Arc` on every gauge point would be wasted work.
     if !models.contains_key(&**model) {
         models.insert(model.clone(), ModelRange::default());

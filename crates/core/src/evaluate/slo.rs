@@ -96,7 +96,7 @@ fn status(
 /// finished requests whose first token came before it. `None` without those gauges, in
 /// which case the TTFT bracket is used as measured (an approximation at window edges).
 fn in_flight_at_start(m: &ModelRange) -> Option<f64> {
-    let first = |k| m.gauge(k).and_then(|v| v.first().copied());
+    let first = |k| m.gauge(k).map(|g| g.first);
     match (first(GaugeKind::Running), first(GaugeKind::Waiting)) {
         (None, None) => None,
         (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),

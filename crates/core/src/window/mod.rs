@@ -12,6 +12,12 @@
 //! per rank (measured by `window::tests::one_hour_at_one_second_stays_small`). Points
 //! older than the longest window are dropped on every push, and the ring never holds
 //! more than [`MAX_POINTS`] scrapes whatever the interval.
+//!
+//! Points carry sequence numbers ([`TargetWindows::seq_range`]) so that the incremental
+//! evaluation (`evaluate::incremental`) reads each one once as it enters a window and
+//! again as it leaves; the points a push drops wait for it ([`TargetWindows::keep_dropped`]).
+//! [`TargetWindows::stored_points`] and [`TargetWindows::push_values`] take a store apart
+//! and rebuild it, point for point (a snapshot on disk).
 
 mod column;
 mod layout;
@@ -20,7 +26,9 @@ pub mod saved;
 pub(crate) mod tests;
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::canonical::{Engine, Snapshot};
@@ -34,6 +42,11 @@ pub use layout::{
 /// first, so a very long window at a very short interval loses its oldest part rather
 /// than growing without bound.
 pub const MAX_POINTS: usize = 36_000;
+
+/// At most this many dropped points wait for an incremental evaluation to read them
+/// ([`TargetWindows::keep_dropped`]); beyond it (an evaluation stalled for this many
+/// scrapes) the oldest go, and that evaluation starts over from the store.
+pub const MAX_DROPPED: usize = 4096;
 
 /// A raw keyframe at least every this many scrapes, so a range starting anywhere decodes
 /// at most this many extra scrapes.
@@ -62,13 +75,28 @@ pub struct TargetWindows {
     /// The newest scrape's values, decoded: the base of the next delta.
     last_values: Vec<f64>,
     since_keyframe: usize,
+    /// Sequence number of the oldest point: every point keeps the number it was pushed
+    /// with, so an incremental evaluation (`evaluate::incremental`) can tell which points
+    /// it has already read and which the ring has dropped.
+    front_seq: u64,
+    /// Tells stores apart (a store rebuilt from a snapshot restarts its numbering).
+    epoch: u64,
+    /// Points dropped since the incremental evaluation last read the store, oldest first,
+    /// numbered up to `front_seq − 1`: a window may still hold them (it drops them at its
+    /// next tick, and needs their values to do so). Kept only once `keep_dropped` was called.
+    dropped: VecDeque<Point>,
+    keep_dropped: bool,
 }
+
+/// The next store's epoch; 0 is left to `TargetWindows::default()`.
+static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
 
 impl TargetWindows {
     /// A store that keeps what the longest window (`max_window`) needs.
     pub fn new(max_window: Duration) -> Self {
         let max_window_ms = i64::try_from(max_window.as_millis()).unwrap_or(i64::MAX);
-        TargetWindows { max_window_ms, ..TargetWindows::default() }
+        let epoch = NEXT_EPOCH.fetch_add(1, Ordering::Relaxed);
+        TargetWindows { max_window_ms, epoch, ..TargetWindows::default() }
     }
 
     /// Adds one scrape taken at `t_ms` (Unix milliseconds). Scrapes not newer than the
@@ -82,14 +110,18 @@ impl TargetWindows {
         self.push_values(t_ms, layout, values);
     }
 
-    /// Adds one scrape already split into its layout and values (`values[i]` belongs to
-    /// `layout.keys[i]`): what [`TargetWindows::push`] stores, and what a restored snapshot
-    /// replays. Scrapes not newer than the last one, or whose values do not match the
-    /// layout, are ignored.
+    /// Adds one scrape already split into its layout and values (what [`TargetWindows::push`]
+    /// does after [`Layout::extract`]); a store restored from [`TargetWindows::stored_points`]
+    /// goes through here. Scrapes not newer than the last one are ignored.
     pub fn push_values(&mut self, t_ms: i64, layout: Arc<Layout>, values: Box<[f64]>) {
         if self.points.back().is_some_and(|p| p.t_ms >= t_ms) || values.len() != layout.keys.len() {
             return;
         }
+        // Consecutive equal layouts share one `Arc`, as `extract` arranges for live scrapes.
+        let layout = match self.points.back() {
+            Some(p) if !Arc::ptr_eq(&p.layout, &layout) && *p.layout == *layout => p.layout.clone(),
+            _ => layout,
+        };
         let same_layout = self.points.back().is_some_and(|p| Arc::ptr_eq(&p.layout, &layout));
         let base = (same_layout && self.since_keyframe + 1 < KEYFRAME_EVERY).then_some(self.last_values.as_slice());
         let column = Column::encode(&values, base);
@@ -105,7 +137,9 @@ impl TargetWindows {
     }
 
     /// Every stored scrape, oldest first, decoded: its time, layout (shared by consecutive
-    /// scrapes with the same series) and values. What a snapshot saves.
+    /// scrapes with the same series) and values. What a snapshot saves; replaying them into a
+    /// fresh store with the same config through [`TargetWindows::push_values`] gives the
+    /// same evaluations.
     pub fn stored_points(&self) -> impl Iterator<Item = (i64, Arc<Layout>, Vec<f64>)> + '_ {
         let mut cur = Vec::new();
         self.points
@@ -121,6 +155,7 @@ impl TargetWindows {
     /// Drops the oldest point; the next one becomes a keyframe if it was a delta.
     fn pop_oldest(&mut self) {
         let Some(old) = self.points.pop_front() else { return };
+        self.front_seq += 1;
         if let Some(next) = self.points.front_mut()
             && !next.column.is_raw()
         {
@@ -130,14 +165,34 @@ impl TargetWindows {
             } else {
                 // Cannot happen with columns built by `Column::encode`; dropping the
                 // undecodable point keeps the invariant rather than reading garbage.
+                self.dropped.clear();
                 self.pop_keep_invariant();
+                return;
             }
         }
+        if self.keep_dropped {
+            self.dropped.push_back(old);
+            if self.dropped.len() > MAX_DROPPED {
+                self.dropped.pop_front();
+            }
+        }
+    }
+
+    /// Keeps dropped points until [`TargetWindows::release_dropped`]: an incremental
+    /// evaluation (`evaluate::incremental`) reads them to take them out of its windows.
+    pub fn keep_dropped(&mut self) {
+        self.keep_dropped = true;
+    }
+
+    /// Forgets the dropped points kept so far.
+    pub fn release_dropped(&mut self) {
+        self.dropped.clear();
     }
 
     fn pop_keep_invariant(&mut self) {
         while self.points.front().is_some_and(|p| !p.column.is_raw()) {
             self.points.pop_front();
+            self.front_seq += 1;
         }
     }
 
@@ -183,6 +238,48 @@ impl TargetWindows {
         }
     }
 
+    /// Sequence numbers of the stored points: the oldest is `start`, the newest `end − 1`.
+    pub fn seq_range(&self) -> Range<u64> {
+        self.front_seq..self.front_seq + self.points.len() as u64
+    }
+
+    /// Which store this is: two stores with the same epoch number their points alike.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The point numbered `seq`, stored or dropped but kept: its time, layout and value
+    /// column (raw, or deltas from the point before it).
+    pub fn point_at(&self, seq: u64) -> Option<(i64, &Arc<Layout>, &Column)> {
+        let p = match seq.checked_sub(self.front_seq) {
+            Some(i) => self.points.get(usize::try_from(i).ok()?)?,
+            None => {
+                let back = usize::try_from(self.front_seq - seq).ok()?;
+                self.dropped.len().checked_sub(back).and_then(|i| self.dropped.get(i))?
+            }
+        };
+        Some((p.t_ms, &p.layout, &p.column))
+    }
+
+    /// The first sequence number whose point is newer than `t_ms`.
+    pub fn seq_after(&self, t_ms: i64) -> u64 {
+        self.front_seq + self.points.partition_point(|p| p.t_ms <= t_ms) as u64
+    }
+
+    /// Decodes the point numbered `seq` into `out`, from the keyframe at or before it.
+    /// `false` when it is not stored.
+    pub fn decode_at(&self, seq: u64, out: &mut Vec<f64>) -> bool {
+        let Some(i) = seq.checked_sub(self.front_seq).and_then(|i| usize::try_from(i).ok()) else { return false };
+        if i >= self.points.len() {
+            return false;
+        }
+        let mut k = i;
+        while k > 0 && !self.points[k].column.is_raw() {
+            k -= 1;
+        }
+        self.points.range(k..=i).all(|p| p.column.decode_into(out))
+    }
+
     /// Scrape times inside (now − range, now], oldest first.
     pub fn times_in_range(&self, now_ms: i64, range_ms: i64) -> Vec<i64> {
         let mut out = Vec::new();
@@ -193,9 +290,9 @@ impl TargetWindows {
     /// Bytes this store owns on the heap (ring slots, value columns, layouts counted once
     /// however many points share them). What the memory bound in docs/memory.md measures.
     pub fn heap_bytes(&self) -> usize {
-        let mut total = self.points.capacity() * std::mem::size_of::<Point>();
+        let mut total = (self.points.capacity() + self.dropped.capacity()) * std::mem::size_of::<Point>();
         let mut last: Option<&Arc<Layout>> = None;
-        for p in &self.points {
+        for p in self.dropped.iter().chain(&self.points) {
             total += p.column.heap_bytes();
             if !last.is_some_and(|l| Arc::ptr_eq(l, &p.layout)) {
                 total += std::mem::size_of::<Layout>() + p.layout.heap_bytes();

@@ -8,8 +8,13 @@
 //! `last_evaluation_ms` (`llm_slo_target_last_evaluation_timestamp_seconds`) says how old
 //! they are. Its evaluation finishes in the background and is shown on a later tick.
 //!
-//! An evaluation reads a clone of the target's window store (cheap: the columns are
-//! shared), so the target's lock is held only to take the clone, never while evaluating.
+//! Each target's windows are evaluated incrementally (`evaluate::incremental`): the state
+//! lives beside the target's store, not in it. An evaluation holds the target's lock only
+//! to advance that state over the scrapes that came and went since the last tick (their
+//! columns, not the windows' length), then computes every report from the state alone
+//! with the lock released. So a tick copies no stored points, and a scrape waits at most
+//! for that advance, never for a long evaluation. The state is behind its own lock, which
+//! only this target's single running evaluation takes.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -19,7 +24,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::target::TargetRuntime;
-use crate::evaluate::{EvalConfig, evaluate_target};
+use crate::evaluate::incremental::Incremental;
+use crate::evaluate::{EvalConfig, RateMode};
 use crate::report::{ModelReport, Report, TargetReport};
 
 /// One target's latest completed evaluation.
@@ -187,12 +193,19 @@ impl Evaluator {
     }
 }
 
-/// One target's models at `now_ms`, from a clone of its windows taken under its lock.
+/// One target's models at `now_ms`: its windows' state advanced under the target's lock,
+/// the reports computed after releasing it.
 fn evaluate_one(rt: &TargetRuntime, now_ms: i64, eval: &EvalConfig) -> Vec<ModelReport> {
     #[cfg(feature = "test-hooks")]
     test_hooks::slow_evaluation();
-    let windows = rt.lock().windows.clone();
-    evaluate_target(&windows, now_ms, &eval.for_target(&rt.config.name))
+    let cfg = eval.for_target(&rt.config.name);
+    let mut evaluation = rt.evaluation();
+    let state = match &mut *evaluation {
+        Some(s) if s.matches(&cfg) => s,
+        slot => slot.insert(Incremental::new(&cfg.windows, cfg.kv)),
+    };
+    state.advance(&mut rt.lock().windows, now_ms);
+    state.reports(now_ms, &cfg, RateMode::Prometheus)
 }
 
 /// Hooks the integration tests use to reproduce conditions too slow or too rare to build

@@ -10,6 +10,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::canonical::{ScrapeWarning, Snapshot};
 use crate::config::{Config, Target};
+use crate::evaluate::incremental::Incremental;
 use crate::parse::Limits;
 use crate::scrape::{FetchSpec, Fetcher, ScrapeError, ingest};
 pub use crate::target::TargetState;
@@ -27,6 +28,10 @@ pub struct TargetRuntime {
     state: Mutex<TargetState>,
     /// When the target left discovery or the config, Unix ms; [`PRESENT`] while it is there.
     vanished: AtomicI64,
+    /// The incremental state of the target's windows: the evaluator's, one evaluation at a
+    /// time (so never contended), apart from `state` so that computing reports from it
+    /// does not hold up scrapes (docs/footprint.md#incremental-windows).
+    evaluation: Mutex<Option<Incremental>>,
 }
 
 /// [`TargetRuntime::vanished`] of a target that is present.
@@ -43,6 +48,7 @@ impl TargetRuntime {
             labels: Mutex::new(labels),
             state: Mutex::new(TargetState::new(max_window)),
             vanished: AtomicI64::new(PRESENT),
+            evaluation: Mutex::new(None),
         }
     }
 
@@ -62,6 +68,11 @@ impl TargetRuntime {
     /// Marks the target vanished at `at_ms`, or present again with `None`.
     pub fn set_vanished(&self, at_ms: Option<i64>) {
         self.vanished.store(at_ms.unwrap_or(PRESENT), Ordering::Release);
+    }
+
+    /// The windows' incremental state, created on first use.
+    pub fn evaluation(&self) -> MutexGuard<'_, Option<Incremental>> {
+        self.evaluation.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The state, even if a panic elsewhere poisoned the lock: a half-updated health

@@ -16,7 +16,8 @@ use crate::adapt::EngineHint;
 use crate::alert::config::AlertingConfig;
 use crate::canonical::Snapshot;
 use crate::enrich::Enricher;
-use crate::evaluate::{EvalConfig, RateMode, evaluate_target_with};
+use crate::evaluate::incremental::Incremental;
+use crate::evaluate::{EvalConfig, RateMode};
 use crate::export::{ExportSample, samples};
 use crate::report::{Health, Report, TargetReport};
 pub use crate::target::ScrapeFailure;
@@ -33,10 +34,12 @@ pub struct ReplayTarget {
     pub default_model: String,
 }
 
-/// One named target of the replay; its state is the daemon's own type.
+/// One named target of the replay; its state is the daemon's own type, and its windows
+/// are evaluated incrementally as the daemon's are.
 struct Named {
     name: String,
     state: TargetState,
+    evaluation: Incremental,
 }
 
 /// Every target's window store and health, driven by injected scrape outcomes.
@@ -50,7 +53,14 @@ pub struct VirtualDaemon {
 impl VirtualDaemon {
     pub fn new(names: impl IntoIterator<Item = String>, cfg: EvalConfig) -> Self {
         let longest = cfg.windows.iter().map(|w| w.duration()).max().unwrap_or_default();
-        let targets = names.into_iter().map(|name| Named { name, state: TargetState::new(longest) }).collect();
+        let targets = names
+            .into_iter()
+            .map(|name| Named {
+                name,
+                state: TargetState::new(longest),
+                evaluation: Incremental::new(&cfg.windows, cfg.kv),
+            })
+            .collect();
         let enricher = Enricher::new(&cfg, &AlertingConfig::default(), None, None);
         VirtualDaemon { targets, cfg, mode: RateMode::Prometheus, enricher }
     }
@@ -91,15 +101,19 @@ impl VirtualDaemon {
     /// The evaluation of every target at `now_ms`, alert rules included (they keep
     /// state, so instants must come in order).
     pub fn report(&mut self, now_ms: i64) -> Report {
+        let (cfg, mode) = (&self.cfg, self.mode);
         let targets = self
             .targets
-            .iter()
-            .map(|t| TargetReport {
-                target: t.name.clone(),
-                engine: t.state.engine(),
-                // Virtual time waits for every evaluation: none is ever late.
-                health: Health { last_evaluation_ms: Some(now_ms), ..t.state.health.clone() },
-                models: evaluate_target_with(&t.state.windows, now_ms, &self.cfg.for_target(&t.name), self.mode),
+            .iter_mut()
+            .map(|t| {
+                t.evaluation.advance(&mut t.state.windows, now_ms);
+                TargetReport {
+                    target: t.name.clone(),
+                    engine: t.state.engine(),
+                    // Virtual time waits for every evaluation: none is ever late.
+                    health: Health { last_evaluation_ms: Some(now_ms), ..t.state.health.clone() },
+                    models: t.evaluation.reports(now_ms, &cfg.for_target(&t.name), mode),
+                }
             })
             .collect();
         let mut report = Report {

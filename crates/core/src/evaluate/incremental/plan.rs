@@ -1,0 +1,190 @@
+//! What each column of a layout feeds, resolved once per layout and shared by every
+//! window: a series id, or a (model, gauge) group whose shards combine into one value per
+//! point.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::canonical::GaugeKind;
+use crate::kahan::KahanSum;
+use crate::window::{Layout, Quantity, SeriesKey};
+
+/// What one column feeds.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Feed {
+    /// A series, by catalog id.
+    Series(u32),
+    /// A gauge group, by its index in [`Plan::groups`].
+    Gauge(u32),
+}
+
+/// One layout, resolved.
+#[derive(Debug)]
+pub(super) struct Plan {
+    pub feeds: Box<[Feed]>,
+    /// The layout's gauge groups (catalog ids), in first-column order: the order the
+    /// reference adds them in.
+    pub groups: Box<[u32]>,
+    /// The models the layout carries (catalog ids), sorted.
+    pub models: Box<[u32]>,
+    /// (series id, column), sorted by id: where a series sits in this layout.
+    pub by_series: Box<[(u32, u32)]>,
+    /// Gauge group ids, sorted: whether this layout carries a group.
+    pub group_set: Box<[u32]>,
+}
+
+impl Plan {
+    pub fn column_of(&self, series: u32) -> Option<usize> {
+        self.by_series.binary_search_by_key(&series, |e| e.0).ok().map(|i| self.by_series[i].1 as usize)
+    }
+
+    /// Whether this layout carries gauge group `group` (a catalog id).
+    pub fn has_group(&self, group: u32) -> bool {
+        self.group_set.binary_search(&group).is_ok()
+    }
+
+    pub fn has_model(&self, model: u32) -> bool {
+        self.models.binary_search(&model).is_ok()
+    }
+
+    /// Each group's value at one point, in [`Plan::groups`] order: shards added in column
+    /// order with Prometheus's compensated sum; KV usage is their mean, the rest the sum.
+    pub fn gauge_values(&self, catalog: &Catalog, values: &[f64], out: &mut Vec<f64>) {
+        let mut sums = vec![KahanSum::default(); self.groups.len()];
+        for (feed, &v) in self.feeds.iter().zip(values) {
+            if let Feed::Gauge(g) = *feed {
+                sums[g as usize].add(v);
+            }
+        }
+        out.clear();
+        out.extend(self.groups.iter().zip(&sums).map(|(&g, s)| {
+            let v = if catalog.group_kind(g) == GaugeKind::KvCacheUsage { s.mean() } else { s.sum() };
+            v.unwrap_or(f64::NAN)
+        }));
+    }
+}
+
+/// Ids of every series, model and gauge group a target has shown, and the plans of its
+/// layouts.
+///
+/// Ids are never reused, so a window's per-id slots stay valid across layouts. The
+/// catalog grows with the distinct series a target ever shows (a few hundred per model);
+/// [`Catalog::should_compact`] tells the owner when most of it is stale.
+#[derive(Debug, Default)]
+pub(super) struct Catalog {
+    series: HashMap<Arc<SeriesKey>, u32>,
+    /// Shared with every view: a tick clones no key.
+    pub keys: Vec<Arc<SeriesKey>>,
+    /// The model of each series id.
+    pub series_model: Vec<u32>,
+    models: HashMap<Arc<str>, u32>,
+    pub model_names: Vec<Arc<str>>,
+    groups: HashMap<(u32, GaugeKind), u32>,
+    /// (model id, kind) of each gauge group id.
+    pub group_keys: Vec<(u32, GaugeKind)>,
+    plans: HashMap<usize, (Arc<Layout>, Arc<Plan>)>,
+    plans_at_prune: usize,
+}
+
+impl Catalog {
+    /// Whether ids of series no longer shown outnumber the live ones (`live`: the newest
+    /// layout's columns) enough that starting over is worth one full pass.
+    pub fn should_compact(&self, live: usize) -> bool {
+        self.keys.len() > 4 * live + 4096
+    }
+
+    /// Heap bytes, roughly: ids, keys (their shard strings) and plans.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let keys: usize = self.keys.iter().map(|k| k.shard.capacity()).sum();
+        // Each key once (the map shares the `Arc`), plus the map's slots.
+        let plans: usize = self.plans.values().map(|(_, p)| p.feeds.len() * (size_of::<Feed>() + 8) + 64).sum();
+        keys + self.keys.len() * (size_of::<SeriesKey>() + 16)
+            + self.series.capacity() * (size_of::<Arc<SeriesKey>>() + 8)
+            + self.series_model.capacity() * 4
+            + self.group_keys.capacity() * 16
+            + plans
+    }
+
+    pub fn group_kind(&self, group: u32) -> GaugeKind {
+        self.group_keys[group as usize].1
+    }
+
+    fn model(&mut self, name: &Arc<str>) -> u32 {
+        if let Some(&id) = self.models.get(name) {
+            return id;
+        }
+        let id = self.model_names.len() as u32;
+        self.model_names.push(name.clone());
+        self.models.insert(name.clone(), id);
+        id
+    }
+
+    /// The plan of `layout`, built on first sight.
+    pub fn plan(&mut self, layout: &Arc<Layout>) -> Arc<Plan> {
+        let ptr = Arc::as_ptr(layout) as usize;
+        if let Some((l, p)) = self.plans.get(&ptr)
+            && Arc::ptr_eq(l, layout)
+        {
+            return p.clone();
+        }
+        let plan = Arc::new(self.build(layout));
+        if self.plans.len() >= 2 * self.plans_at_prune.max(8) {
+            // Layouts nobody else holds any more (the store dropped their points).
+            self.plans.retain(|_, (l, _)| Arc::strong_count(l) > 1);
+            self.plans_at_prune = self.plans.len();
+        }
+        self.plans.insert(ptr, (layout.clone(), plan.clone()));
+        plan
+    }
+
+    fn build(&mut self, layout: &Layout) -> Plan {
+        let mut feeds = Vec::with_capacity(layout.keys.len());
+        let mut groups: Vec<u32> = Vec::new();
+        let mut local: HashMap<u32, u32> = HashMap::new();
+        let mut models: Vec<u32> = Vec::new();
+        let mut by_series = Vec::new();
+        for (col, key) in layout.keys.iter().enumerate() {
+            let model = self.model(&key.model);
+            models.push(model);
+            if let Quantity::Gauge(kind) = key.quantity {
+                let next = self.group_keys.len() as u32;
+                let g = *self.groups.entry((model, kind)).or_insert(next);
+                if g == next {
+                    self.group_keys.push((model, kind));
+                }
+                let l = *local.entry(g).or_insert_with(|| {
+                    groups.push(g);
+                    groups.len() as u32 - 1
+                });
+                feeds.push(Feed::Gauge(l));
+                continue;
+            }
+            let id = match self.series.get(key) {
+                Some(&id) => id,
+                None => {
+                    let id = self.keys.len() as u32;
+                    let key = Arc::new(key.clone());
+                    self.series.insert(key.clone(), id);
+                    self.keys.push(key);
+                    self.series_model.push(model);
+                    id
+                }
+            };
+            by_series.push((id, col as u32));
+            feeds.push(Feed::Series(id));
+        }
+        models.sort_unstable();
+        models.dedup();
+        by_series.sort_unstable();
+        let mut group_set = groups.clone();
+        group_set.sort_unstable();
+        Plan {
+            feeds: feeds.into(),
+            groups: groups.into(),
+            models: models.into(),
+            by_series: by_series.into(),
+            group_set: group_set.into(),
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! One window's incremental state: per series its first and last sample, sample count
+//! and resets; per gauge group its running statistics; per model its span. A point
+//! entering costs its columns; a point leaving costs its columns plus one decode of the
+//! point after it (the window's new oldest point), whatever the window's length.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use super::gauge::GaugeState;
+use super::plan::{Catalog, Feed, Plan};
+use crate::canonical::GaugeKind;
+use crate::evaluate::KvThresholds;
+use crate::evaluate::promql::RangeAcc;
+use crate::evaluate::range::{ModelRange, RangeView, Span, model_entry};
+use crate::window::{Layout, TargetWindows};
+
+/// A point being entered: decoded once, shared by every window.
+pub(super) struct Entering<'a> {
+    pub seq: u64,
+    pub t_ms: i64,
+    pub layout: &'a Arc<Layout>,
+    pub plan: &'a Arc<Plan>,
+    pub values: &'a [f64],
+    /// Each of `plan.groups`' value at this point.
+    pub gauges: &'a [f64],
+}
+
+/// The window's oldest point, decoded: what leaves next, and the base for decoding the
+/// point after it.
+#[derive(Debug)]
+struct Cursor {
+    seq: u64,
+    t_ms: i64,
+    plan: Arc<Plan>,
+    values: Vec<f64>,
+}
+
+#[derive(Debug)]
+struct SeriesState {
+    first_t: i64,
+    first_v: f64,
+    /// The column of the first sample: with `first_t`, the order the reference meets the
+    /// series in, which is the order sums over shards add in.
+    first_col: u32,
+    last_t: i64,
+    last_v: f64,
+    last_col: u32,
+    last_layout: Arc<Layout>,
+    n: u32,
+    /// (time of the sample after a reset, value before it), oldest first: the correction
+    /// is their sum in this order, exactly as [`RangeAcc::push`] adds them. Boxed: most
+    /// series have none, and this state exists per series per window.
+    #[allow(clippy::box_collection)] // one pointer instead of a `VecDeque`'s four words
+    resets: Option<Box<VecDeque<(i64, f64)>>>,
+}
+
+impl SeriesState {
+    fn new(t_ms: i64, v: f64, col: usize, layout: &Arc<Layout>) -> Self {
+        SeriesState {
+            first_t: t_ms,
+            first_v: v,
+            first_col: col as u32,
+            last_t: t_ms,
+            last_v: v,
+            last_col: col as u32,
+            last_layout: layout.clone(),
+            n: 1,
+            resets: None,
+        }
+    }
+
+    /// The reset rule of [`RangeAcc::push`], with the forced reset of `RangeView::collect`.
+    fn push(&mut self, t_ms: i64, v: f64, col: usize, layout: &Arc<Layout>) {
+        let same = Arc::ptr_eq(&self.last_layout, layout);
+        let forced = !same && layout.restarted_since(col, &self.last_layout, self.last_col as usize);
+        if v < self.last_v || forced {
+            self.resets.get_or_insert_default().push_back((t_ms, self.last_v));
+        }
+        self.last_t = t_ms;
+        self.last_v = v;
+        self.last_col = col as u32;
+        if !same {
+            self.last_layout = layout.clone();
+        }
+        self.n += 1;
+    }
+
+    fn set_first(&mut self, t_ms: i64, v: f64, col: usize) {
+        self.first_t = t_ms;
+        self.first_v = v;
+        self.first_col = col as u32;
+        // A reset at a sample no newer than the first is no longer between two samples
+        // of the range.
+        if let Some(resets) = &mut self.resets {
+            while resets.front().is_some_and(|r| r.0 <= t_ms) {
+                resets.pop_front();
+            }
+            if resets.is_empty() {
+                self.resets = None;
+            }
+        }
+    }
+
+    fn acc(&self) -> RangeAcc {
+        let correction = self.resets.iter().flat_map(|r| r.iter()).fold(0.0, |c, r| c + r.1);
+        RangeAcc::from_parts((self.first_t, self.first_v), (self.last_t, self.last_v), self.n as usize, correction)
+    }
+}
+
+/// Where leaving points hand off what they carried.
+#[derive(Debug, Default)]
+struct Pending {
+    series: Vec<u32>,
+    groups: Vec<u32>,
+    models: Vec<u32>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.series.is_empty() && self.groups.is_empty() && self.models.is_empty()
+    }
+}
+
+/// One window over one target.
+#[derive(Debug)]
+pub(super) struct WindowState {
+    pub range_ms: i64,
+    tail: Option<Cursor>,
+    /// The newest point entered; meaningful while `tail` is set.
+    last_seq: u64,
+    series: Vec<Option<SeriesState>>,
+    groups: Vec<Option<GaugeState>>,
+    spans: Vec<Option<Span>>,
+}
+
+fn slot<T>(v: &mut Vec<Option<T>>, id: u32) -> &mut Option<T> {
+    let i = id as usize;
+    if v.len() <= i {
+        v.resize_with(i + 1, || None);
+    }
+    &mut v[i]
+}
+
+impl WindowState {
+    pub fn new(range_ms: i64) -> Self {
+        WindowState { range_ms, tail: None, last_seq: 0, series: Vec::new(), groups: Vec::new(), spans: Vec::new() }
+    }
+
+    pub fn clear(&mut self) {
+        *self = WindowState::new(self.range_ms);
+    }
+
+    /// The oldest point's sequence number and time.
+    pub fn oldest(&self) -> Option<(u64, i64)> {
+        self.tail.as_ref().map(|c| (c.seq, c.t_ms))
+    }
+
+    pub fn enter(&mut self, p: &Entering<'_>, catalog: &Catalog, kv: &KvThresholds) {
+        if self.tail.is_none() {
+            self.tail = Some(Cursor { seq: p.seq, t_ms: p.t_ms, plan: p.plan.clone(), values: p.values.to_vec() });
+        }
+        self.last_seq = p.seq;
+        for (col, feed) in p.plan.feeds.iter().enumerate() {
+            let Feed::Series(id) = *feed else { continue };
+            let v = p.values[col];
+            match slot(&mut self.series, id) {
+                Some(s) => s.push(p.t_ms, v, col, p.layout),
+                s @ None => *s = Some(SeriesState::new(p.t_ms, v, col, p.layout)),
+            }
+        }
+        for (&g, &v) in p.plan.groups.iter().zip(p.gauges) {
+            let finite_only = catalog.group_kind(g) == GaugeKind::KvCacheUsage;
+            slot(&mut self.groups, g).get_or_insert_with(|| GaugeState::new(finite_only)).push(p.seq, v, kv);
+        }
+        for &m in p.plan.models.iter() {
+            match slot(&mut self.spans, m) {
+                Some(s) => {
+                    s.last_ms = p.t_ms;
+                    s.scrapes += 1;
+                }
+                s @ None => *s = Some(Span { first_ms: p.t_ms, last_ms: p.t_ms, scrapes: 1 }),
+            }
+        }
+    }
+
+    /// Drops the oldest point. `false` when the store no longer holds the point after it
+    /// (the ring dropped more than one point this window still held): the caller rebuilds.
+    /// Adds one to `searches` when it had to search forward for a next sample.
+    pub fn pop(
+        &mut self,
+        store: &TargetWindows,
+        catalog: &mut Catalog,
+        kv: &KvThresholds,
+        searches: &mut usize,
+    ) -> bool {
+        let Some(tail) = self.tail.as_mut() else { return true };
+        let (seq, old_plan) = (tail.seq, tail.plan.clone());
+        let mut leaving = Vec::new();
+        old_plan.gauge_values(catalog, &tail.values, &mut leaving);
+        if seq == self.last_seq {
+            self.clear();
+            return true;
+        }
+        let Some((t1, layout1, column1)) = store.point_at(seq + 1) else { return false };
+        if !column1.decode_into(&mut tail.values) {
+            return false;
+        }
+        let plan1 = catalog.plan(layout1);
+        (tail.seq, tail.t_ms, tail.plan) = (seq + 1, t1, plan1.clone());
+        let mut next_gauges = Vec::new();
+        plan1.gauge_values(catalog, &tail.values, &mut next_gauges);
+        let mut pending = Pending::default();
+        for &(id, _) in old_plan.by_series.iter() {
+            let Some(s) = self.series[id as usize].as_mut() else { continue };
+            s.n -= 1;
+            if s.n == 0 {
+                self.series[id as usize] = None;
+            } else if let Some(c) = plan1.column_of(id) {
+                s.set_first(t1, tail.values[c], c);
+            } else {
+                pending.series.push(id);
+            }
+        }
+        for (&g, &v) in old_plan.groups.iter().zip(&leaving) {
+            let next = plan1.groups.iter().position(|&x| x == g).map(|i| next_gauges[i]);
+            let Some(state) = self.groups[g as usize].as_mut() else { continue };
+            state.pop(seq, v, next, kv);
+            if state.is_empty() {
+                self.groups[g as usize] = None;
+            } else if next.is_none() {
+                pending.groups.push(g);
+            }
+        }
+        for &m in old_plan.models.iter() {
+            let Some(span) = self.spans[m as usize].as_mut() else { continue };
+            span.scrapes -= 1;
+            if span.scrapes == 0 {
+                self.spans[m as usize] = None;
+            } else if plan1.has_model(m) {
+                span.first_ms = t1;
+            } else {
+                pending.models.push(m);
+            }
+        }
+        if pending.is_empty() {
+            return true;
+        }
+        *searches += 1;
+        self.resolve(pending, store, catalog)
+    }
+
+    /// Finds, after the new oldest point, the next sample of each series, group and model
+    /// that the leaving point carried but the new oldest one does not (series that vanish
+    /// for a while and return). Rare; decodes forward.
+    fn resolve(&mut self, mut pending: Pending, store: &TargetWindows, catalog: &mut Catalog) -> bool {
+        let Some(tail) = self.tail.as_ref() else { return true };
+        let mut values = tail.values.clone();
+        let mut gauges = Vec::new();
+        for seq in tail.seq + 1..=self.last_seq {
+            let Some((t, layout, column)) = store.point_at(seq) else { return false };
+            if !column.decode_into(&mut values) {
+                return false;
+            }
+            let plan = catalog.plan(layout);
+            pending.series.retain(|&id| match plan.column_of(id) {
+                Some(c) => {
+                    if let Some(s) = self.series[id as usize].as_mut() {
+                        s.set_first(t, values[c], c);
+                    }
+                    false
+                }
+                None => true,
+            });
+            if pending.groups.iter().any(|&g| plan.has_group(g)) {
+                plan.gauge_values(catalog, &values, &mut gauges);
+                pending.groups.retain(|&g| match plan.groups.iter().position(|&x| x == g) {
+                    Some(i) => {
+                        if let Some(state) = self.groups[g as usize].as_mut() {
+                            state.set_first(gauges[i]);
+                        }
+                        false
+                    }
+                    None => true,
+                });
+            }
+            pending.models.retain(|&m| {
+                if !plan.has_model(m) {
+                    return true;
+                }
+                if let Some(span) = self.spans[m as usize].as_mut() {
+                    span.first_ms = t;
+                }
+                false
+            });
+            if pending.is_empty() {
+                return true;
+            }
+        }
+        // Counts said a later sample exists; not finding it means the state is off.
+        false
+    }
+
+    /// Heap bytes this window's state owns (the layouts it holds are the store's).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let series: usize = (self.series.iter().flatten())
+            .filter_map(|s| s.resets.as_ref())
+            .map(|r| 32 + r.capacity() * size_of::<(i64, f64)>())
+            .sum();
+        let groups: usize = self.groups.iter().flatten().map(GaugeState::heap_bytes).sum();
+        let tail = self.tail.as_ref().map_or(0, |c| c.values.capacity() * size_of::<f64>());
+        series
+            + groups
+            + tail
+            + self.series.capacity() * size_of::<Option<SeriesState>>()
+            + self.groups.capacity() * size_of::<Option<GaugeState>>()
+            + self.spans.capacity() * size_of::<Option<Span>>()
+    }
+
+    /// The window's content as the reference [`RangeView::collect`] would group it.
+    pub fn view(&self, catalog: &Catalog) -> RangeView {
+        let mut models: BTreeMap<Arc<str>, ModelRange> = BTreeMap::new();
+        let mut order: Vec<Vec<(i64, u32, u32)>> = vec![Vec::new(); catalog.model_names.len()];
+        for (id, s) in self.series.iter().enumerate() {
+            if let Some(s) = s {
+                order[catalog.series_model[id] as usize].push((s.first_t, s.first_col, id as u32));
+            }
+        }
+        for (model, mut ids) in order.into_iter().enumerate() {
+            if ids.is_empty() {
+                continue;
+            }
+            ids.sort_unstable();
+            let m = model_entry(&mut models, &catalog.model_names[model]);
+            m.series = ids
+                .into_iter()
+                .filter_map(|(_, _, id)| {
+                    let s = self.series[id as usize].as_ref()?;
+                    Some((catalog.keys[id as usize].clone(), s.acc()))
+                })
+                .collect();
+        }
+        for (g, state) in self.groups.iter().enumerate() {
+            let Some(state) = state else { continue };
+            let (model, kind) = catalog.group_keys[g];
+            let m = model_entry(&mut models, &catalog.model_names[model as usize]);
+            if let Some(g) = state.range() {
+                m.gauges.insert(kind, g);
+            }
+        }
+        for (model, span) in self.spans.iter().enumerate() {
+            if let Some(span) = span {
+                model_entry(&mut models, &catalog.model_names[model]).span = Some(*span);
+            }
+        }
+        RangeView::from_models(models)
+    }
+}
