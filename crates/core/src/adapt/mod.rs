@@ -9,7 +9,9 @@
 mod build;
 mod detect;
 mod dynamo;
+mod intern;
 mod nim;
+mod resolve;
 mod sglang;
 pub mod table;
 mod tgi;
@@ -95,5 +97,9 @@ pub(crate) fn source_of(name: &str, source: &str) -> bool {
         || ["_bucket", "_sum", "_count"].iter().any(|s| name.strip_suffix(s) == Some(source))
 }
 
+#[cfg(test)]
+mod oracle;
+#[cfg(test)]
+mod oracle_tests;
 #[cfg(test)]
 mod tests;
