@@ -12,6 +12,8 @@
 
 use std::collections::BTreeMap;
 
+use super::engine_table;
+use super::index::{TableIndex, table_index};
 use super::intern::{FastMap, Models, ShardRef, Shards};
 use super::resolve::{Created, UNLABELLED, attach_unlabelled, resolve};
 use super::table::{EngineTable, Target};
@@ -47,39 +49,30 @@ type Ids = (u32, u32, u32);
 enum Class {
     Skip,
     ProcessStart,
-    /// A part of the table source with this index in [`Classes::sources`].
+    /// A part of the table source with this index in [`TableIndex::sources`].
     Source(u32, Part),
 }
 
-/// The table's distinct sources, and the class of every sample name seen so far, per
-/// family: a family's samples carry at most seven names (the name and its type's
-/// suffixes), so a short list compared by content beats hashing every sample's name.
+/// The class of every sample name seen so far, per family: a family's samples carry at
+/// most seven names (the name and its type's suffixes), so a short list compared by
+/// content beats hashing every sample's name.
 struct Classes<'e> {
-    sources: Vec<(&'static str, Vec<usize>)>,
-    index: FastMap<&'static str, u32>,
+    table: &'static TableIndex,
     seen: Vec<Vec<(&'e str, Class)>>,
 }
 
 impl<'e> Classes<'e> {
-    fn new(table: &EngineTable, families: usize) -> Self {
-        let mut sources: Vec<(&'static str, Vec<usize>)> = Vec::new();
-        let mut index = FastMap::default();
-        for (i, m) in table.mappings.iter().enumerate() {
-            let k = *index.entry(m.source).or_insert_with(|| {
-                sources.push((m.source, Vec::new()));
-                sources.len() as u32 - 1
-            });
-            sources[k as usize].1.push(i);
-        }
-        Classes { sources, index, seen: (0..families).map(|_| Vec::new()).collect() }
+    fn new(engine: Engine, families: usize) -> Self {
+        Classes { table: table_index(engine), seen: (0..families).map(|_| Vec::new()).collect() }
     }
 
     fn of(&mut self, s: &Sample<'e>) -> Class {
-        let Some(seen) = self.seen.get_mut(s.family as usize) else { return Self::classify(&self.index, s.name) };
+        let index = &self.table.by_name;
+        let Some(seen) = self.seen.get_mut(s.family as usize) else { return Self::classify(index, s.name) };
         if let Some(&(_, c)) = seen.iter().find(|(n, _)| *n == s.name) {
             return c;
         }
-        let c = Self::classify(&self.index, s.name);
+        let c = Self::classify(index, s.name);
         if seen.len() < 8 {
             seen.push((s.name, c));
         }
@@ -146,11 +139,11 @@ impl Filed<'_> {
 pub(super) fn build<'e>(
     exp: &'e Exposition<'e>,
     engine: Engine,
-    table: &EngineTable,
     default_model: &'e str,
     max_models: usize,
 ) -> Result<Snapshot, usize> {
-    let mut classes = Classes::new(table, exp.families.len());
+    let table = engine_table(engine);
+    let mut classes = Classes::new(engine, exp.families.len());
     let mut warnings = Vec::new();
     let mut filed = Filed::default();
     let mut process_start: Option<f64> = None;
@@ -178,7 +171,7 @@ pub(super) fn build<'e>(
             filed.created.insert((source, model, shard), s.value);
             continue;
         }
-        for &i in &classes.sources[source as usize].1 {
+        for &i in &classes.table.sources[source as usize].1 {
             file_sample(exp, s, labels, table, i, part, model, shard, &mut filed, &mut warnings);
         }
     }
@@ -193,7 +186,7 @@ pub(super) fn build<'e>(
         .iter()
         .map(|(&ids, &v)| {
             let (model, shard, source) = owned(ids);
-            ((classes.sources[source].0, model, shard), v)
+            ((classes.table.sources[source].0, model, shard), v)
         })
         .collect();
     let acc: BTreeMap<Key, Acc> = std::mem::take(&mut filed.accs)

@@ -16,7 +16,7 @@ fn assert_same(body: &str) {
         let table = engine_table(engine);
         for max_models in [0, 1, 2, usize::MAX] {
             for default_model in ["", "m"] {
-                let fast = build::build(&exp, engine, table, default_model, max_models);
+                let fast = build::build(&exp, engine, default_model, max_models);
                 let plain = oracle::build(&exp, engine, table, default_model, max_models);
                 assert_eq!(format!("{fast:?}"), format!("{plain:?}"), "{engine} max_models={max_models}\n{body}");
             }
@@ -61,7 +61,8 @@ const LABELS: &[&str] = &[
     "block_size",
     "err",
 ];
-const VALUES: &[&str] = &["0", "1", "m", "n", "", "+Inf", "0.5", "1e-3", "stop", "abort", "16", "a\\\"b", "x\\ny", "NaN"];
+const VALUES: &[&str] =
+    &["0", "1", "m", "n", "", "+Inf", "0.5", "1e-3", "stop", "abort", "16", "a\\\"b", "x\\ny", "NaN"];
 
 #[derive(Debug, Clone)]
 struct Line {

@@ -15,25 +15,31 @@ pub(super) type Created = BTreeMap<(&'static str, String, ShardKey), f64>;
 pub(super) const UNLABELLED: &str = "\0unlabelled";
 
 /// Series without a model label belong to the only model when there is exactly one
-/// (a vLLM server serves one model); otherwise to the default model.
-pub(super) fn attach_unlabelled<
-    M: Ord + Eq + std::hash::Hash,
-    V,
-    T: FromIterator<((M, String, ShardKey), V)> + IntoIterator<Item = ((M, String, ShardKey), V)>,
->(
-    map: T,
+/// (a vLLM server serves one model); otherwise to the default model. Where that gives a
+/// series that the model also has with its label, the one whose key sorted last before
+/// wins (the labelled one unless the model's name sorts before [`UNLABELLED`]).
+pub(super) fn attach_unlabelled<M: Ord + Clone, V>(
+    mut map: BTreeMap<(M, String, ShardKey), V>,
     default_model: &str,
-) -> T {
-    let items: Vec<_> = map.into_iter().collect();
-    let labelled: BTreeSet<&String> = items.iter().map(|((_, m, _), _)| m).filter(|m| *m != UNLABELLED).collect();
-    let owner = match labelled.iter().next() {
-        Some(only) if labelled.len() == 1 => (*only).clone(),
+) -> BTreeMap<(M, String, ShardKey), V> {
+    let unlabelled: Vec<(M, String, ShardKey)> = map.keys().filter(|(_, m, _)| m == UNLABELLED).cloned().collect();
+    if unlabelled.is_empty() {
+        return map;
+    }
+    let mut labelled = map.keys().map(|(_, m, _)| m).filter(|m| *m != UNLABELLED);
+    let owner = match labelled.next() {
+        Some(only) if labelled.all(|m| m == only) => only.clone(),
         _ => default_model.to_string(),
     };
-    items
-        .into_iter()
-        .map(|((a, m, k), v)| if m == UNLABELLED { ((a, owner.clone(), k), v) } else { ((a, m, k), v) })
-        .collect()
+    let unlabelled_wins = owner.as_str() < UNLABELLED;
+    for key in unlabelled {
+        let Some(v) = map.remove(&key) else { continue };
+        let key = (key.0, owner.clone(), key.2);
+        if unlabelled_wins || !map.contains_key(&key) {
+            map.insert(key, v);
+        }
+    }
+    map
 }
 
 /// Per model, picks for each canonical quantity the first mapping (table order) with data.
