@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use super::engine_table;
 use super::index::{TableIndex, table_index};
 use super::intern::{FastMap, Models, ShardRef, Shards};
-use super::resolve::{Created, UNLABELLED, attach_unlabelled, resolve};
+use super::resolve::{Acc, Created, Key, UNLABELLED, attach_unlabelled, resolve};
 use super::table::{EngineTable, Target};
-use crate::canonical::{Bucket, Engine, FinishReason, ScrapeWarning, ShardKey, Snapshot, WarningReason};
+use crate::canonical::{Bucket, Engine, FinishReason, ScrapeWarning, Snapshot, WarningReason};
 use crate::parse::{Exposition, Label, Sample, parse_f64};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,18 +28,6 @@ pub(super) enum Part {
     Count,
     Created,
 }
-
-#[derive(Debug, Default)]
-pub(super) struct Acc {
-    pub buckets: Vec<Bucket>,
-    pub sum: Option<f64>,
-    pub count: Option<f64>,
-    pub value: Option<f64>,
-    pub reason: Option<FinishReason>,
-    pub position: Option<u32>,
-}
-
-pub(super) type Key = (usize, String, ShardKey);
 
 /// (mapping or source index, model, shard) while filing.
 type Ids = (u32, u32, u32);

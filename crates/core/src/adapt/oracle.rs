@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::build::{Acc, Key, Part};
-use super::resolve::{Created, UNLABELLED, attach_unlabelled, resolve};
+use super::build::Part;
+use super::resolve::{Acc, Created, Key, UNLABELLED, attach_unlabelled, resolve};
 use super::table::{EngineTable, Target};
 use crate::canonical::{Bucket, Engine, FinishReason, ScrapeWarning, ShardKey, Snapshot, WarningReason};
 use crate::parse::{Exposition, Label, Sample, parse_f64, render_series};

@@ -3,9 +3,24 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::build::{Acc, Key};
 use super::table::{EngineTable, Slot, Target};
-use crate::canonical::{CounterValue, Histogram, ModelSnapshot, ScrapeWarning, Shard, ShardKey, WarningReason};
+use crate::canonical::{
+    Bucket, CounterValue, FinishReason, Histogram, ModelSnapshot, ScrapeWarning, Shard, ShardKey, WarningReason,
+};
+
+/// What the pass over the samples gathered for one (mapping, model, shard).
+#[derive(Debug, Default)]
+pub(super) struct Acc {
+    pub buckets: Vec<Bucket>,
+    pub sum: Option<f64>,
+    pub count: Option<f64>,
+    pub value: Option<f64>,
+    pub reason: Option<FinishReason>,
+    pub position: Option<u32>,
+}
+
+/// (mapping, model, shard).
+pub(super) type Key = (usize, String, ShardKey);
 
 /// `_created` timestamps by (table source, model, shard).
 pub(super) type Created = BTreeMap<(&'static str, String, ShardKey), f64>;
