@@ -1,7 +1,10 @@
 //! Fuzzes the exposition parser: it must never panic, errors must point inside the body,
-//! and a successful parse must be internally consistent.
+//! and a successful parse must be internally consistent. What parses is also adapted, with
+//! every engine table and a model limit: the adapter must not panic either.
 #![no_main]
 
+use goodput_core::adapt::{EngineHint, adapt_bounded};
+use goodput_core::canonical::Engine;
 use goodput_core::parse::{Limits, parse};
 use libfuzzer_sys::fuzz_target;
 
@@ -17,6 +20,9 @@ fuzz_target!(|data: &[u8]| {
                     assert!(s.labels.end as usize <= e.labels.len());
                     assert!(s.line as usize >= 1 && s.line as usize <= lines);
                     let _ = e.series_string(s);
+                }
+                for hint in std::iter::once(EngineHint::Auto).chain(Engine::ALL.map(EngineHint::Is)) {
+                    let _ = adapt_bounded(&e, hint, "m", 4);
                 }
             }
             Err(err) => {

@@ -9,7 +9,10 @@
 mod build;
 mod detect;
 mod dynamo;
+mod index;
+mod intern;
 mod nim;
+mod resolve;
 mod sglang;
 pub mod table;
 mod tgi;
@@ -66,7 +69,7 @@ pub fn adapt_bounded(
             )
         })?,
     };
-    let snapshot = build::build(exposition, engine, engine_table(engine), default_model, max_models)
+    let snapshot = build::build(exposition, engine, default_model, max_models)
         .map_err(|found| AdaptError::TooManyModels { found, limit: max_models })?;
     if snapshot.models.is_empty() {
         return Err(AdaptError::NoEngineMetrics(format!(
@@ -87,13 +90,9 @@ pub(crate) fn engine_table(engine: Engine) -> &'static EngineTable {
     }
 }
 
-/// Whether a family or sample `name` is an instance of the table source `source`:
-/// the name itself, a counter family declared without `_total`, or a histogram part.
-pub(crate) fn source_of(name: &str, source: &str) -> bool {
-    name == source
-        || source.strip_suffix("_total") == Some(name)
-        || ["_bucket", "_sum", "_count"].iter().any(|s| name.strip_suffix(s) == Some(source))
-}
-
+#[cfg(test)]
+mod oracle;
+#[cfg(test)]
+mod oracle_tests;
 #[cfg(test)]
 mod tests;

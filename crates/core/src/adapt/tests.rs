@@ -7,7 +7,7 @@ fn snap(body: &str, hint: EngineHint) -> Snapshot {
     adapt(&exp, hint, "default").unwrap()
 }
 
-const DP: &str = r#"# TYPE vllm:time_to_first_token_seconds histogram
+pub(super) const DP: &str = r#"# TYPE vllm:time_to_first_token_seconds histogram
 vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="m"} 1.0
 vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 2.0
 vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 2.0

@@ -89,6 +89,13 @@ impl Layout {
     /// Splits a snapshot into a layout (reusing `previous` when nothing changed) and its
     /// value column.
     pub(super) fn extract(snap: &Snapshot, previous: Option<&Arc<Layout>>) -> (Arc<Layout>, Box<[f64]>) {
+        // Most scrapes repeat the previous one's series: compare in place and allocate
+        // nothing but the values (a fresh layout is one shard string per bucket).
+        if let Some(p) = previous
+            && let Some(values) = p.values_if_same(snap)
+        {
+            return (p.clone(), values);
+        }
         let mut keys = Vec::new();
         let mut created = Vec::new();
         let mut values = Vec::new();
@@ -98,76 +105,44 @@ impl Layout {
         for k in previous.map(|l| &l.keys[..]).unwrap_or_default() {
             known.entry(&*k.model).or_insert(&k.model);
         }
-        for (name, m) in &snap.models {
-            // One allocation per model name per layout; reused below when unchanged.
-            let model: Arc<str> = match known.get(name.as_str()) {
+        // One allocation per model name per layout; reused below when unchanged.
+        let models: Vec<Arc<str>> = snap
+            .models
+            .keys()
+            .map(|name| match known.get(name.as_str()) {
                 Some(&m) => m.clone(),
                 None => Arc::from(name.as_str()),
-            };
-            for &kind in STORED_HISTOGRAMS {
-                for shard in m.histograms.get(&kind).into_iter().flatten() {
-                    for b in &shard.value.buckets {
-                        keys.push(SeriesKey {
-                            model: model.clone(),
-                            quantity: Quantity::bucket(kind, b.le),
-                            shard: shard.key.clone(),
-                        });
-                        created.push(shard.created);
-                        values.push(b.count);
-                    }
-                }
-            }
-            for (&kind, shards) in &m.histograms {
-                for shard in shards {
-                    for (quantity, v) in
-                        [(Quantity::Sum(kind), shard.value.sum), (Quantity::Count(kind), shard.value.count)]
-                    {
-                        keys.push(SeriesKey { model: model.clone(), quantity, shard: shard.key.clone() });
-                        created.push(shard.created);
-                        values.push(v);
-                    }
-                }
-            }
-            for (&pos, shards) in &m.spec_accepted_per_position {
-                for shard in shards {
-                    keys.push(SeriesKey {
-                        model: model.clone(),
-                        quantity: Quantity::SpecAccepted(pos),
-                        shard: shard.key.clone(),
-                    });
-                    created.push(shard.created);
-                    values.push(shard.value);
-                }
-            }
-            for &kind in STORED_COUNTERS {
-                for shard in m.counters.get(&kind).into_iter().flatten() {
-                    keys.push(SeriesKey {
-                        model: model.clone(),
-                        quantity: Quantity::Counter(kind, shard.value.reason),
-                        shard: shard.key.clone(),
-                    });
-                    created.push(shard.created);
-                    values.push(shard.value.value);
-                }
-            }
-            for &kind in STORED_GAUGES {
-                for shard in m.gauges.get(&kind).into_iter().flatten() {
-                    keys.push(SeriesKey {
-                        model: model.clone(),
-                        quantity: Quantity::Gauge(kind),
-                        shard: shard.key.clone(),
-                    });
-                    created.push(None);
-                    values.push(shard.value);
-                }
-            }
-        }
+            })
+            .collect();
+        for_each_series(snap, |m, _, quantity, shard, c, v| {
+            keys.push(SeriesKey { model: models[m].clone(), quantity, shard: shard.clone() });
+            created.push(c);
+            values.push(v);
+        });
         let fresh = Layout { keys: keys.into(), created: created.into(), process_start: snap.process_start };
         let layout = match previous {
             Some(p) if **p == fresh => p.clone(),
             _ => Arc::new(fresh),
         };
         (layout, values.into())
+    }
+
+    /// The snapshot's values when its series, in order, and their restart markers are
+    /// exactly this layout's (what `==` on a freshly extracted layout would say).
+    fn values_if_same(&self, snap: &Snapshot) -> Option<Box<[f64]>> {
+        if self.process_start != snap.process_start {
+            return None;
+        }
+        let mut values = Vec::with_capacity(self.keys.len());
+        let mut same = true;
+        for_each_series(snap, |_, model, quantity, shard, c, v| {
+            let i = values.len();
+            same = same
+                && self.keys.get(i).is_some_and(|k| k.quantity == quantity && k.shard == *shard && *k.model == *model)
+                && self.created[i] == c;
+            values.push(v);
+        });
+        (same && values.len() == self.keys.len()).then(|| values.into())
     }
 
     /// Whether a series that was in column `i` of `prev` and is in column `j` here
@@ -189,5 +164,80 @@ impl Layout {
             self.keys.iter().filter(|k| seen.insert(k.model.as_ptr())).map(|k| k.model.len() + 16).sum()
         };
         keys + models + self.created.len() * std::mem::size_of::<Option<f64>>()
+    }
+}
+
+/// Calls `f(model index, model, quantity, shard, created, value)` for every stored series
+/// of a snapshot, in column order.
+fn for_each_series(snap: &Snapshot, mut f: impl FnMut(usize, &str, Quantity, &ShardKey, Option<f64>, f64)) {
+    for (m, (name, model)) in snap.models.iter().enumerate() {
+        let mut f = |q, shard, c, v| f(m, name, q, shard, c, v);
+        for &kind in STORED_HISTOGRAMS {
+            for shard in model.histograms.get(&kind).into_iter().flatten() {
+                for b in &shard.value.buckets {
+                    f(Quantity::bucket(kind, b.le), &shard.key, shard.created, b.count);
+                }
+            }
+        }
+        for (&kind, shards) in &model.histograms {
+            for shard in shards {
+                f(Quantity::Sum(kind), &shard.key, shard.created, shard.value.sum);
+                f(Quantity::Count(kind), &shard.key, shard.created, shard.value.count);
+            }
+        }
+        for (&pos, shards) in &model.spec_accepted_per_position {
+            for shard in shards {
+                f(Quantity::SpecAccepted(pos), &shard.key, shard.created, shard.value);
+            }
+        }
+        for &kind in STORED_COUNTERS {
+            for shard in model.counters.get(&kind).into_iter().flatten() {
+                f(Quantity::Counter(kind, shard.value.reason), &shard.key, shard.created, shard.value.value);
+            }
+        }
+        for &kind in STORED_GAUGES {
+            for shard in model.gauges.get(&kind).into_iter().flatten() {
+                f(Quantity::Gauge(kind), &shard.key, None, shard.value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::tests::vllm_like;
+
+    /// Extracting against a previous layout gives what extracting afresh gives, and shares
+    /// the previous layout exactly when that one is equal.
+    #[test]
+    fn extract_against_a_previous_layout_equals_a_fresh_extract() {
+        let base = vllm_like(2, 3.0);
+        let mut variants = vec![base.clone(), vllm_like(2, 5.0), vllm_like(3, 3.0)];
+        let mut v = base.clone();
+        v.process_start = Some(1.8e9);
+        variants.push(v);
+        let mut v = base.clone();
+        v.models.values_mut().for_each(|m| m.histograms.get_mut(&HistogramKind::Ttft).unwrap()[1].created = None);
+        variants.push(v);
+        let mut v = base.clone();
+        v.models.values_mut().for_each(|m| m.counters.get_mut(&CounterKind::PromptTokens).unwrap()[0].key.push('x'));
+        variants.push(v);
+        let mut v = base.clone();
+        v.models.values_mut().for_each(|m| m.gauges.get_mut(&GaugeKind::Running).unwrap().clear());
+        variants.push(v);
+        let mut v = base.clone();
+        let m = v.models.values().next().unwrap().clone();
+        v.models.insert("another".into(), m);
+        variants.push(v);
+        let (prev, _) = Layout::extract(&base, None);
+        for (i, snap) in variants.iter().enumerate() {
+            let (fresh, fresh_values) = Layout::extract(snap, None);
+            let (reused, values) = Layout::extract(snap, Some(&prev));
+            assert_eq!(*reused, *fresh, "variant {i}");
+            assert_eq!(values, fresh_values, "variant {i}");
+            assert_eq!(Arc::ptr_eq(&reused, &prev), *fresh == *prev, "variant {i}");
+        }
+        assert!(Arc::ptr_eq(&Layout::extract(&variants[1], Some(&prev)).0, &prev), "same series, new values");
     }
 }
