@@ -35,7 +35,7 @@ impl History<'_> {
         let mut t = self.from_ms;
         while t <= self.to_ms {
             for i in 0..self.targets {
-                let factor = super::factor(t - self.anchor_ms, i, self.ramp_s);
+                let factor = super::template::factor(t - self.anchor_ms, i, self.ramp_s);
                 let body = self.template.render(factor);
                 let labels = format!("job=\"{}\",instance=\"{}\",target=\"t{i}\"", self.job, self.instance);
                 buf.clear();

@@ -36,14 +36,7 @@ use axum::routing::get;
 
 mod history;
 mod template;
-use template::Template;
-
-/// The scale of target `i`'s counters `elapsed_ms` after the anchor: a per-target phase
-/// makes every target's exposition distinct.
-fn factor(elapsed_ms: i64, i: usize, ramp_s: f64) -> f64 {
-    let t = elapsed_ms as f64 / 1000.0 + (i % 97) as f64 * 0.731;
-    1.0 + t / ramp_s
-}
+use template::{Template, factor};
 
 fn unix_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
