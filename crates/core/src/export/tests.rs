@@ -24,6 +24,7 @@ fn report() -> Report {
                 warnings_total: BTreeMap::from([("duplicate_series".to_string(), 2)]),
                 last_successful_scrape_ms: Some(1_700_000_000_250),
                 last_evaluation_ms: Some(1_700_000_004_000),
+                process_start_s: None,
             },
             models: vec![ModelReport {
                 model: "m".into(),

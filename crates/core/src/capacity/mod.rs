@@ -1,0 +1,346 @@
+//! Capacity, found online (docs/capacity.md): where goodput leaves throughput for each
+//! target and model, from the SLO attainment that live traffic actually got.
+//!
+//! The [`CapacityBook`] takes each tick's [`Report`] and keeps, per target and model, a
+//! bounded [`history::History`] of evaluation intervals (one per [`SPACING`]). From it come
+//! a model-free saturation signal ([`saturation`]) and, per SLO, the highest request rate
+//! at which attainment still met the objective, with p10/p50/p90 ([`estimate`]). Pure:
+//! the caller passes the reports in; time is the report's, randomness a fixed seed.
+
+pub mod estimate;
+pub mod history;
+pub mod saturation;
+pub mod stats;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::canonical::HistogramKind;
+use crate::report::{Report, SloStatus, WindowReport};
+use crate::request::DataSource;
+use crate::slo::{Bounded, Clause, Slo};
+use estimate::{Estimate, Fit, Point};
+use history::{History, Identity, Interval, Judged};
+pub use saturation::Reason;
+use saturation::{Saturation, TREND_INTERVALS};
+
+/// One history interval per this much time at most: ticks closer together only update
+/// the report. Four intervals per minute resolve a ramp of a few minutes.
+pub const SPACING: Duration = Duration::from_secs(15);
+
+/// Models per target the book keeps a history for, as the budget book caps its ledgers.
+pub const MAX_MODELS_PER_TARGET: usize = 64;
+
+/// How the capacity of an SLO was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// From per-request outcomes (tap or engine spans): exact attainment per interval.
+    Empirical,
+    /// From histogram attainment brackets: once from each end.
+    Bounds,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Empirical => "empirical",
+            Method::Bounds => "bounds",
+        }
+    }
+}
+
+/// Which end of the attainment bracket an estimate comes from (`Bounds` only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum End {
+    Lower,
+    Upper,
+}
+
+impl End {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            End::Lower => "lower",
+            End::Upper => "upper",
+        }
+    }
+}
+
+/// One estimate of one SLO's capacity, requests/s.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RateEstimate {
+    /// `None` for `Empirical`; the attainment end for `Bounds`.
+    pub end: Option<End>,
+    pub p10: f64,
+    pub p50: f64,
+    pub p90: f64,
+    /// No failing load has been seen: the values are lower bounds.
+    pub censored: bool,
+    /// Load failed from the lowest rate seen: the values are upper bounds.
+    pub below_data: bool,
+    /// Rate bins with enough requests.
+    pub bins: usize,
+}
+
+impl RateEstimate {
+    fn new(end: Option<End>, e: Estimate) -> RateEstimate {
+        RateEstimate {
+            end,
+            p10: e.p10,
+            p50: e.p50,
+            p90: e.p90,
+            censored: e.censored,
+            below_data: e.below_data,
+            bins: e.bins,
+        }
+    }
+}
+
+/// One SLO's capacity for one target and model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SloCapacity {
+    pub slo: String,
+    pub objective: f64,
+    pub method: Method,
+    /// One estimate (`Empirical`), or the lower then the upper end (`Bounds`); empty until
+    /// a rate bin holds enough requests.
+    pub estimates: Vec<RateEstimate>,
+    /// The conservative capacity (p10 of the lower end) over the current arrival rate.
+    pub headroom: Option<f64>,
+    /// Intervals the estimate rests on (the current workload's, since the last reset).
+    pub intervals_used: usize,
+    /// Request-weighted mean age of those intervals, seconds.
+    pub age_seconds: Option<f64>,
+}
+
+impl SloCapacity {
+    /// The estimate headroom is read from: the only one, or the lower end.
+    pub fn conservative(&self) -> Option<&RateEstimate> {
+        self.estimates.first()
+    }
+}
+
+/// Capacity and saturation of one target and model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityReport {
+    pub target: String,
+    pub model: String,
+    /// Arrivals per second in the newest interval.
+    pub arrival_rate: Option<f64>,
+    /// The arrival rate rose significantly over the last intervals.
+    pub rising: bool,
+    pub saturated: bool,
+    /// Why, while saturated.
+    pub reasons: Vec<Reason>,
+    pub slos: Vec<SloCapacity>,
+    /// Intervals in the history since the engine's current run began.
+    pub intervals: usize,
+}
+
+/// One target and model.
+#[derive(Debug, Default)]
+struct Series {
+    history: History,
+    /// SLO names in the order of each interval's `slos`.
+    slos: Vec<String>,
+    saturation: Saturation,
+    /// The report as of the newest interval.
+    latest: Option<CapacityReport>,
+}
+
+/// The book's knobs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CapacityConfig {
+    pub fit: Fit,
+    /// KV usage counted as critical (the `kv_cache.critical` band limit).
+    pub kv_critical: f64,
+}
+
+impl Default for CapacityConfig {
+    fn default() -> Self {
+        CapacityConfig { fit: Fit::default(), kv_critical: 0.90 }
+    }
+}
+
+/// Every target and model's history, fed one report per tick.
+#[derive(Debug, Default)]
+pub struct CapacityBook {
+    cfg: CapacityConfig,
+    slos: Vec<Slo>,
+    series: BTreeMap<(String, String), Series>,
+}
+
+impl CapacityBook {
+    pub fn new(slos: Vec<Slo>, cfg: CapacityConfig) -> CapacityBook {
+        CapacityBook { cfg, slos, series: BTreeMap::new() }
+    }
+
+    /// Takes what `report` says of every target that is up (an interval per [`SPACING`]),
+    /// and returns every target and model's capacity.
+    pub fn feed(&mut self, report: &Report) -> Vec<CapacityReport> {
+        let spacing = SPACING.as_millis() as i64;
+        for t in report.targets.iter().filter(|t| t.health.up) {
+            let identity = Identity {
+                process_start: t.health.process_start_s,
+                kv_capacity_tokens: t.models.iter().flat_map(|m| &m.windows).find_map(|w| w.kv_capacity_tokens),
+            };
+            let known = self.series.keys().filter(|(target, _)| *target == t.target).count();
+            for m in &t.models {
+                let Some(w) = m.windows.iter().min_by_key(|w| w.window) else { continue };
+                let key = (t.target.clone(), m.model.clone());
+                if !self.series.contains_key(&key) && known >= MAX_MODELS_PER_TARGET {
+                    continue;
+                }
+                let series = self.series.entry(key).or_default();
+                let last_ms = series.history.last().map(|i| i.t_ms);
+                if last_ms.is_some_and(|l| report.t_ms - l < spacing) {
+                    continue;
+                }
+                let slos: Vec<&Slo> = self.slos.iter().filter(|s| s.applies_to(&t.target, &m.model)).collect();
+                if series.slos.len() != slos.len() || series.slos.iter().zip(&slos).any(|(a, b)| *a != b.name) {
+                    series.history = History::default();
+                    series.slos = slos.iter().map(|s| s.name.clone()).collect();
+                }
+                let window_ms = w.window.millis() as f64;
+                let new_share = last_ms.map_or(1.0, |l| ((report.t_ms - l) as f64 / window_ms).min(1.0));
+                let Some(iv) = interval(report.t_ms, w, &slos, new_share) else { continue };
+                series.history.push(identity, iv);
+                let reasons = saturation::reasons(&series.history.recent(TREND_INTERVALS), self.cfg.kv_critical);
+                series.saturation.update(reasons);
+                series.latest = Some(assess(&t.target, &m.model, series, &slos, report.t_ms, &self.cfg));
+            }
+        }
+        let up: Vec<&str> = report.targets.iter().map(|t| t.target.as_str()).collect();
+        self.series
+            .iter()
+            .filter(|((target, _), _)| up.contains(&target.as_str()))
+            .filter_map(|(_, s)| s.latest.clone())
+            .collect()
+    }
+}
+
+/// The interval a window shows at `t_ms`; `None` without a request rate. Counts are scaled
+/// by `new_share`, the part of the window not yet counted by the previous interval.
+fn interval(t_ms: i64, w: &WindowReport, slos: &[&Slo], new_share: f64) -> Option<Interval> {
+    let finished = w.requests_per_second.or_else(|| crate::request::preferred(w).map(|r| r.requests_per_second))?;
+    let in_flight = |g: fn(&crate::report::GaugeStats) -> f64| Some(g(w.running.as_ref()?) + g(w.waiting.as_ref()?));
+    let grew = match (in_flight(|g| g.first), in_flight(|g| g.last)) {
+        (Some(a), Some(b)) => (b - a) / w.window.duration().as_secs_f64(),
+        _ => 0.0,
+    };
+    let p99 = w
+        .latency
+        .iter()
+        .find(|q| q.metric == HistogramKind::Ttft && q.quantile == crate::alert::LATENCY_ALERT_QUANTILE)
+        .map_or(f64::NAN, |q| q.value);
+    let judged = slos.iter().map(|s| judged(w, s, new_share)).collect();
+    let f = |x: Option<f64>| x.map_or(f32::NAN, |v| v as f32);
+    Some(Interval {
+        t_ms,
+        arrival_rate: (finished + grew).max(0.0) as f32,
+        finished_rate: finished as f32,
+        waiting: f(w.waiting.map(|g| g.last)),
+        running: f(w.running.map(|g| g.last)),
+        kv_usage: f(w.kv_cache.as_ref().map(|k| k.max)),
+        preemptions_per_second: f(w.preemptions_per_second),
+        ttft_p99: p99 as f32,
+        mean_prompt_tokens: f(w.mean_prompt_tokens),
+        mean_output_tokens: f(w.mean_output_tokens),
+        slos: judged,
+    })
+}
+
+/// One SLO over the window: exact from requests when a request source evaluated it, else
+/// the histogram bracket's two ends.
+fn judged(w: &WindowReport, slo: &Slo, share: f64) -> Judged {
+    let from = |v: &crate::report::SloValues, exact: bool| {
+        let joint = v.attainment.get(&Clause::Joint).copied().unwrap_or(Bounded::exact(f64::NAN));
+        let n = v.requests * share;
+        if !(n > 0.0 && joint.lower.is_finite() && joint.upper.is_finite()) {
+            return Judged::default();
+        }
+        Judged {
+            total: n as f32,
+            good_lower: (joint.lower * n) as f32,
+            good_upper: (joint.upper * n) as f32,
+            exact: exact && joint.is_exact(),
+        }
+    };
+    if let Some((source, v)) = crate::request::preferred_slo(w, &slo.name)
+        && source != DataSource::Metrics
+    {
+        return from(v, true);
+    }
+    match w.slos.iter().find(|s| s.slo == slo.name).map(|s| &s.status) {
+        Some(SloStatus::Evaluated(v)) => from(v, false),
+        _ => Judged::default(),
+    }
+}
+
+/// The report of one series after its newest interval.
+fn assess(target: &str, model: &str, s: &Series, slos: &[&Slo], now_ms: i64, cfg: &CapacityConfig) -> CapacityReport {
+    let recent = s.history.recent(TREND_INTERVALS);
+    let arrivals: Vec<f64> = recent.iter().map(|i| i.arrival_rate as f64).collect();
+    let arrival_rate = arrivals.last().copied().filter(|r| r.is_finite());
+    let same = s.history.same_workload(now_ms, TREND_INTERVALS);
+    let slos = slos
+        .iter()
+        .enumerate()
+        .map(|(k, slo)| {
+            let used: Vec<(&Interval, f64, Judged)> =
+                same.iter().filter_map(|(i, w)| i.slos.get(k).filter(|j| j.total > 0.0).map(|j| (*i, *w, *j))).collect();
+            let exact = !used.is_empty() && used.iter().all(|(_, _, j)| j.exact);
+            let points = |good: fn(&Judged) -> f32| -> Vec<Point> {
+                used.iter()
+                    .map(|(i, w, j)| Point {
+                        rate: i.arrival_rate as f64,
+                        total: j.total as f64 * w,
+                        good: good(j) as f64 * w,
+                    })
+                    .collect()
+            };
+            let objective = slo.objective.get();
+            let fit = |good: fn(&Judged) -> f32| estimate::estimate(&points(good), objective, &cfg.fit);
+            let (method, estimates) = if exact {
+                (Method::Empirical, fit(|j| j.good_lower).map(|e| RateEstimate::new(None, e)).into_iter().collect())
+            } else {
+                let ends = [(End::Lower, fit(|j| j.good_lower)), (End::Upper, fit(|j| j.good_upper))];
+                (Method::Bounds, ends.into_iter().filter_map(|(end, e)| Some(RateEstimate::new(Some(end), e?))).collect())
+            };
+            let weight: f64 = used.iter().map(|(_, w, j)| w * j.total as f64).sum();
+            let age = (weight > 0.0).then(|| {
+                used.iter().map(|(i, w, j)| w * j.total as f64 * (now_ms - i.t_ms) as f64 / 1000.0).sum::<f64>() / weight
+            });
+            let mut cap = SloCapacity {
+                slo: slo.name.clone(),
+                objective,
+                method,
+                estimates,
+                headroom: None,
+                intervals_used: used.len(),
+                age_seconds: age,
+            };
+            cap.headroom = match (cap.conservative(), arrival_rate) {
+                (Some(e), Some(r)) if r > 0.0 => Some(e.p10 / r),
+                _ => None,
+            };
+            cap
+        })
+        .collect();
+    CapacityReport {
+        target: target.to_string(),
+        model: model.to_string(),
+        arrival_rate,
+        rising: saturation::rising(&arrivals),
+        saturated: s.saturation.saturated,
+        reasons: s.saturation.reasons.clone(),
+        slos,
+        intervals: s.history.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
