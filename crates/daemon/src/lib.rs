@@ -20,7 +20,7 @@
 //! `goodput::parse` is `goodput_core::parse`.
 
 pub use goodput_core::{
-    adapt, alert, budget, canonical, duration, enrich, evaluate, export, parse, probe, redact, report, request, slo,
+    adapt, alert, budget, capacity, canonical, duration, enrich, evaluate, export, parse, probe, redact, report, request, slo,
     target, window,
 };
 

@@ -50,7 +50,7 @@ fn capacity(report: &Report, target: &str, model: &str) -> Vec<CapacityInput> {
                 headroom: s.headroom?,
                 capacity: e.p10,
                 arrival_rate: c.arrival_rate?,
-                censored: e.censored,
+                censored: s.censored(),
                 rising: c.rising,
                 method: s.method.as_str(),
             })

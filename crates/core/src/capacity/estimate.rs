@@ -1,11 +1,18 @@
 //! SLO capacity from (request rate, attainment) history (docs/capacity.md#slo-capacity):
 //! log-spaced rate bins, a Jeffreys posterior per bin, a weighted non-increasing isotonic
 //! fit, the highest rate whose fitted attainment meets the objective, and its spread from
-//! a seeded posterior bootstrap.
+//! a seeded bootstrap.
+//!
+//! Each draw of the bootstrap moves three things the answer depends on: the attainment of
+//! each bin (its posterior), which intervals were seen (a Bayesian block bootstrap: one
+//! exponential weight per block of consecutive intervals, since neighbours share requests),
+//! and where the bin edges fall (a random phase of the log grid). Posteriors alone are far
+//! too sure once bins hold thousands of requests: the rate resolution of the bins, not the
+//! count, then limits what is known.
 
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Beta, Distribution};
+use rand_distr::{Beta, Distribution, Exp1};
 
 use super::stats::pava_non_increasing;
 
@@ -29,11 +36,14 @@ pub struct Fit {
     /// Expected bad requests a bin needs at the objective to count: a bin holds at least
     /// `min_bad / (1 − objective)` requests (10 → 200 requests at 0.95).
     pub min_bad: f64,
+    /// Consecutive points that share one bootstrap weight: a window of 1m over intervals
+    /// 15 s apart counts each request in four of them.
+    pub block: usize,
 }
 
 impl Default for Fit {
     fn default() -> Fit {
-        Fit { bins_per_decade: 8.0, draws: 200, seed: 0x00ca_9ac1, min_bad: 10.0 }
+        Fit { bins_per_decade: 8.0, draws: 200, seed: 0x00ca_9ac1, min_bad: 10.0, block: 4 }
     }
 }
 
@@ -67,20 +77,28 @@ pub struct Estimate {
 
 /// Bins `points` by rate, leaving out bins with fewer than the minimum requests.
 pub fn bins(points: &[Point], objective: f64, fit: &Fit) -> Vec<Bin> {
+    binned(points.iter().map(|p| (p, 1.0)), objective, fit, 0.0)
+}
+
+/// [`bins`] with a weight per point and the grid shifted by `phase` of a bin.
+fn binned<'a>(points: impl Iterator<Item = (&'a Point, f64)>, objective: f64, fit: &Fit, phase: f64) -> Vec<Bin> {
     let min_total = fit.min_bad / (1.0 - objective).max(1e-6);
-    let mut acc: std::collections::BTreeMap<i64, (f64, f64, f64)> = Default::default();
-    for p in points.iter().filter(|p| p.rate > 0.0 && p.rate.is_finite() && p.total > 0.0) {
-        let k = (p.rate.log10() * fit.bins_per_decade).floor() as i64;
+    // Whether a bin has enough requests is a property of the data, not of a draw's
+    // weights: the unweighted total decides.
+    let mut acc: std::collections::BTreeMap<i64, (f64, f64, f64, f64)> = Default::default();
+    for (p, w) in points.filter(|(p, _)| p.rate > 0.0 && p.rate.is_finite() && p.total > 0.0) {
+        let k = (p.rate.log10() * fit.bins_per_decade + phase).floor() as i64;
         let e = acc.entry(k).or_default();
-        e.0 += p.rate * p.total;
-        e.1 += p.total;
-        e.2 += p.good.clamp(0.0, p.total);
+        e.0 += p.rate * p.total * w;
+        e.1 += p.total * w;
+        e.2 += p.good.clamp(0.0, p.total) * w;
+        e.3 += p.total;
     }
     acc.into_iter()
-        .filter(|(_, (_, total, _))| *total >= min_total)
-        .map(|(k, (rt, total, good))| Bin {
+        .filter(|(_, (_, total, _, raw))| *raw >= min_total && *total > 0.0)
+        .map(|(k, (rt, total, good, _))| Bin {
             rate: rt / total,
-            low: 10f64.powf(k as f64 / fit.bins_per_decade),
+            low: 10f64.powf((k as f64 - phase) / fit.bins_per_decade),
             total,
             good,
         })
@@ -115,17 +133,31 @@ pub fn estimate(points: &[Point], objective: f64, fit: &Fit) -> Option<Estimate>
     // The point fit decides censoring: the posterior means of each bin.
     let means: Vec<f64> = bins.iter().map(|b| (b.good + 0.5) / (b.total + 1.0)).collect();
     let (_, censored, below_data) = crossing(&bins, &means, objective);
-    let betas: Vec<Beta<f64>> = bins
-        .iter()
-        .map(|b| Beta::new(b.good + 0.5, (b.total - b.good).max(0.0) + 0.5).expect("positive Jeffreys parameters"))
-        .collect();
     let mut rng = ChaCha8Rng::seed_from_u64(fit.seed);
+    let block = fit.block.max(1);
     let mut draws: Vec<f64> = (0..fit.draws.max(1))
-        .map(|_| {
-            let a: Vec<f64> = betas.iter().map(|d| d.sample(&mut rng)).collect();
-            crossing(&bins, &a, objective).0
+        .filter_map(|_| {
+            let weights: Vec<f64> = (0..points.len().div_ceil(block)).map(|_| rng.sample(Exp1)).collect();
+            let phase: f64 = rng.random_range(0.0..1.0);
+            let weighted = points.iter().enumerate().map(|(i, p)| (p, weights[i / block]));
+            let bins = binned(weighted, objective, fit, phase);
+            if bins.is_empty() {
+                return None;
+            }
+            let a: Vec<f64> = bins
+                .iter()
+                .map(|b| {
+                    Beta::new(b.good + 0.5, (b.total - b.good).max(0.0) + 0.5)
+                        .expect("positive Jeffreys parameters")
+                        .sample(&mut rng)
+                })
+                .collect();
+            Some(crossing(&bins, &a, objective).0)
         })
         .collect();
+    if draws.is_empty() {
+        return None;
+    }
     draws.sort_by(f64::total_cmp);
     let q = |p: f64| draws[((draws.len() - 1) as f64 * p).round() as usize];
     Some(Estimate { p10: q(0.1), p50: q(0.5), p90: q(0.9), censored, below_data, bins: bins.len() })

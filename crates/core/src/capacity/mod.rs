@@ -121,6 +121,13 @@ impl SloCapacity {
     pub fn conservative(&self) -> Option<&RateEstimate> {
         self.estimates.first()
     }
+
+    /// Whether failing load is yet to be proven: some end is censored. From a bracket, the
+    /// lower end may fail only because the bracket is wide; the upper end failing proves
+    /// attainment fell under the objective.
+    pub fn censored(&self) -> bool {
+        self.estimates.is_empty() || self.estimates.iter().any(|e| e.censored)
+    }
 }
 
 /// Capacity and saturation of one target and model.
