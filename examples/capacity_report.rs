@@ -13,10 +13,9 @@ use capacity_support::{cases, first_firing, run, truth};
 
 fn main() {
     let seeds: Vec<u64> = std::env::args().nth(1).map_or(vec![21, 22, 23, 24], |n| (1..=n.parse().unwrap()).collect());
-    let secs = 1200;
     println!("| profile | seed | true capacity | first uncensored | evaluations | coverage p10–p90 | median width | median bias p50 | first headroom alert | first divergence |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for (name, make) in cases() {
+    for (name, make, secs) in cases() {
         for &seed in &seeds {
             let cfg = make(seed);
             let truth = truth(&cfg);

@@ -29,9 +29,10 @@ fn under_steady_load_it_stays_quiet() {
     for seed in [1, 2] {
         let r = run(&config(Profile::Steady, seed), 900);
         assert_eq!(first_firing(&r, HEADROOM), None, "seed {seed}");
-        // The engine is never pushed past its knee, so its capacity stays a lower bound.
+        // The engine is never pushed past its knee: no failing load is proven (the bracket's
+        // lower end may fail; its upper end does not), so capacity stays a lower bound.
         let last = r.last().and_then(|i| i.capacity.clone()).expect("capacity");
-        assert!(last.slos[0].estimates.iter().all(|e| e.censored), "seed {seed}: {last:?}");
+        assert!(last.slos[0].censored(), "seed {seed}: {last:?}");
         assert!(!last.saturated, "seed {seed}");
     }
 }

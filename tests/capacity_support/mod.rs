@@ -97,14 +97,24 @@ pub fn ramp_long_prompts(seed: u64) -> SimConfig {
     cfg
 }
 
-/// The cases the ground-truth check runs: name and config for a seed.
-pub fn cases() -> Vec<(&'static str, fn(u64) -> SimConfig)> {
+/// A ramp slow enough for the engine to settle at each rate: 0.5 to 8 requests/s over
+/// 20 minutes, the time a daily peak builds up in, compressed.
+pub fn slow(mut cfg: SimConfig) -> SimConfig {
+    cfg.arrivals.ramp_start_rate = 0.5;
+    cfg.arrivals.rate = 8.0;
+    cfg.arrivals.period_s = 1200.0;
+    cfg
+}
+
+/// The cases the ground-truth check runs: name, config for a seed, seconds to run.
+pub fn cases() -> Vec<(&'static str, fn(u64) -> SimConfig, u64)> {
     vec![
-        ("ramp", |s| config(Profile::Ramp, s)),
-        ("ramp, spec decoding", ramp_spec),
-        ("ramp, 2× prompts", ramp_long_prompts),
-        ("burst", |s| config(Profile::Burst, s)),
-        ("steady", |s| config(Profile::Steady, s)),
+        ("slow ramp", |s| slow(config(Profile::Ramp, s)), 2400),
+        ("slow ramp, spec decoding", |s| slow(ramp_spec(s)), 2400),
+        ("slow ramp, 2× prompts", |s| slow(ramp_long_prompts(s)), 2400),
+        ("ramp", |s| config(Profile::Ramp, s), 1200),
+        ("burst", |s| config(Profile::Burst, s), 1200),
+        ("steady", |s| config(Profile::Steady, s), 1200),
     ]
 }
 
