@@ -13,7 +13,9 @@ use capacity_support::{cases, first_firing, run, truth};
 
 fn main() {
     let seeds: Vec<u64> = std::env::args().nth(1).map_or(vec![21, 22, 23, 24], |n| (1..=n.parse().unwrap()).collect());
-    println!("| profile | seed | true capacity | first uncensored | evaluations | coverage p10–p90 | median width | median bias p50 | first headroom alert | first divergence |");
+    println!(
+        "| profile | seed | true capacity | first uncensored | evaluations | coverage p10–p90 | median width | median bias p50 | first headroom alert | first divergence |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for (name, make, secs) in cases() {
         for &seed in &seeds {
@@ -34,7 +36,11 @@ fn main() {
                 "| {name} | {seed} | {truth:.2} | {} | {} | {} | {:.0} % | {:+.0} % | {} | {} |",
                 s(first),
                 judged.len(),
-                if judged.is_empty() { "—".into() } else { format!("{:.0} %", 100.0 * inside as f64 / judged.len() as f64) },
+                if judged.is_empty() {
+                    "—".into()
+                } else {
+                    format!("{:.0} %", 100.0 * inside as f64 / judged.len() as f64)
+                },
                 100.0 * med(&mut widths),
                 100.0 * med(&mut bias),
                 s(first_firing(&r, "LLMCapacityHeadroomLow")),

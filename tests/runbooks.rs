@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use goodput::alert::rule::DEFAULT_RUNBOOK_PAGE;
 use goodput::alert::{
-    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, CapacityInput, Clause, DataSource, KvUsage, SloReport, WindowInput,
+    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, CapacityInput, Clause, DataSource, KvUsage, SloReport,
+    WindowInput,
 };
 use goodput::duration::Window;
 use goodput::slo::{Objective, Scope, Slo};

@@ -106,8 +106,11 @@ pub fn slow(mut cfg: SimConfig) -> SimConfig {
     cfg
 }
 
-/// The cases the ground-truth check runs: name, config for a seed, seconds to run.
-pub fn cases() -> Vec<(&'static str, fn(u64) -> SimConfig, u64)> {
+/// One case of the ground-truth check: name, config for a seed, seconds to run.
+pub type Case = (&'static str, fn(u64) -> SimConfig, u64);
+
+/// The cases the ground-truth check runs.
+pub fn cases() -> Vec<Case> {
     vec![
         ("slow ramp", |s| slow(config(Profile::Ramp, s)), 2400),
         ("slow ramp, spec decoding", |s| slow(ramp_spec(s)), 2400),

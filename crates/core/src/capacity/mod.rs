@@ -297,8 +297,10 @@ fn assess(target: &str, model: &str, s: &Series, slos: &[&Slo], now_ms: i64, cfg
         .iter()
         .enumerate()
         .map(|(k, slo)| {
-            let used: Vec<(&Interval, f64, Judged)> =
-                same.iter().filter_map(|(i, w)| i.slos.get(k).filter(|j| j.total > 0.0).map(|j| (*i, *w, *j))).collect();
+            let used: Vec<(&Interval, f64, Judged)> = same
+                .iter()
+                .filter_map(|(i, w)| i.slos.get(k).filter(|j| j.total > 0.0).map(|j| (*i, *w, *j)))
+                .collect();
             let exact = !used.is_empty() && used.iter().all(|(_, _, j)| j.exact);
             let points = |good: fn(&Judged) -> f32| -> Vec<Point> {
                 used.iter()
@@ -315,11 +317,15 @@ fn assess(target: &str, model: &str, s: &Series, slos: &[&Slo], now_ms: i64, cfg
                 (Method::Empirical, fit(|j| j.good_lower).map(|e| RateEstimate::new(None, e)).into_iter().collect())
             } else {
                 let ends = [(End::Lower, fit(|j| j.good_lower)), (End::Upper, fit(|j| j.good_upper))];
-                (Method::Bounds, ends.into_iter().filter_map(|(end, e)| Some(RateEstimate::new(Some(end), e?))).collect())
+                (
+                    Method::Bounds,
+                    ends.into_iter().filter_map(|(end, e)| Some(RateEstimate::new(Some(end), e?))).collect(),
+                )
             };
             let weight: f64 = used.iter().map(|(_, w, j)| w * j.total as f64).sum();
             let age = (weight > 0.0).then(|| {
-                used.iter().map(|(i, w, j)| w * j.total as f64 * (now_ms - i.t_ms) as f64 / 1000.0).sum::<f64>() / weight
+                used.iter().map(|(i, w, j)| w * j.total as f64 * (now_ms - i.t_ms) as f64 / 1000.0).sum::<f64>()
+                    / weight
             });
             let mut cap = SloCapacity {
                 slo: slo.name.clone(),

@@ -25,7 +25,11 @@ pub const FAMILIES: &[(&str, &str, &str)] = &[
     ),
     (INTERVALS_USED, "Evaluation intervals of the current workload the capacity estimate rests on.", "gauge"),
     (AGE, "Request-weighted mean age of the intervals the capacity estimate rests on.", "gauge"),
-    (ARRIVAL_RATE, "Requests arriving per second in the newest interval: completions plus the change in requests in flight.", "gauge"),
+    (
+        ARRIVAL_RATE,
+        "Requests arriving per second in the newest interval: completions plus the change in requests in flight.",
+        "gauge",
+    ),
     (
         SATURATED,
         "1 for each reason while the engine is saturated (queue growing while completions lag arrivals, with hysteresis); 0 otherwise.",
