@@ -287,18 +287,28 @@ fn judged(w: &WindowReport, slo: &Slo, share: f64) -> Judged {
     }
 }
 
+/// Whether the engine was working off a backlog: completions more than 10 % above
+/// arrivals. The requests that finished then were judged at the load that queued them, not
+/// at the low rate that arrives while the queue drains; counted at that rate, they would
+/// pull the capacity far down after every peak.
+fn draining(i: &Interval) -> bool {
+    let (a, f) = (i.arrival_rate as f64, i.finished_rate as f64);
+    f > a * (1.0 + saturation::LAG_SHARE) && f - a > 0.05
+}
+
 /// The report of one series after its newest interval.
 fn assess(target: &str, model: &str, s: &Series, slos: &[&Slo], now_ms: i64, cfg: &CapacityConfig) -> CapacityReport {
     let recent = s.history.recent(TREND_INTERVALS);
     let arrivals: Vec<f64> = recent.iter().map(|i| i.arrival_rate as f64).collect();
     let arrival_rate = arrivals.last().copied().filter(|r| r.is_finite());
-    let same = s.history.same_workload(now_ms, TREND_INTERVALS);
+    let same = s.history.same_workload(now_ms, 4 * TREND_INTERVALS);
     let slos = slos
         .iter()
         .enumerate()
         .map(|(k, slo)| {
             let used: Vec<(&Interval, f64, Judged)> = same
                 .iter()
+                .filter(|(i, _)| !draining(i))
                 .filter_map(|(i, w)| i.slos.get(k).filter(|j| j.total > 0.0).map(|j| (*i, *w, *j)))
                 .collect();
             let exact = !used.is_empty() && used.iter().all(|(_, _, j)| j.exact);
