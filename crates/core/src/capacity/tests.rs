@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use super::*;
 use crate::duration::Window;
-use crate::report::{GaugeStats, Health, ModelReport, SloReport, SloValues, TargetReport};
+use crate::report::{
+    GaugeStats, Health, ModelReport, Report, SloReport, SloStatus, SloValues, TargetReport, WindowReport,
+};
+use crate::slo::{Bounded, Clause};
 use crate::slo::{Objective, Scope};
 
 fn slo() -> Slo {
