@@ -48,3 +48,20 @@ fn across_ramp_cases_the_interval_contains_the_truth_in_four_evaluations_of_five
     let share = inside as f64 / all as f64;
     assert!(share >= 0.8, "coverage {share:.2} over {all} evaluations");
 }
+
+#[test]
+fn goodput_simulate_capacity_sweep_prints_the_truth_the_library_finds() {
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+            .args(["simulate", "--capacity-sweep", "--profile", "ramp", "--seed", "1"])
+            .args(extra)
+            .output()
+            .expect("goodput runs")
+    };
+    let out = run(&["--slo-ttft", "500ms", "--slo-tpot", "50ms"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = truth(&config(Profile::Ramp, 1));
+    assert!(out.status.success() && text.contains(&format!("true capacity: {want:.3} requests/s")), "{text}");
+    let out = run(&[]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("needs an SLO limit"));
+}
