@@ -36,6 +36,7 @@ GPU = "gpu: needs GPU telemetry (NVML or dcgm-exporter); CI has no GPU"
 COST = "cost: needs cost.gpu_hour_dollars in the config"
 SPEC = "spec: only when the engine runs speculative decoding"
 ALERTS = "alerts: empty while nothing is pending or firing"
+CAPACITY = "capacity: needs minutes of load that varied enough to fill a rate bin (docs/capacity.md)"
 E2E_LIMIT = "e2e limit: only for SLOs with an e2e clause (the demo's batch SLO has one, chat has not)"
 # Optional data the demo has for one of its engines or SLOs: the live check requires it for
 # some selection of the variables ("goodputSomewhere").
@@ -218,6 +219,29 @@ def saturation_panels(lay, panels, sel, w=8):
            "{{component}}", "A")],
         w=w, unit="s", minv=0, custom=ts(fill=60, stack="normal"),
         desc="Mean TTFT split into queueing, prefill, and the rest (API server, tokenization). Means only, not quantiles."))
+
+
+def capacity_panels(lay, panels, sel):
+    """Capacity against the current load (docs/capacity.md): the estimate with its spread,
+    the headroom the alert reads, and the saturation signal."""
+    panels.append(panel(
+        lay, "timeseries", "Capacity against arrivals",
+        [q(f"max by (slo, q, bound, censored) (llm_slo_capacity_request_rate{{{sel}, {SLO}}})",
+           "capacity {{slo}} q{{q}} {{bound}} censored={{censored}}", "A", CAPACITY),
+         q(f"sum by (model) (llm_slo_capacity_arrival_rate{{{sel}}})", "arrivals {{model}}", "B")],
+        w=12, unit="reqps", minv=0, custom=ts(),
+        desc=("The highest arrival rate at which the SLO was still met (q 0.1 / 0.5 / 0.9; from histograms, both ends "
+              "of the bracket), against the arrivals now. censored=true: no failing load seen yet, a lower bound.")))
+    panels.append(panel(
+        lay, "timeseries", "Capacity headroom",
+        [q(f"min by (slo) (llm_slo_capacity_headroom_ratio{{{sel}, {SLO}}})", "{{slo}}", "A", CAPACITY)],
+        w=6, unit="x", minv=0, custom=ts(threshold_style="line"), steps=[("red", None), ("orange", 1), ("transparent", 1.2)],
+        desc="Conservative capacity over the current arrival rate; LLMCapacityHeadroomLow fires under 1.2 while arrivals rise."))
+    panels.append(panel(
+        lay, "timeseries", "Saturated, by reason",
+        [q(f"max by (reason) (llm_slo_saturated{{{sel}}})", "{{reason}}", "A")],
+        w=6, unit="short", minv=0, maxv=1, custom=ts(fill=60, stack="normal"),
+        desc="1 while the queue grows and completions lag arrivals (with hysteresis), per reason behind it."))
 
 
 def finish_reason_panel(lay, sel, w=12):
@@ -473,6 +497,7 @@ def target():
     kv_panels(lay, panels, sel)
 
     panels.append(row(lay, "Saturation and request shape"))
+    capacity_panels(lay, panels, sel)
     saturation_panels(lay, panels, sel)
     panels.append(panel(
         lay, "timeseries", "Mean prompt and output length",

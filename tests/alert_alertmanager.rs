@@ -63,6 +63,7 @@ fn input(target: &str, up: bool, kv: f64, joint: f64) -> AlertInput {
         } else {
             Vec::new()
         },
+        capacity: vec![],
     }
 }
 

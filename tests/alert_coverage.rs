@@ -201,6 +201,7 @@ fn burning(long_cov: f64, short_cov: f64) -> AlertInput {
             scope: Scope::default(),
         }],
         windows: vec![w(3600, long_cov), w(300, short_cov)],
+        capacity: vec![],
     }
 }
 

@@ -69,7 +69,15 @@ fn window(s: u64) -> WindowInput {
 }
 
 fn input(windows: Vec<WindowInput>) -> AlertInput {
-    AlertInput { target: "t".into(), model: "m".into(), up: true, waiting_now: None, slos: vec![], windows }
+    AlertInput {
+        target: "t".into(),
+        model: "m".into(),
+        up: true,
+        waiting_now: None,
+        slos: vec![],
+        windows,
+        capacity: vec![],
+    }
 }
 
 /// Alert names whose condition holds (the engine with `for: 0s` everywhere fires them at once),
@@ -239,6 +247,7 @@ fn target_down_preemptions_and_queue() {
         waiting_now: None,
         slos: vec![],
         windows: vec![],
+        capacity: vec![],
     };
     assert_eq!(firing("", &[], &[down]), ["LLMTargetDown"]);
     let mut w = window(300);

@@ -48,6 +48,7 @@ fn demo_metrics_pass_promtool_check_metrics() {
         "llm_slo_kv_cache_band_limit_ratio{",
         "llm_slo_kv_cache_band{",
         "llm_slo_scrape_errors_total{",
+        "llm_slo_saturated{",
     ];
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut body = String::new();

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use goodput::alert::rule::DEFAULT_RUNBOOK_PAGE;
 use goodput::alert::{
-    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, Clause, DataSource, KvUsage, SloReport, WindowInput,
+    AlertEngine, AlertInput, AlertName, AlertingConfig, Bounded, CapacityInput, Clause, DataSource, KvUsage, SloReport,
+    WindowInput,
 };
 use goodput::duration::Window;
 use goodput::slo::{Objective, Scope, Slo};
@@ -136,6 +137,15 @@ fn overloaded() -> AlertInput {
             scope: Scope::default(),
         }],
         windows: [300, 1800, 3600, 6 * 3600].into_iter().map(window).collect(),
+        capacity: vec![CapacityInput {
+            slo: "chat".into(),
+            headroom: 0.8,
+            capacity: 4.0,
+            arrival_rate: 5.0,
+            censored: false,
+            rising: true,
+            method: "empirical",
+        }],
     }
 }
 
@@ -147,6 +157,7 @@ fn down() -> AlertInput {
         waiting_now: None,
         slos: Vec::new(),
         windows: Vec::new(),
+        capacity: Vec::new(),
     }
 }
 
@@ -213,13 +224,14 @@ fn every_daemon_alert_links_to_its_section() {
 #[test]
 fn every_generated_alert_links_to_its_section() {
     let links = generated_links();
-    for name in AlertName::ALL {
+    let twins: Vec<AlertName> = AlertName::ALL.into_iter().filter(|n| n.has_promql_twin()).collect();
+    for name in twins.iter().copied() {
         let urls = links.get(name.as_str()).unwrap_or_else(|| panic!("goodput rules has no {name:?}"));
         for url in urls {
             check_link(url, name, "goodput rules");
         }
     }
-    assert_eq!(links.len(), AlertName::ALL.len(), "goodput rules raised alerts this test does not know");
+    assert_eq!(links.len(), twins.len(), "goodput rules raised alerts this test does not know");
 }
 
 #[test]

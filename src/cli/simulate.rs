@@ -17,7 +17,7 @@ pub struct Args {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("mode").required(true).args(["listen", "out"])))]
+#[command(group(clap::ArgGroup::new("mode").required(true).args(["listen", "out", "capacity_sweep"])))]
 pub struct Opts {
     /// Live mode: serve /metrics on this address, e.g. 127.0.0.1:8000.
     #[arg(long)]
@@ -71,6 +71,22 @@ pub struct Opts {
     /// The spans' `service.name`.
     #[arg(long, value_name = "NAME", default_value = "vllm")]
     pub otlp_service_name: String,
+    /// Finds the engine's true capacity for an SLO offline: a sweep of steady arrival rates
+    /// in virtual time, the highest whose attainment meets `--objective` (docs/capacity.md#ground-truth).
+    #[arg(long, conflicts_with_all = ["listen", "out"])]
+    pub capacity_sweep: bool,
+    /// The SLO of `--capacity-sweep`: TTFT limit, e.g. 500ms.
+    #[arg(long, value_parser = parse_duration, requires = "capacity_sweep")]
+    pub slo_ttft: Option<Duration>,
+    /// The SLO of `--capacity-sweep`: TPOT limit, e.g. 50ms.
+    #[arg(long, value_parser = parse_duration, requires = "capacity_sweep")]
+    pub slo_tpot: Option<Duration>,
+    /// The SLO of `--capacity-sweep`: end-to-end limit, e.g. 10s.
+    #[arg(long, value_parser = parse_duration, requires = "capacity_sweep")]
+    pub slo_e2e: Option<Duration>,
+    /// The SLO of `--capacity-sweep`: share of requests that must meet every limit.
+    #[arg(long, default_value_t = 0.95, requires = "capacity_sweep")]
+    pub objective: f64,
     /// Share of API requests answered with HTTP 500 before streaming.
     #[arg(long, value_name = "RATE")]
     pub fault_http_error: Option<f64>,
@@ -131,9 +147,38 @@ impl Opts {
     }
 }
 
+/// Prints the profile's true capacity for the SLO the flags give.
+fn capacity_sweep(args: &Opts, cfg: &goodput_sim::SimConfig) -> CliResult {
+    use goodput_sim::capacity::{Sweep, Target, true_capacity};
+    if !(args.objective > 0.0 && args.objective < 1.0) {
+        return Err(format!("--objective {} is out of range; give a share in (0, 1), e.g. 0.95", args.objective).into());
+    }
+    if args.slo_ttft.is_none() && args.slo_tpot.is_none() && args.slo_e2e.is_none() {
+        return Err(
+            "--capacity-sweep needs an SLO limit: --slo-ttft, --slo-tpot and/or --slo-e2e, e.g. --slo-ttft 500ms"
+                .into(),
+        );
+    }
+    let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+    let target = Target {
+        ttft_s: secs(args.slo_ttft),
+        tpot_s: secs(args.slo_tpot),
+        e2e_s: secs(args.slo_e2e),
+        objective: args.objective,
+    };
+    match true_capacity(cfg, &target, &Sweep::default())? {
+        Some(rate) => println!("true capacity: {rate:.3} requests/s at objective {}", args.objective),
+        None => println!("true capacity: none; even the lowest rate of the sweep misses objective {}", args.objective),
+    }
+    Ok(0)
+}
+
 pub fn run(args: Args) -> CliResult {
     let args = *args.opts;
     let cfg = args.sim_config()?;
+    if args.capacity_sweep {
+        return capacity_sweep(&args, &cfg);
+    }
     if let Some(dir) = &args.out {
         let duration = args.duration.ok_or("--out needs --duration, e.g. --duration 10m")?;
         let opts = offline::Options { duration, scrape_interval: args.scrape_interval };

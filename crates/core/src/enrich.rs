@@ -1,13 +1,16 @@
 //! After evaluation, before publishing: join GPU telemetry to the engine's windows (MFU,
-//! HBM bandwidth, decode TPOT floor, cost) and run the alert rules on the result.
+//! HBM bandwidth, decode TPOT floor, cost), feed the capacity book (docs/capacity.md) and
+//! run the alert rules on the result.
 //!
 //! The live daemon and `goodput replay` both call [`Enricher::apply`], so /metrics and
-//! replay show the same `llm_slo_alert` and GPU families.
+//! replay show the same `llm_slo_alert`, capacity and GPU families. The capacity book lives
+//! here rather than beside the budgets because the alert rules of the same tick read it.
 
 use crate::alert::config::AlertingConfig;
 use crate::alert::from_report;
 use crate::alert::state::{AlertEngine, Notification};
 use crate::alert::view;
+use crate::capacity::{CapacityBook, CapacityConfig};
 use crate::evaluate::EvalConfig;
 use crate::gpu::config::{CostConfig, GpuConfig};
 use crate::gpu::derive::{self, Bounds, Inputs};
@@ -23,6 +26,7 @@ pub struct Enricher {
     slos: Vec<Slo>,
     gpu: GpuConfig,
     cost: Option<CostConfig>,
+    capacity: CapacityBook,
 }
 
 impl Enricher {
@@ -33,7 +37,17 @@ impl Enricher {
         cost: Option<&CostConfig>,
     ) -> Self {
         let alerts = AlertEngine::new(alerting.rule_set(), alerting.runbook_base_url.clone(), alerting.resend_interval);
-        Enricher { alerts, slos: eval.slos.clone(), gpu: gpu.cloned().unwrap_or_default(), cost: cost.cloned() }
+        let capacity = CapacityBook::new(
+            eval.slos.clone(),
+            CapacityConfig { kv_critical: eval.kv.critical, ..CapacityConfig::default() },
+        );
+        Enricher {
+            alerts,
+            slos: eval.slos.clone(),
+            gpu: gpu.cloned().unwrap_or_default(),
+            cost: cost.cloned(),
+            capacity,
+        }
     }
 
     /// The alert states carried between ticks (what a `state_dir` snapshot saves).
@@ -67,6 +81,7 @@ impl Enricher {
             }
         }
         report.gpus = gpus;
+        report.capacity = self.capacity.feed(report);
         let inputs = from_report::inputs(report, &self.slos);
         let notifications = self.alerts.evaluate(report.t_ms, &inputs);
         report.alerts = view::api_response(&self.alerts).data.alerts;

@@ -13,7 +13,8 @@
 //!
 //! The request path's records ([`request`]: from a tap or engine spans) feed evaluate beside
 //! the windows. [`budget`] keeps each SLO's error budget over its period (weeks) as
-//! bucketed counts, fed from both.
+//! bucketed counts, fed from both. [`capacity`] keeps each engine's history of load and
+//! attainment and finds where goodput leaves throughput (docs/capacity.md).
 //!
 //! Beside the flow: [`target`] (one target's windows and scrape health), [`canonical`] (the engine-neutral vocabulary), [`duration`] (windows and
 //! the one duration syntax), [`slo`] (SLO math: thresholds, brackets, joint bounds),
@@ -34,6 +35,7 @@ pub mod evaluate;
 pub mod slo;
 
 pub mod budget;
+pub mod capacity;
 pub mod report;
 pub mod request;
 

@@ -34,6 +34,9 @@ pub struct Report {
     /// Each SLO's error budget over its period, per target, model and source
     /// (docs/metrics.md#error-budget-over-a-period); empty where no budget book runs.
     pub budgets: Vec<crate::budget::BudgetReport>,
+    /// Capacity and saturation per target and model (docs/capacity.md); empty where no
+    /// capacity book runs.
+    pub capacity: Vec<crate::capacity::CapacityReport>,
 }
 
 /// The configured SLOs (thresholds, objective, scope) and KV-cache band limits, so that
@@ -82,6 +85,10 @@ pub struct Health {
     /// it comes back or `scrape.target_grace` has passed. `None` for a present target.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vanished_ms: Option<i64>,
+    /// The engine's `process_start_time_seconds` at the last successful scrape: a change
+    /// is a restart (the capacity history starts again, docs/capacity.md#history).
+    #[serde(skip)]
+    pub process_start_s: Option<f64>,
 }
 
 /// Every reason a scrape can fail for, as `llm_slo_scrape_errors_total{reason}` names it

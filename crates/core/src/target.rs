@@ -86,6 +86,7 @@ impl TargetState {
                 for r in reasons {
                     *self.health.warnings_total.entry(r.as_str().to_string()).or_insert(0) += 1;
                 }
+                self.health.process_start_s = snapshot.process_start;
                 self.windows.push(t_ms, snapshot);
                 self.health.up = true;
                 self.health.last_successful_scrape_ms = Some(t_ms);

@@ -20,8 +20,8 @@
 //! `goodput::parse` is `goodput_core::parse`.
 
 pub use goodput_core::{
-    adapt, alert, budget, canonical, duration, enrich, evaluate, export, parse, probe, redact, report, request, slo,
-    target, window,
+    adapt, alert, budget, canonical, capacity, duration, enrich, evaluate, export, parse, probe, redact, report,
+    request, slo, target, window,
 };
 
 pub mod config;

@@ -9,6 +9,7 @@
 pub mod api;
 pub mod api_json;
 pub mod arrivals;
+pub mod capacity;
 pub mod client;
 pub mod cluster;
 pub mod config;

@@ -115,6 +115,22 @@ pub struct RulesConfig {
     pub preemptions: WindowedRule,
     #[serde(rename = "LLMQueueGrowing", default)]
     pub queue_growing: WindowedRule,
+    #[serde(rename = "LLMCapacityHeadroomLow", default)]
+    pub capacity_headroom_low: HeadroomRule,
+}
+
+/// Capacity headroom under a factor while arrivals rise (docs/capacity.md#the-alert).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeadroomRule {
+    pub enabled: Option<bool>,
+    #[serde(rename = "for", default, deserialize_with = "de::opt_duration")]
+    pub for_: Option<Duration>,
+    pub severity: Option<Severity>,
+    /// Conservative capacity over the current arrival rate under this fires: 1.2 leaves
+    /// 20 % of load to grow into.
+    #[serde(default, deserialize_with = "positive")]
+    pub threshold: Option<f64>,
 }
 
 /// Knobs every rule has.
@@ -378,6 +394,18 @@ impl AlertingConfig {
                     min_waiting: q.threshold.unwrap_or(min_waiting),
                     window: q.window.unwrap_or(window),
                 },
+                other => other,
+            },
+        ));
+        let h = &r.capacity_headroom_low;
+        rules.extend(rule(
+            AlertName::CapacityHeadroomLow,
+            Common { enabled: h.enabled, for_: h.for_, severity: h.severity, min_coverage: None },
+            cov,
+            |d| match d {
+                RuleKind::CapacityHeadroomLow { factor } => {
+                    RuleKind::CapacityHeadroomLow { factor: h.threshold.unwrap_or(factor) }
+                }
                 other => other,
             },
         ));

@@ -6,7 +6,7 @@
 //! Where requests were measured for a window, its SLO quantities come from them
 //! ([`from_requests`]).
 
-use super::input::{AlertInput, KvUsage, SloReport, WindowInput};
+use super::input::{AlertInput, CapacityInput, KvUsage, SloReport, WindowInput};
 use super::table::LATENCY_ALERT_QUANTILE;
 use crate::canonical::HistogramKind;
 use crate::report::{Report, SloStatus, TargetReport, WindowReport};
@@ -26,12 +26,36 @@ pub fn inputs(report: &Report, slos: &[Slo]) -> Vec<AlertInput> {
                 waiting_now: None,
                 slos: vec![],
                 windows: vec![],
+                capacity: vec![],
             });
             continue;
         }
         out.extend(model_inputs(t, slos));
     }
+    for input in &mut out {
+        input.capacity = capacity(report, &input.target, &input.model);
+    }
     out
+}
+
+/// The capacity of each SLO of one target and model with an estimate and a current rate.
+fn capacity(report: &Report, target: &str, model: &str) -> Vec<CapacityInput> {
+    let Some(c) = report.capacity.iter().find(|c| c.target == target && c.model == model) else { return vec![] };
+    c.slos
+        .iter()
+        .filter_map(|s| {
+            let e = s.conservative()?;
+            Some(CapacityInput {
+                slo: s.slo.clone(),
+                headroom: s.headroom?,
+                capacity: e.p10,
+                arrival_rate: c.arrival_rate?,
+                censored: s.censored(),
+                rising: c.rising,
+                method: s.method.as_str(),
+            })
+        })
+        .collect()
 }
 
 fn model_inputs<'a>(t: &'a TargetReport, slos: &'a [Slo]) -> impl Iterator<Item = AlertInput> + 'a {
@@ -46,6 +70,7 @@ fn model_inputs<'a>(t: &'a TargetReport, slos: &'a [Slo]) -> impl Iterator<Item 
             waiting_now,
             windows: m.windows.iter().map(|w| window(w, &slos)).collect(),
             slos,
+            capacity: vec![],
         }
     })
 }

@@ -60,6 +60,24 @@ pub struct WindowInput {
     pub slos: Vec<SloReport>,
 }
 
+/// One SLO's capacity for one target and model (docs/capacity.md), as the headroom rule
+/// reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacityInput {
+    pub slo: String,
+    /// Conservative capacity (p10, lower end) over the current arrival rate.
+    pub headroom: f64,
+    /// That capacity, requests/s.
+    pub capacity: f64,
+    pub arrival_rate: f64,
+    /// No failing load seen yet: the capacity is only a lower bound.
+    pub censored: bool,
+    /// Arrivals rose significantly over the last intervals.
+    pub rising: bool,
+    /// `empirical` or `bounds`.
+    pub method: &'static str,
+}
+
 /// One target and model at one evaluation instant.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlertInput {
@@ -72,6 +90,8 @@ pub struct AlertInput {
     /// The SLOs that apply to this target and model (none for a target that is down).
     pub slos: Vec<Slo>,
     pub windows: Vec<WindowInput>,
+    /// Capacity per SLO; empty until the capacity book has an estimate.
+    pub capacity: Vec<CapacityInput>,
 }
 
 impl AlertInput {

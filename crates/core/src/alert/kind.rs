@@ -21,10 +21,11 @@ pub enum AlertName {
     TargetDown,
     PreemptionsSustained,
     QueueGrowing,
+    CapacityHeadroomLow,
 }
 
 impl AlertName {
-    pub const ALL: [AlertName; 9] = [
+    pub const ALL: [AlertName; 10] = [
         AlertName::KvCacheSaturated,
         AlertName::GoodputDivergence,
         AlertName::TtftAboveSlo,
@@ -34,6 +35,7 @@ impl AlertName {
         AlertName::TargetDown,
         AlertName::PreemptionsSustained,
         AlertName::QueueGrowing,
+        AlertName::CapacityHeadroomLow,
     ];
 }
 
@@ -111,6 +113,11 @@ pub enum RuleKind {
         min_waiting: f64,
         window: Window,
     },
+    /// The conservative capacity (docs/capacity.md) over the current arrival rate is under
+    /// `factor` while arrivals rise. Reads the capacity book, not a window.
+    CapacityHeadroomLow {
+        factor: f64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -143,7 +150,9 @@ impl RuleKind {
             | RuleKind::PreemptionsSustained { window, .. }
             | RuleKind::QueueGrowing { window, .. } => vec![window],
             RuleKind::ErrorBudgetBurn { long_window, short_window, .. } => vec![long_window, short_window],
-            RuleKind::KvCacheSaturated { .. } | RuleKind::TargetDown => Vec::new(),
+            RuleKind::KvCacheSaturated { .. } | RuleKind::TargetDown | RuleKind::CapacityHeadroomLow { .. } => {
+                Vec::new()
+            }
         }
     }
 }

@@ -18,7 +18,7 @@ pub mod validate;
 pub mod view;
 
 pub use config::AlertingConfig;
-pub use input::{AlertInput, Bounded, Clause, DataSource, KvUsage, Slo, SloReport, WindowInput};
+pub use input::{AlertInput, Bounded, CapacityInput, Clause, DataSource, KvUsage, Slo, SloReport, WindowInput};
 pub use rule::{AlertName, RuleSet, Severity};
 pub use state::{AlertEngine, AlertState, Fingerprint, Notification};
 pub use table::{AlertSpec, LATENCY_ALERT_QUANTILE};

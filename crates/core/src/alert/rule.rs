@@ -279,6 +279,19 @@ fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
                 out.push(cx.condition(None, rate, &borrow(&vars)));
             }
         }
+        RuleKind::CapacityHeadroomLow { factor } => {
+            // A censored capacity is only a lower bound: it cannot say the knee is near.
+            for c in input.capacity.iter().filter(|c| c.rising && !c.censored && c.headroom < *factor) {
+                let vars = [
+                    ("value", format!("{:.2}", c.headroom)),
+                    ("slo", c.slo.clone()),
+                    ("threshold", format!("{factor}")),
+                    ("throughput", format!("{:.2} requests/s", c.arrival_rate)),
+                    ("detail", format!("{:.2} requests/s ({}, p10)", c.capacity, c.method)),
+                ];
+                out.push(cx.condition(Some(&c.slo), c.headroom, &borrow(&vars)));
+            }
+        }
         RuleKind::QueueGrowing { min_waiting, window } => {
             let (Some(now), Some(start)) = (input.waiting_now, input.window(*window).and_then(|w| w.waiting_at_start))
             else {

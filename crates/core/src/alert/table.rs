@@ -66,7 +66,7 @@ const BURN_SUMMARY: &str = "{who} burns the error budget of SLO {slo} at {value}
 const BURN_DESCRIPTION: &str = "Burn rate is {value}× over {window} and {long_value}× over {long_window} (threshold {threshold}, objective {objective}){detail}.";
 
 /// In [`AlertName::ALL`] order.
-pub static TABLE: [AlertSpec; 9] = [
+pub static TABLE: [AlertSpec; 10] = [
     AlertSpec {
         name: AlertName::KvCacheSaturated,
         alertname: "LLMKVCacheSaturated",
@@ -162,7 +162,25 @@ pub static TABLE: [AlertSpec; 9] = [
         summary: "Queue of {who} is growing: {value} waiting",
         description: "Waiting requests rose {detail}over {window} to {value} (alerting from {threshold}); arrivals exceed capacity.",
     },
+    AlertSpec {
+        name: AlertName::CapacityHeadroomLow,
+        alertname: "LLMCapacityHeadroomLow",
+        severity: Severity::Ticket,
+        for_: mins(1),
+        defaults: RuleKind::CapacityHeadroomLow { factor: 1.2 },
+        summary: "{who} is near its capacity for SLO {slo}: headroom {value}",
+        description: "Arrivals are rising ({throughput}) and the conservative capacity for SLO {slo} is {detail}: headroom {value}, under {threshold}. Past it, attainment fell below the objective before.",
+    },
 ];
+
+impl AlertName {
+    /// Whether `goodput rules` can write this alert in PromQL. The capacity alert reads the
+    /// daemon's own estimate (a history, an isotonic fit, a bootstrap), which PromQL cannot
+    /// compute (docs/alerts.md#alerts-without-a-promql-twin).
+    pub fn has_promql_twin(self) -> bool {
+        self != AlertName::CapacityHeadroomLow
+    }
+}
 
 /// The row of `name`.
 pub fn spec(name: AlertName) -> &'static AlertSpec {
@@ -244,6 +262,7 @@ mod tests {
                     | (AlertName::TargetDown, RuleKind::TargetDown)
                     | (AlertName::PreemptionsSustained, RuleKind::PreemptionsSustained { .. })
                     | (AlertName::QueueGrowing, RuleKind::QueueGrowing { .. })
+                    | (AlertName::CapacityHeadroomLow, RuleKind::CapacityHeadroomLow { .. })
             );
             assert!(kind_fits, "{name:?}: {:?}", row.defaults);
         }

@@ -111,6 +111,13 @@ pub fn validate(cfg: &AlertingConfig, slos: &[Slo], windows: &[Window]) -> Findi
                     }
                 }
             }
+            RuleKind::CapacityHeadroomLow { factor } => {
+                if factor.is_nan() || *factor <= 0.0 {
+                    f.errors.push(format!(
+                        "alerting.rules.{name}.threshold is {factor}; write a headroom factor > 0, e.g. 1.2"
+                    ));
+                }
+            }
             RuleKind::LatencyAboveSlo { .. } | RuleKind::TargetDown => {}
         }
     }

@@ -11,6 +11,7 @@ use crate::report::{KvBand, Report, SCRAPE_ERROR_REASONS, SloStatus, WindowRepor
 
 pub mod alerts;
 pub mod budget;
+pub mod capacity;
 pub mod gpu;
 pub mod limits;
 pub mod requests;
@@ -206,6 +207,7 @@ pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
         .or_else(|| requests::family_meta(name))
         .or_else(|| limits::family_meta(name))
         .or_else(|| budget::family_meta(name))
+        .or_else(|| capacity::family_meta(name))
 }
 
 /// The quantile family of a latency histogram, if it is exported.
@@ -305,6 +307,7 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
     out.extend(limits::samples(&report.limits));
     out.extend(requests::samples(report));
     out.extend(budget::samples(&report.budgets));
+    out.extend(capacity::samples(&report.capacity));
     out.extend(alerts::samples_of(&report.alerts));
     out.extend(alerts::readiness_samples(&report.alert_readiness));
     out.extend(gpu::gpu_samples(&report.gpus, None));

@@ -8,6 +8,9 @@
 //! alerts about one pod (KV cache, down, preemptions, queue) keep that pod's labels and
 //! copy `instance` to `target`.
 //!
+//! `LLMCapacityHeadroomLow` has no PromQL version: it reads the daemon's capacity
+//! estimate, which PromQL cannot compute.
+//!
 //! The SLO alerts also wait until their windows are covered by data, as the daemon's do
 //! (docs/alerts.md#after-a-restart). The per-pod preemption and queue alerts do not: their
 //! default `for` (10m) is longer than their window (5m), so they cannot fire before it is
@@ -191,6 +194,10 @@ pub fn rules(spec: &RulesSpec, slos: &[(&Slo, ScopeExpr)], m: &Metrics) -> Vec<P
                 ];
                 b.alert(rule, expr, None, false, &vars);
             }
+            // The capacity estimate is the daemon's own (a history of intervals, an isotonic
+            // fit and a bootstrap): PromQL cannot compute it, so there is no twin
+            // (docs/alerts.md#alerts-without-a-promql-twin).
+            RuleKind::CapacityHeadroomLow { .. } => {}
             RuleKind::QueueGrowing { min_waiting, window } => {
                 let grew = m.sum_by("instance, model", "delta", WAITING, "", *window);
                 let now = m.sum_gauge_by("instance, model", WAITING);

@@ -1,5 +1,6 @@
 //! The page's HTML, section by section: header, alerts, scrape health, then per target and
-//! model the SLO table and the charts (docs/status-page.md).
+//! model the SLO table, capacity against the current load, and the charts
+//! (docs/status-page.md).
 //!
 //! The cost is linear in targets × models × (SLOs × windows + charts × ring length): one
 //! pass over the report, one lookup of each model's history.
@@ -12,6 +13,7 @@ use super::history::{History, Series};
 use super::html::{Esc, anchor, count, limit, pct, safe_link, secs, short};
 use super::svg::{Band, Chart, Line, Ribbon, Threshold, attainment_cell};
 use crate::alert::view::rfc3339_ms;
+use crate::capacity::CapacityReport;
 use crate::duration::{Window, format_duration};
 use crate::report::{AlertJson, ModelReport, Report, SloStatus, TargetReport, WindowReport};
 use crate::request::preferred_slo;
@@ -33,7 +35,7 @@ pub fn render(report: &Report, history: &History, facts: &PageFacts) -> String {
         alerts(&mut out, report);
         health(&mut out, report);
         for t in &report.targets {
-            target(&mut out, t, history, facts);
+            target(&mut out, t, &report.capacity, history, facts);
         }
     }
     let _ = write!(
@@ -158,7 +160,7 @@ fn health(out: &mut String, report: &Report) {
     out.push_str("</tbody></table></section>");
 }
 
-fn target(out: &mut String, t: &TargetReport, history: &History, facts: &PageFacts) {
+fn target(out: &mut String, t: &TargetReport, capacity: &[CapacityReport], history: &History, facts: &PageFacts) {
     let state = if t.health.up { "up" } else { "down" };
     let _ = write!(
         out,
@@ -178,12 +180,20 @@ fn target(out: &mut String, t: &TargetReport, history: &History, facts: &PageFac
         out.push_str(r#"<p class="empty">No model evaluated yet.</p>"#);
     }
     for m in &t.models {
-        model(out, m, history.get(&t.target, &m.model), history.ring_len(), facts);
+        let c = capacity.iter().find(|c| c.target == t.target && c.model == m.model);
+        model(out, m, c, history.get(&t.target, &m.model), history.ring_len(), facts);
     }
     out.push_str("</section>");
 }
 
-fn model(out: &mut String, m: &ModelReport, series: Option<&Series>, ring: usize, facts: &PageFacts) {
+fn model(
+    out: &mut String,
+    m: &ModelReport,
+    capacity: Option<&CapacityReport>,
+    series: Option<&Series>,
+    ring: usize,
+    facts: &PageFacts,
+) {
     let _ = write!(out, r#"<div class="model"><h3>{}</h3>"#, Esc(&m.model));
     // SLOs in the order of the first window that lists them (every window lists the same).
     let mut names: Vec<&str> = Vec::new();
@@ -199,8 +209,64 @@ fn model(out: &mut String, m: &ModelReport, series: Option<&Series>, ring: usize
     } else {
         slo_table(out, m, &slos, &facts.windows);
     }
+    if let Some(c) = capacity {
+        capacity_line(out, c);
+    }
     charts(out, series, ring, &slos, facts);
     out.push_str("</div>");
+}
+
+/// Capacity against the current load (docs/capacity.md): per SLO the p10–p90 of the highest
+/// rate that still met it, or the lower bound while no failing load has been seen, beside
+/// the arrivals now; and whether the engine is saturated, with why.
+fn capacity_line(out: &mut String, c: &CapacityReport) {
+    out.push_str(r#"<p class="capacity">"#);
+    let now = c.arrival_rate.map_or("-".to_string(), |r| format!("{r:.2}"));
+    let _ = write!(out, "Arrivals now {} requests/s{}.", now, if c.rising { ", rising" } else { "" });
+    for s in &c.slos {
+        let (Some(lo), Some(hi)) = (s.estimates.first(), s.estimates.last()) else {
+            let _ = write!(out, " Capacity for SLO {}: not enough varied load yet.", Esc(&s.slo));
+            continue;
+        };
+        let how = match s.method {
+            crate::capacity::Method::Empirical => "from requests",
+            crate::capacity::Method::Bounds => "from histogram bounds",
+        };
+        if s.censored() {
+            let _ = write!(
+                out,
+                " Capacity for SLO {}: at least {:.2} requests/s (no failing load seen yet, {how}).",
+                Esc(&s.slo),
+                lo.p10
+            );
+        } else {
+            let _ = write!(
+                out,
+                " Capacity for SLO {}: {:.2}–{:.2} requests/s (p10–p90, {how}), headroom {}.",
+                Esc(&s.slo),
+                lo.p10,
+                hi.p90,
+                s.headroom
+                    .map_or("-".to_string(), |h| format!(r#"<span class="{}">{h:.2}×</span>"#, headroom_class(h))),
+            );
+        }
+    }
+    if c.saturated {
+        let why: Vec<&str> = c.reasons.iter().map(|r| r.as_str()).collect();
+        let _ = write!(out, r#" <span class="bad">Saturated</span>: {}."#, Esc(&why.join(", ")));
+    }
+    out.push_str("</p>");
+}
+
+/// Under 1 the engine is past its knee; under the alert's default 1.2 it is close.
+fn headroom_class(h: f64) -> &'static str {
+    if h < 1.0 {
+        "bad"
+    } else if h < 1.2 {
+        "warn"
+    } else {
+        "ok"
+    }
 }
 
 fn slo_table(out: &mut String, m: &ModelReport, slos: &[(&str, Option<&Slo>)], shown: &[Window]) {

@@ -287,3 +287,40 @@ fn an_exact_share_from_the_tap_is_drawn_on_the_bracket() {
     assert!(html.contains("exact from tap"), "the source is named");
     assert!(html.contains("99.25"), "the exact share is printed: {html}");
 }
+
+#[test]
+fn capacity_shows_beside_the_load_and_says_when_it_is_only_a_lower_bound() {
+    use crate::capacity::{CapacityReport, Method, RateEstimate, Reason, SloCapacity};
+    let estimate =
+        |censored| RateEstimate { end: None, p10: 3.4, p50: 3.7, p90: 4.1, censored, below_data: false, bins: 5 };
+    let mut r = sample::report(1, 0);
+    let (target, model) = (r.targets[0].target.clone(), r.targets[0].models[0].model.clone());
+    let capacity = |censored, saturated| CapacityReport {
+        target: target.clone(),
+        model: model.clone(),
+        arrival_rate: Some(3.2),
+        rising: true,
+        saturated,
+        reasons: if saturated { vec![Reason::QueueGrowing, Reason::CompletionsLag] } else { vec![] },
+        slos: vec![SloCapacity {
+            slo: "chat".into(),
+            objective: 0.95,
+            method: Method::Empirical,
+            estimates: vec![estimate(censored)],
+            headroom: Some(3.4 / 3.2),
+            intervals_used: 80,
+            age_seconds: Some(300.0),
+        }],
+        intervals: 80,
+    };
+    let p = StatusPage::new(sample::facts(), DEFAULT_RING_LEN);
+    r.capacity = vec![capacity(false, true)];
+    let html = p.html(&r);
+    assert!(html.contains("Arrivals now 3.20 requests/s, rising."), "{html}");
+    assert!(html.contains("3.40–4.10 requests/s (p10–p90, from requests), headroom <span class=\"warn\">1.06×</span>"));
+    assert!(html.contains(r#"<span class="bad">Saturated</span>: queue_growing, completions_lag."#));
+    r.capacity = vec![capacity(true, false)];
+    let html = p.html(&r);
+    assert!(html.contains("at least 3.40 requests/s (no failing load seen yet, from requests)"), "{html}");
+    assert!(!html.contains(r#"<span class="bad">Saturated</span>"#));
+}

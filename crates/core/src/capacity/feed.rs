@@ -1,0 +1,114 @@
+//! From a report to the capacity book: one interval per target and model from its
+//! shortest window (docs/capacity.md#history). Apart from the book itself, because the
+//! report carries the book's results: the book must not read the report's types.
+
+use super::history::{History, Identity, Interval, Judged};
+use super::saturation::{self, TREND_INTERVALS};
+use super::{CapacityBook, CapacityReport, MAX_MODELS_PER_TARGET, SPACING, assess};
+use crate::canonical::HistogramKind;
+use crate::report::{Report, SloStatus, WindowReport};
+use crate::request::DataSource;
+use crate::slo::{Bounded, Clause, Slo};
+
+impl CapacityBook {
+    /// Takes what `report` says of every target that is up (an interval per [`SPACING`]),
+    /// and returns every target and model's capacity.
+    pub fn feed(&mut self, report: &Report) -> Vec<CapacityReport> {
+        let spacing = SPACING.as_millis() as i64;
+        for t in report.targets.iter().filter(|t| t.health.up) {
+            let identity = Identity {
+                process_start: t.health.process_start_s,
+                kv_capacity_tokens: t.models.iter().flat_map(|m| &m.windows).find_map(|w| w.kv_capacity_tokens),
+            };
+            let known = self.series.keys().filter(|(target, _)| *target == t.target).count();
+            for m in &t.models {
+                let Some(w) = m.windows.iter().min_by_key(|w| w.window) else { continue };
+                let key = (t.target.clone(), m.model.clone());
+                if !self.series.contains_key(&key) && known >= MAX_MODELS_PER_TARGET {
+                    continue;
+                }
+                let series = self.series.entry(key).or_default();
+                let last_ms = series.history.last().map(|i| i.t_ms);
+                if last_ms.is_some_and(|l| report.t_ms - l < spacing) {
+                    continue;
+                }
+                let slos: Vec<&Slo> = self.slos.iter().filter(|s| s.applies_to(&t.target, &m.model)).collect();
+                if series.slos.len() != slos.len() || series.slos.iter().zip(&slos).any(|(a, b)| *a != b.name) {
+                    series.history = History::default();
+                    series.slos = slos.iter().map(|s| s.name.clone()).collect();
+                }
+                let window_ms = w.window.millis() as f64;
+                let new_share = last_ms.map_or(1.0, |l| ((report.t_ms - l) as f64 / window_ms).min(1.0));
+                let Some(iv) = interval(report.t_ms, w, &slos, new_share) else { continue };
+                series.history.push(identity, iv);
+                let reasons = saturation::reasons(&series.history.recent(TREND_INTERVALS), self.cfg.kv_critical);
+                series.saturation.update(reasons);
+                series.latest = Some(assess(&t.target, &m.model, series, &slos, report.t_ms, &self.cfg));
+            }
+        }
+        let up: Vec<&str> = report.targets.iter().map(|t| t.target.as_str()).collect();
+        self.series
+            .iter()
+            .filter(|((target, _), _)| up.contains(&target.as_str()))
+            .filter_map(|(_, s)| s.latest.clone())
+            .collect()
+    }
+}
+
+/// The interval a window shows at `t_ms`; `None` without a request rate. Counts are scaled
+/// by `new_share`, the part of the window not yet counted by the previous interval.
+fn interval(t_ms: i64, w: &WindowReport, slos: &[&Slo], new_share: f64) -> Option<Interval> {
+    let finished = w.requests_per_second.or_else(|| crate::request::preferred(w).map(|r| r.requests_per_second))?;
+    let in_flight = |g: fn(&crate::report::GaugeStats) -> f64| Some(g(w.running.as_ref()?) + g(w.waiting.as_ref()?));
+    let grew = match (in_flight(|g| g.first), in_flight(|g| g.last)) {
+        (Some(a), Some(b)) => (b - a) / w.window.duration().as_secs_f64(),
+        _ => 0.0,
+    };
+    let p99 = w
+        .latency
+        .iter()
+        .find(|q| q.metric == HistogramKind::Ttft && q.quantile == crate::alert::LATENCY_ALERT_QUANTILE)
+        .map_or(f64::NAN, |q| q.value);
+    let judged = slos.iter().map(|s| judged(w, s, new_share)).collect();
+    let f = |x: Option<f64>| x.map_or(f32::NAN, |v| v as f32);
+    Some(Interval {
+        t_ms,
+        arrival_rate: (finished + grew).max(0.0) as f32,
+        finished_rate: finished as f32,
+        waiting: f(w.waiting.map(|g| g.last)),
+        running: f(w.running.map(|g| g.last)),
+        kv_usage: f(w.kv_cache.as_ref().map(|k| k.max)),
+        preemptions_per_second: f(w.preemptions_per_second),
+        ttft_p99: p99 as f32,
+        mean_prompt_tokens: f(w.mean_prompt_tokens),
+        mean_output_tokens: f(w.mean_output_tokens),
+        slos: judged,
+    })
+}
+
+/// One SLO over the window: exact from requests when a request source evaluated it, else
+/// the histogram bracket's two ends.
+fn judged(w: &WindowReport, slo: &Slo, share: f64) -> Judged {
+    let from = |v: &crate::report::SloValues, exact: bool| {
+        let joint = v.attainment.get(&Clause::Joint).copied().unwrap_or(Bounded::exact(f64::NAN));
+        let n = v.requests * share;
+        if !(n > 0.0 && joint.lower.is_finite() && joint.upper.is_finite()) {
+            return Judged::default();
+        }
+        Judged {
+            total: n as f32,
+            good_lower: (joint.lower * n) as f32,
+            good_upper: (joint.upper * n) as f32,
+            exact: exact && joint.is_exact(),
+        }
+    };
+    if let Some((source, v)) = crate::request::preferred_slo(w, &slo.name)
+        && source != DataSource::Metrics
+    {
+        return from(v, true);
+    }
+    match w.slos.iter().find(|s| s.slo == slo.name).map(|s| &s.status) {
+        Some(SloStatus::Evaluated(v)) => from(v, false),
+        _ => Judged::default(),
+    }
+}

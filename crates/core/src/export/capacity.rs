@@ -1,0 +1,140 @@
+//! The capacity families: each SLO's capacity with its spread, headroom, the data it rests
+//! on, and the saturation signal, per target and model (docs/metrics.md#capacity).
+
+use super::{ExportSample, QUANTILE_LABEL, quantile_label};
+use crate::capacity::{CapacityReport, Reason};
+
+pub const REQUEST_RATE: &str = "llm_slo_capacity_request_rate";
+pub const HEADROOM: &str = "llm_slo_capacity_headroom_ratio";
+pub const INTERVALS_USED: &str = "llm_slo_capacity_intervals_used";
+pub const AGE: &str = "llm_slo_capacity_age_seconds";
+pub const ARRIVAL_RATE: &str = "llm_slo_capacity_arrival_rate";
+pub const SATURATED: &str = "llm_slo_saturated";
+
+/// Every family this module emits, in output order, with HELP and TYPE.
+pub const FAMILIES: &[(&str, &str, &str)] = &[
+    (
+        REQUEST_RATE,
+        "Highest request rate (requests/s) at which the SLO's attainment still met its objective, quantile q of its posterior; method=empirical from requests, bounds from each end of the histogram bracket (bound=lower|upper); censored=true: no failing load seen yet, a lower bound.",
+        "gauge",
+    ),
+    (
+        HEADROOM,
+        "Conservative capacity (q=0.1, lower end) over the current arrival rate: below 1 the engine is past the load at which it met the SLO.",
+        "gauge",
+    ),
+    (INTERVALS_USED, "Evaluation intervals of the current workload the capacity estimate rests on.", "gauge"),
+    (AGE, "Request-weighted mean age of the intervals the capacity estimate rests on.", "gauge"),
+    (
+        ARRIVAL_RATE,
+        "Requests arriving per second in the newest interval: completions plus the change in requests in flight.",
+        "gauge",
+    ),
+    (
+        SATURATED,
+        "1 for each reason while the engine is saturated (queue growing while completions lag arrivals, with hysteresis); 0 otherwise.",
+        "gauge",
+    ),
+];
+
+/// HELP and TYPE of a family of this module.
+pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
+    FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2))
+}
+
+/// The samples of every target and model's capacity, grouped by family.
+pub fn samples(reports: &[CapacityReport]) -> Vec<ExportSample> {
+    let mut by_family: Vec<Vec<ExportSample>> = vec![Vec::new(); FAMILIES.len()];
+    let mut emit = |i: usize, labels: Vec<(&'static str, String)>, value: f64| {
+        if value.is_finite() {
+            by_family[i].push(ExportSample { name: FAMILIES[i].0, labels, value });
+        }
+    };
+    for r in reports {
+        let model = || vec![("target", r.target.clone()), ("model", r.model.clone())];
+        for c in &r.slos {
+            let slo = || {
+                let mut l = model();
+                l.push(("slo", c.slo.clone()));
+                l
+            };
+            for e in &c.estimates {
+                for (q, v) in [(0.1, e.p10), (0.5, e.p50), (0.9, e.p90)] {
+                    let mut l = slo();
+                    l.push((QUANTILE_LABEL, quantile_label(q)));
+                    l.push(("method", c.method.as_str().to_string()));
+                    l.push(("censored", e.censored.to_string()));
+                    if let Some(end) = e.end {
+                        l.push(("bound", end.as_str().to_string()));
+                    }
+                    emit(0, l, v);
+                }
+            }
+            if let Some(h) = c.headroom {
+                emit(1, slo(), h);
+            }
+            emit(2, slo(), c.intervals_used as f64);
+            if let Some(a) = c.age_seconds {
+                emit(3, slo(), a);
+            }
+        }
+        if let Some(rate) = r.arrival_rate {
+            emit(4, model(), rate);
+        }
+        for reason in Reason::ALL {
+            let mut l = model();
+            l.push(("reason", reason.as_str().to_string()));
+            emit(5, l, if r.saturated && r.reasons.contains(&reason) { 1.0 } else { 0.0 });
+        }
+    }
+    by_family.into_iter().flatten().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::{End, Method, RateEstimate, SloCapacity};
+
+    #[test]
+    fn bounds_carry_their_end_and_saturation_every_reason() {
+        let e = |end, p10| RateEstimate {
+            end: Some(end),
+            p10,
+            p50: p10 + 1.0,
+            p90: p10 + 2.0,
+            censored: false,
+            below_data: false,
+            bins: 4,
+        };
+        let r = CapacityReport {
+            target: "a".into(),
+            model: "m".into(),
+            arrival_rate: Some(4.0),
+            rising: true,
+            saturated: true,
+            reasons: vec![Reason::QueueGrowing, Reason::CompletionsLag],
+            slos: vec![SloCapacity {
+                slo: "chat".into(),
+                objective: 0.95,
+                method: Method::Bounds,
+                estimates: vec![e(End::Lower, 3.0), e(End::Upper, 4.0)],
+                headroom: Some(0.75),
+                intervals_used: 40,
+                age_seconds: Some(120.0),
+            }],
+            intervals: 40,
+        };
+        let s = samples(&[r]);
+        let rates: Vec<_> = s.iter().filter(|x| x.name == REQUEST_RATE).collect();
+        assert_eq!(rates.len(), 6);
+        assert!(rates.iter().any(|x| x.value == 3.0
+            && x.labels.contains(&("bound", "lower".into()))
+            && x.labels.contains(&("q", "0.1".into()))
+            && x.labels.contains(&("censored", "false".into()))));
+        let sat: Vec<_> = s.iter().filter(|x| x.name == SATURATED).collect();
+        assert_eq!(sat.len(), Reason::ALL.len());
+        assert_eq!(sat.iter().filter(|x| x.value == 1.0).count(), 2);
+        assert!(s.iter().any(|x| x.name == HEADROOM && x.value == 0.75));
+        assert!(FAMILIES.iter().all(|f| super::super::family_meta(f.0).is_some()));
+    }
+}

@@ -1,0 +1,119 @@
+//! The simulator's own true capacity for a profile (docs/capacity.md#ground-truth): a sweep
+//! of steady arrival rates in virtual time, each judged on every request it finished, and
+//! the highest rate whose attainment meets the objective.
+//!
+//! The engine and workload are the profile's; only the arrival process is replaced by a
+//! steady one, so the answer is the capacity of the engine that the profile loads.
+
+use super::cluster::Sim;
+use super::config::{Pattern, SimConfig};
+use super::event::{FinishReason, Finished};
+
+/// What a request must meet to be good: the SLO's latency limits, seconds. Aborted and
+/// failed requests are bad.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Target {
+    pub ttft_s: Option<f64>,
+    pub tpot_s: Option<f64>,
+    pub e2e_s: Option<f64>,
+    pub objective: f64,
+}
+
+impl Target {
+    pub fn good(&self, r: &Finished) -> bool {
+        let within = |limit: Option<f64>, v: Option<f64>| limit.is_none_or(|l| v.is_some_and(|v| v <= l));
+        !matches!(r.reason, FinishReason::Abort | FinishReason::Error)
+            && within(self.ttft_s, r.ttft)
+            && within(self.tpot_s, Some(r.tpot))
+            && within(self.e2e_s, Some(r.e2e))
+    }
+}
+
+/// How long each rate runs, and how much of the start is left out (the queue fills).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sweep {
+    pub warmup_s: f64,
+    pub measure_s: f64,
+    /// Rates tried first, requests/s, ascending.
+    pub rates: &'static [f64],
+    /// Halvings of the interval between the last passing and the first failing rate.
+    pub refine: u32,
+}
+
+/// 0.5 to 12 requests/s: the default engine serves about 5 requests/s of throughput, and
+/// its SLO capacity lies below that.
+pub const RATES: [f64; 12] = [0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0];
+
+impl Default for Sweep {
+    fn default() -> Self {
+        Sweep { warmup_s: 120.0, measure_s: 900.0, rates: &RATES, refine: 5 }
+    }
+}
+
+/// The attainment of `target` at a steady `rate`: good over requests that arrived after
+/// the warmup and finished by the end.
+pub fn attainment_at(cfg: &SimConfig, target: &Target, rate: f64, sweep: &Sweep) -> Result<f64, String> {
+    let mut c = cfg.clone();
+    c.arrivals.pattern = Pattern::Steady;
+    c.arrivals.rate = rate;
+    let mut sim = Sim::new(&c, true)?;
+    sim.advance_to(sweep.warmup_s + sweep.measure_s);
+    let judged: Vec<&Finished> = sim.finished().iter().filter(|r| r.arrival >= sweep.warmup_s).collect();
+    // Requests still in flight at the end count as bad: under overload they are the
+    // ones waiting longest.
+    let open = sim.in_flight().iter().filter(|r| r.arrival >= sweep.warmup_s).count();
+    let n = judged.len() + open;
+    if n == 0 {
+        return Ok(1.0);
+    }
+    Ok(judged.iter().filter(|r| target.good(r)).count() as f64 / n as f64)
+}
+
+/// The highest rate meeting the objective, interpolated linearly between the last passing
+/// and the first failing rate of the sweep; `None` if even the lowest rate fails, the
+/// highest if none does.
+pub fn true_capacity(cfg: &SimConfig, target: &Target, sweep: &Sweep) -> Result<Option<f64>, String> {
+    let mut pass: Option<(f64, f64)> = None;
+    let mut fail = None;
+    for &rate in sweep.rates {
+        let a = attainment_at(cfg, target, rate, sweep)?;
+        if a < target.objective {
+            fail = Some((rate, a));
+            break;
+        }
+        pass = Some((rate, a));
+    }
+    let (Some(mut lo), Some(mut hi)) = (pass, fail) else { return Ok(pass.map(|p| p.0)) };
+    // Bisect the bracket; attainment falls with load, up to the noise of one run.
+    for _ in 0..sweep.refine {
+        let mid = (lo.0 + hi.0) / 2.0;
+        let a = attainment_at(cfg, target, mid, sweep)?;
+        if a < target.objective { hi = (mid, a) } else { lo = (mid, a) }
+    }
+    let f = if lo.1 > hi.1 { ((lo.1 - target.objective) / (lo.1 - hi.1)).clamp(0.0, 1.0) } else { 0.5 };
+    Ok(Some(lo.0 + f * (hi.0 - lo.0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Profile;
+
+    #[test]
+    fn the_default_engine_meets_a_half_second_ttft_up_to_about_three_and_a_half() {
+        let cfg = SimConfig::profile(Profile::Ramp);
+        let t = Target { ttft_s: Some(0.5), tpot_s: Some(0.05), e2e_s: None, objective: 0.95 };
+        let sweep = Sweep { warmup_s: 60.0, measure_s: 300.0, rates: &[2.0, 4.0, 6.0], refine: 3 };
+        let a: Vec<f64> = sweep.rates.iter().map(|&r| attainment_at(&cfg, &t, r, &sweep).unwrap()).collect();
+        // 2 % of users abort early: attainment tops out near 0.98.
+        assert!(a[0] >= 0.95 && a[0] < 0.99 && a[2] < 0.1, "{a:?}");
+        let cap = true_capacity(&cfg, &t, &sweep).unwrap().unwrap();
+        assert!((3.0..4.0).contains(&cap), "{cap} from {a:?}");
+        // An objective nothing meets has no capacity; one everything meets, the highest rate.
+        let never = Target { objective: 0.999, ..t };
+        assert_eq!(true_capacity(&cfg, &never, &sweep).unwrap(), None);
+        let always = Target { ttft_s: None, tpot_s: None, objective: 0.5, ..t };
+        let short = Sweep { rates: &[1.0, 2.0], ..sweep };
+        assert_eq!(true_capacity(&cfg, &always, &short).unwrap(), Some(2.0));
+    }
+}

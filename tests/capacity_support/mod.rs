@@ -1,0 +1,158 @@
+//! Capacity against ground truth: record the simulator offline, replay the recording
+//! through goodput (capacity book and alert rules included, as the daemon runs them), and
+//! set each instant's capacity estimate beside the simulator's true capacity, found by a
+//! sweep of steady rates in virtual time (`goodput_sim::capacity`).
+//!
+//! Shared by `tests/capacity_*.rs` (which assert) and `examples/capacity_report.rs` (which
+//! prints the tables of docs/accuracy.md#capacity).
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use goodput::adapt::EngineHint;
+use goodput::alert::AlertingConfig;
+use goodput::capacity::{CapacityReport, RateEstimate};
+use goodput::duration::Window;
+use goodput::evaluate::EvalConfig;
+use goodput::replay::{Recording, ReplayTarget, replay_with};
+use goodput::slo::{Objective, Scope, Slo};
+use goodput_sim::capacity::{Sweep, Target, true_capacity};
+use goodput_sim::offline::{self, Options};
+use goodput_sim::{Profile, SimConfig};
+
+pub const OBJECTIVE: f64 = 0.95;
+const TTFT_S: f64 = 0.5;
+const TPOT_S: f64 = 0.05;
+const STEP_MS: i64 = 5_000;
+
+/// TTFT ≤ 500 ms and TPOT ≤ 50 ms for 95 % of requests.
+pub fn slo() -> Slo {
+    Slo {
+        name: "chat".into(),
+        ttft: Some(Duration::from_secs_f64(TTFT_S)),
+        tpot: Some(Duration::from_secs_f64(TPOT_S)),
+        e2e: None,
+        objective: Objective::new(OBJECTIVE).expect("valid objective"),
+        scope: Scope::all(),
+    }
+}
+
+/// The same SLO as the simulator's sweep judges it.
+pub fn target() -> Target {
+    Target { ttft_s: Some(TTFT_S), tpot_s: Some(TPOT_S), e2e_s: None, objective: OBJECTIVE }
+}
+
+/// The simulator's true capacity for `cfg` under [`slo`].
+pub fn truth(cfg: &SimConfig) -> f64 {
+    true_capacity(cfg, &target(), &Sweep::default()).expect("sweep runs").expect("some rate meets the objective")
+}
+
+/// One evaluation instant of a replay.
+#[derive(Debug, Clone)]
+pub struct Instant {
+    pub t_rel_s: f64,
+    pub capacity: Option<CapacityReport>,
+    /// Alert names firing at this instant.
+    pub firing: Vec<String>,
+}
+
+impl Instant {
+    /// The interval an estimate claims: p10–p90, from the lower end's p10 to the upper
+    /// end's p90 when it comes from histogram brackets.
+    pub fn interval(&self) -> Option<(f64, f64, bool)> {
+        let c = self.capacity.as_ref()?.slos.first()?;
+        let lo: &RateEstimate = c.estimates.first()?;
+        let hi: &RateEstimate = c.estimates.last()?;
+        Some((lo.p10, hi.p90, lo.censored || hi.censored))
+    }
+
+    /// The point estimate: the p50 (the mean of both ends' p50s for brackets).
+    pub fn p50(&self) -> Option<f64> {
+        let c = self.capacity.as_ref()?.slos.first()?;
+        let n = c.estimates.len() as f64;
+        (n > 0.0).then(|| c.estimates.iter().map(|e| e.p50).sum::<f64>() / n)
+    }
+}
+
+/// The profile's config with `seed`.
+pub fn config(profile: Profile, seed: u64) -> SimConfig {
+    let mut cfg = SimConfig::profile(profile);
+    cfg.seed = seed;
+    cfg
+}
+
+/// `ramp` on another engine: speculative decoding on (the `spec` profile's engine), so
+/// the knee lies elsewhere.
+pub fn ramp_spec(seed: u64) -> SimConfig {
+    let mut cfg = config(Profile::Spec, seed);
+    cfg.arrivals = SimConfig::profile(Profile::Ramp).arrivals;
+    cfg
+}
+
+/// `ramp` with prompts twice as long: another workload, another knee.
+pub fn ramp_long_prompts(seed: u64) -> SimConfig {
+    let mut cfg = config(Profile::Ramp, seed);
+    cfg.workload.prompt_median *= 2.0;
+    cfg
+}
+
+/// A ramp slow enough for the engine to settle at each rate: 0.5 to 8 requests/s over
+/// 20 minutes, the time a daily peak builds up in, compressed.
+pub fn slow(mut cfg: SimConfig) -> SimConfig {
+    cfg.arrivals.ramp_start_rate = 0.5;
+    cfg.arrivals.rate = 8.0;
+    cfg.arrivals.period_s = 1200.0;
+    cfg
+}
+
+/// One case of the ground-truth check: name, config for a seed, seconds to run.
+pub type Case = (&'static str, fn(u64) -> SimConfig, u64);
+
+/// The cases the ground-truth check runs.
+pub fn cases() -> Vec<Case> {
+    vec![
+        ("slow ramp", |s| slow(config(Profile::Ramp, s)), 2400),
+        ("slow ramp, spec decoding", |s| slow(ramp_spec(s)), 2400),
+        ("slow ramp, 2× prompts", |s| slow(ramp_long_prompts(s)), 2400),
+        ("ramp", |s| config(Profile::Ramp, s), 1200),
+        ("burst", |s| config(Profile::Burst, s), 1200),
+        ("steady", |s| config(Profile::Steady, s), 1200),
+    ]
+}
+
+/// Records `cfg` for `secs` (5 s scrapes), replays it every 5 s with windows of 1m and 5m
+/// and the default alert rules, and returns every instant.
+pub fn run(cfg: &SimConfig, secs: u64) -> Vec<Instant> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options { duration: Duration::from_secs(secs), scrape_interval: Duration::from_secs(5) };
+    offline::run(cfg, dir.path(), &opts).expect("offline run");
+    let start_ms = cfg.start_unix_s as i64 * 1000;
+    let rec = Recording::scan(dir.path()).expect("scan");
+    let eval = EvalConfig {
+        windows: [60, 300].iter().map(|&s| Window::new(Duration::from_secs(s)).expect("window")).collect(),
+        quantiles: vec![0.5],
+        slos: vec![slo()],
+        ..EvalConfig::default()
+    };
+    let targets = [ReplayTarget { name: cfg.name.clone(), hint: EngineHint::Auto, default_model: String::new() }];
+    replay_with(dir.path(), &rec, &targets, eval, &AlertingConfig::default(), STEP_MS)
+        .expect("replay")
+        .map(|frame| Instant {
+            t_rel_s: (frame.t_ms - start_ms) as f64 / 1000.0,
+            capacity: frame.report.capacity.first().cloned(),
+            firing: frame
+                .report
+                .alerts
+                .iter()
+                .filter(|a| a.state == "firing")
+                .filter_map(|a| a.labels.get("alertname").cloned())
+                .collect(),
+        })
+        .collect()
+}
+
+/// When `alert` first fires, seconds since the start.
+pub fn first_firing(run: &[Instant], alert: &str) -> Option<f64> {
+    run.iter().find(|i| i.firing.iter().any(|a| a == alert)).map(|i| i.t_rel_s)
+}
