@@ -98,7 +98,7 @@ fn main() {
         scratch_times.push(began.elapsed());
     }
     // The daemon's tick: one new scrape per interval, the windows advanced over it.
-    let mut inc = Incremental::new(&eval.windows, eval.kv);
+    let mut inc = Incremental::new(&eval);
     inc.advance(&mut store, now_ms);
     let ticks = (evals * 20).max(100);
     let mut tick_times = Vec::with_capacity(ticks);

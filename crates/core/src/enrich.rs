@@ -8,6 +8,7 @@ use crate::alert::config::AlertingConfig;
 use crate::alert::from_report;
 use crate::alert::state::{AlertEngine, Notification};
 use crate::alert::view;
+use crate::duration::Window;
 use crate::evaluate::EvalConfig;
 use crate::gpu::config::{CostConfig, GpuConfig};
 use crate::gpu::derive::{self, Bounds, Inputs};
@@ -23,6 +24,8 @@ pub struct Enricher {
     slos: Vec<Slo>,
     gpu: GpuConfig,
     cost: Option<CostConfig>,
+    /// Windows only the alert rules read: nothing is derived for them.
+    alert_only: Vec<Window>,
 }
 
 impl Enricher {
@@ -33,7 +36,13 @@ impl Enricher {
         cost: Option<&CostConfig>,
     ) -> Self {
         let alerts = AlertEngine::new(alerting.rule_set(), alerting.runbook_base_url.clone(), alerting.resend_interval);
-        Enricher { alerts, slos: eval.slos.clone(), gpu: gpu.cloned().unwrap_or_default(), cost: cost.cloned() }
+        Enricher {
+            alerts,
+            slos: eval.slos.clone(),
+            gpu: gpu.cloned().unwrap_or_default(),
+            cost: cost.cloned(),
+            alert_only: eval.alert_only.iter().map(|a| a.window).collect(),
+        }
     }
 
     /// The alert states carried between ticks (what a `state_dir` snapshot saves).
@@ -57,7 +66,7 @@ impl Enricher {
             let dram = mean_dram_active(&gpus);
             for m in &mut report.targets[0].models {
                 let spec = models::lookup(&m.model, &self.gpu.models);
-                for w in &mut m.windows {
+                for w in m.windows.iter_mut().filter(|w| !self.alert_only.contains(&w.window)) {
                     let inputs = inputs(w, n_gpus, dram);
                     let good = goodput_bounds(w);
                     let hourly = self.cost.as_ref().map(|c| c.gpu_hour_dollars);

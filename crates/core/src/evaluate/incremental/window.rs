@@ -9,9 +9,9 @@ use std::sync::Arc;
 use super::gauge::GaugeState;
 use super::plan::{Catalog, Feed, Plan};
 use crate::canonical::GaugeKind;
-use crate::evaluate::KvThresholds;
 use crate::evaluate::promql::RangeAcc;
 use crate::evaluate::range::{ModelRange, RangeView, Span, model_entry};
+use crate::evaluate::{KvThresholds, Thin};
 use crate::window::{Layout, TargetWindows};
 
 /// A point being entered: decoded once, shared by every window.
@@ -131,6 +131,8 @@ pub(super) struct WindowState {
     series: Vec<Option<SeriesState>>,
     groups: Vec<Option<GaugeState>>,
     spans: Vec<Option<Span>>,
+    /// For an alert-only window, the series it keeps; the others never enter its state.
+    thin: Option<Thin>,
 }
 
 fn slot<T>(v: &mut Vec<Option<T>>, id: u32) -> &mut Option<T> {
@@ -142,12 +144,32 @@ fn slot<T>(v: &mut Vec<Option<T>>, id: u32) -> &mut Option<T> {
 }
 
 impl WindowState {
-    pub fn new(range_ms: i64) -> Self {
-        WindowState { range_ms, tail: None, last_seq: 0, series: Vec::new(), groups: Vec::new(), spans: Vec::new() }
+    pub fn new(range_ms: i64, thin: Option<Thin>) -> Self {
+        WindowState {
+            range_ms,
+            tail: None,
+            last_seq: 0,
+            series: Vec::new(),
+            groups: Vec::new(),
+            spans: Vec::new(),
+            thin,
+        }
     }
 
     pub fn clear(&mut self) {
-        *self = WindowState::new(self.range_ms);
+        *self = WindowState::new(self.range_ms, self.thin.take());
+    }
+
+    pub fn thin(&self) -> Option<&Thin> {
+        self.thin.as_ref()
+    }
+
+    fn keeps(&self, catalog: &Catalog, series: u32) -> bool {
+        self.thin.as_ref().is_none_or(|t| t.keeps(catalog.keys[series as usize].quantity))
+    }
+
+    fn keeps_group(&self, catalog: &Catalog, group: u32) -> bool {
+        self.thin.as_ref().is_none_or(|t| t.keeps_gauge(catalog.group_kind(group)))
     }
 
     /// The oldest point's sequence number and time.
@@ -162,6 +184,9 @@ impl WindowState {
         self.last_seq = p.seq;
         for (col, feed) in p.plan.feeds.iter().enumerate() {
             let Feed::Series(id) = *feed else { continue };
+            if !self.keeps(catalog, id) {
+                continue;
+            }
             let v = p.values[col];
             match slot(&mut self.series, id) {
                 Some(s) => s.push(p.t_ms, v, col, p.layout),
@@ -169,6 +194,9 @@ impl WindowState {
             }
         }
         for (&g, &v) in p.plan.groups.iter().zip(p.gauges) {
+            if !self.keeps_group(catalog, g) {
+                continue;
+            }
             let finite_only = catalog.group_kind(g) == GaugeKind::KvCacheUsage;
             slot(&mut self.groups, g).get_or_insert_with(|| GaugeState::new(finite_only)).push(p.seq, v, kv);
         }
@@ -211,7 +239,8 @@ impl WindowState {
         plan1.gauge_values(catalog, &tail.values, &mut next_gauges);
         let mut pending = Pending::default();
         for &(id, _) in old_plan.by_series.iter() {
-            let Some(s) = self.series[id as usize].as_mut() else { continue };
+            // A thin window never grew a slot for the series it does not keep.
+            let Some(s) = self.series.get_mut(id as usize).and_then(Option::as_mut) else { continue };
             s.n -= 1;
             if s.n == 0 {
                 self.series[id as usize] = None;
@@ -223,7 +252,7 @@ impl WindowState {
         }
         for (&g, &v) in old_plan.groups.iter().zip(&leaving) {
             let next = plan1.groups.iter().position(|&x| x == g).map(|i| next_gauges[i]);
-            let Some(state) = self.groups[g as usize].as_mut() else { continue };
+            let Some(state) = self.groups.get_mut(g as usize).and_then(Option::as_mut) else { continue };
             state.pop(seq, v, next, kv);
             if state.is_empty() {
                 self.groups[g as usize] = None;
