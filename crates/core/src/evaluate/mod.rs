@@ -147,6 +147,7 @@ fn window_report(
     if alert.is_some() {
         // What the rules read of a window (alert::from_report), and nothing else.
         return WindowReport {
+            alert_only: true,
             coverage,
             latency,
             output_tokens_per_second,
@@ -159,6 +160,7 @@ fn window_report(
     }
     WindowReport {
         window,
+        alert_only: false,
         coverage,
         latency,
         input_tokens_per_second: counter_rate(CounterKind::PromptTokens),
