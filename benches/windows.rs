@@ -47,7 +47,7 @@ fn bench(c: &mut Criterion) {
         store.push(k * INTERVAL_MS, scrape(&template, k));
     }
     let now = points * INTERVAL_MS;
-    let mut inc = Incremental::new(&eval.windows, eval.kv);
+    let mut inc = Incremental::new(&eval);
     inc.advance(&mut store, now);
 
     let mut g = c.benchmark_group("full_6h_windows_at_5s");

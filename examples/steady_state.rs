@@ -98,7 +98,7 @@ fn main() {
         scratch_times.push(began.elapsed());
     }
     // The daemon's tick: one new scrape per interval, the windows advanced over it.
-    let mut inc = Incremental::new(&eval.windows, eval.kv);
+    let mut inc = Incremental::new(&eval);
     inc.advance(&mut store, now_ms);
     let ticks = (evals * 20).max(100);
     let mut tick_times = Vec::with_capacity(ticks);
@@ -126,6 +126,15 @@ fn main() {
     );
     println!("window store heap      {:.2} MiB", store.heap_bytes() as f64 / (1 << 20) as f64);
     println!("incremental state heap {:.1} KiB", inc.heap_bytes() as f64 / 1024.0);
+    // The same windows, every one kept whole: what the alert-only windows save.
+    let whole = goodput::evaluate::EvalConfig { alert_only: Vec::new(), ..eval.clone() };
+    let mut wide = Incremental::new(&whole);
+    wide.advance(&mut store, (points + ticks as i64) * interval_ms);
+    println!(
+        "  with every window whole {:.1} KiB (alert-only: {})",
+        wide.heap_bytes() as f64 / 1024.0,
+        eval.alert_only.iter().map(|a| a.window.to_string()).collect::<Vec<_>>().join(",")
+    );
     println!(
         "one target, full windows: {:.3} % of one core at a {interval_s}s interval (excluding HTTP and /metrics)",
         per_tick.as_secs_f64() / interval_s * 100.0

@@ -111,11 +111,15 @@ alerting:
         let summary = a["annotations"]["summary"].as_str().unwrap();
         assert!(summary.contains("p99 TTFT") && summary.contains(": 230ms)"), "{summary}");
     }
-    // It is exported like the configured quantiles, on every target.
+    // It is exported like the configured quantiles, on every target, in the configured
+    // window (the 2s window only the burn rule reads carries no quantile).
     let (_, report) = get(&format!("{base}/api/v1/report")).await;
     let report: serde_json::Value = serde_json::from_str(&report).unwrap();
     for t in report["targets"].as_array().unwrap() {
-        let latency = t["models"][0]["windows"][0]["latency"].as_array().unwrap();
+        let windows = t["models"][0]["windows"].as_array().unwrap();
+        let window = |w: &str| windows.iter().find(|x| x["window"] == w).unwrap_or_else(|| panic!("{w}: {t}"));
+        assert_eq!(window("2s")["latency"].as_array().map(Vec::len), Some(0), "{}", t["target"]);
+        let latency = window("4s")["latency"].as_array().unwrap();
         let quantiles: Vec<f64> =
             latency.iter().filter(|q| q["metric"] == "ttft").map(|q| q["quantile"].as_f64().unwrap()).collect();
         assert_eq!(quantiles, [0.5, 0.9, 0.99], "{}", t["target"]);

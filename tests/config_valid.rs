@@ -148,6 +148,26 @@ fn the_latency_alerts_add_p99_to_the_configured_quantiles() {
 }
 
 #[test]
+fn windows_only_the_rules_read_are_evaluated_for_them_alone() {
+    let base = "targets: [{name: a, url: 'http://127.0.0.1:8000/metrics'}]\n";
+    let c = config::from_str(base, "w.yaml").unwrap().config;
+    let only: Vec<(String, Vec<f64>)> =
+        c.eval_config().alert_only.iter().map(|a| (a.window.label(), a.quantiles.clone())).collect();
+    // The slow burn pair's windows; 5m and 1h are configured, and no latency rule reads 30m or 6h.
+    assert_eq!(only, [("30m".to_string(), vec![]), ("6h".to_string(), vec![])]);
+    // A latency rule moved onto a window nobody configured asks for its p99 there.
+    let moved = format!("{base}windows: [1m]\nalerting: {{rules: {{LLMTTFTAboveSLO: {{window: 5m}}}}}}\n");
+    let c = config::from_str(&moved, "w.yaml").unwrap().config;
+    let five = c.eval_config().alert_only.into_iter().find(|a| a.window.label() == "5m").expect("5m is alert-only");
+    assert_eq!(five.quantiles, [0.99]);
+    // Listing a window makes it a full one.
+    let listed = format!("{base}windows: [1m, 30m, 6h]\n");
+    let c = config::from_str(&listed, "w.yaml").unwrap().config;
+    let only: Vec<String> = c.eval_config().alert_only.iter().map(|a| a.window.label()).collect();
+    assert_eq!(only, ["5m", "1h"]);
+}
+
+#[test]
 fn a_short_interval_pulls_the_default_timeout_down() {
     let yaml = "scrape: {interval: 1s}\ntargets: [{name: a, url: 'http://127.0.0.1:8000/metrics'}]";
     let c = config::from_str(yaml, "s.yaml").unwrap().config;

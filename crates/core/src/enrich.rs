@@ -11,6 +11,7 @@ use crate::alert::from_report;
 use crate::alert::state::{AlertEngine, Notification};
 use crate::alert::view;
 use crate::capacity::{CapacityBook, CapacityConfig};
+use crate::duration::Window;
 use crate::evaluate::EvalConfig;
 use crate::gpu::config::{CostConfig, GpuConfig};
 use crate::gpu::derive::{self, Bounds, Inputs};
@@ -27,6 +28,8 @@ pub struct Enricher {
     gpu: GpuConfig,
     cost: Option<CostConfig>,
     capacity: CapacityBook,
+    /// Windows only the alert rules read: nothing is derived for them.
+    alert_only: Vec<Window>,
 }
 
 impl Enricher {
@@ -47,6 +50,7 @@ impl Enricher {
             gpu: gpu.cloned().unwrap_or_default(),
             cost: cost.cloned(),
             capacity,
+            alert_only: eval.alert_only.iter().map(|a| a.window).collect(),
         }
     }
 
@@ -71,7 +75,7 @@ impl Enricher {
             let dram = mean_dram_active(&gpus);
             for m in &mut report.targets[0].models {
                 let spec = models::lookup(&m.model, &self.gpu.models);
-                for w in &mut m.windows {
+                for w in m.windows.iter_mut().filter(|w| !self.alert_only.contains(&w.window)) {
                     let inputs = inputs(w, n_gpus, dram);
                     let good = goodput_bounds(w);
                     let hourly = self.cost.as_ref().map(|c| c.gpu_hour_dollars);

@@ -121,6 +121,9 @@ pub struct ModelReport {
 pub struct WindowReport {
     #[serde(serialize_with = "serialize_window")]
     pub window: Window,
+    /// Evaluated only for the alert rules (docs/metrics.md#alert-only-windows): the fields
+    /// the rules do not read are empty, so a chart or summary reads another window.
+    pub alert_only: bool,
     /// Share of the window covered by this model's data, in [0, 1]: below 1 until the
     /// daemon has scraped for a whole window (docs/metrics.md#window-coverage). Alert rules
     /// reading the window wait until it reaches `alerting.min_window_coverage`.
@@ -218,6 +221,7 @@ impl WindowReport {
     pub fn empty(window: Window) -> WindowReport {
         WindowReport {
             window,
+            alert_only: false,
             coverage: 0.0,
             latency: Vec::new(),
             input_tokens_per_second: None,

@@ -60,8 +60,9 @@ fn capacity(report: &Report, target: &str, model: &str) -> Vec<CapacityInput> {
 
 fn model_inputs<'a>(t: &'a TargetReport, slos: &'a [Slo]) -> impl Iterator<Item = AlertInput> + 'a {
     t.models.iter().map(move |m| {
-        // The shortest window's last scrape is "now".
-        let waiting_now = m.windows.iter().min_by_key(|w| w.window).and_then(|w| w.waiting.map(|g| g.last));
+        // The shortest window's last scrape is "now" (the shortest that has the gauge).
+        let waiting_now =
+            m.windows.iter().filter_map(|w| w.waiting.map(|g| (w.window, g.last))).min_by_key(|x| x.0).map(|x| x.1);
         let slos: Vec<Slo> = slos.iter().filter(|s| s.applies_to(&t.target, &m.model)).cloned().collect();
         AlertInput {
             target: t.target.clone(),

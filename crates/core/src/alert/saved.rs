@@ -122,6 +122,7 @@ mod tests {
             waiting_now: None,
             slos: Vec::new(),
             windows: Vec::new(),
+            capacity: Vec::new(),
         }
     }
 

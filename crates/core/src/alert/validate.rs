@@ -34,6 +34,14 @@ pub fn required_quantiles(rules: &RuleSet) -> Vec<f64> {
     }
 }
 
+/// The latency quantiles the enabled rules read of `window` (the p99 a latency rule
+/// compares), so a window only the rules read computes no other.
+pub fn required_quantiles_at(rules: &RuleSet, window: Window) -> Vec<f64> {
+    let reads =
+        rules.rules.iter().any(|r| matches!(r.kind, RuleKind::LatencyAboveSlo { window: w, .. } if w == window));
+    if reads { vec![LATENCY_ALERT_QUANTILE] } else { Vec::new() }
+}
+
 /// Validates `cfg` against the configured SLOs and windows.
 pub fn validate(cfg: &AlertingConfig, slos: &[Slo], windows: &[Window]) -> Findings {
     let mut f = Findings::default();

@@ -22,7 +22,7 @@ impl CapacityBook {
             };
             let known = self.series.keys().filter(|(target, _)| *target == t.target).count();
             for m in &t.models {
-                let Some(w) = m.windows.iter().min_by_key(|w| w.window) else { continue };
+                let Some(w) = m.windows.iter().filter(|w| !w.alert_only).min_by_key(|w| w.window) else { continue };
                 let key = (t.target.clone(), m.model.clone());
                 if !self.series.contains_key(&key) && known >= MAX_MODELS_PER_TARGET {
                     continue;

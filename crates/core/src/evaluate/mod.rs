@@ -15,6 +15,9 @@ pub mod ratios;
 pub mod slo;
 #[cfg(test)]
 mod tests;
+pub mod thin;
+#[cfg(test)]
+mod thin_tests;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -28,6 +31,7 @@ use crate::window::{LATENCY_HISTOGRAMS, Quantity, TargetWindows};
 
 pub use promql::RateMode;
 use range::{ModelRange, RangeView};
+pub use thin::{AlertWindow, Thin};
 
 // The band limits live beside the bands they define, in the report, which every output
 // reads; evaluation only applies them.
@@ -43,6 +47,9 @@ pub struct EvalConfig {
     pub slos: Vec<Slo>,
     /// Draft step cost / target step cost, for the spec-decode speedup estimate.
     pub spec_draft_cost_ratio: Option<f64>,
+    /// The windows of `windows` that only the alert rules read: each is evaluated and
+    /// exported only for them ([`thin`]).
+    pub alert_only: Vec<AlertWindow>,
 }
 
 impl EvalConfig {
@@ -51,6 +58,11 @@ impl EvalConfig {
         let mut cfg = self.clone();
         cfg.slos.retain(|s| s.scope.applies_to_target(target));
         cfg
+    }
+
+    /// `window`'s entry in [`EvalConfig::alert_only`], if the rules alone read it.
+    pub fn alert_window(&self, window: Window) -> Option<&AlertWindow> {
+        self.alert_only.iter().find(|a| a.window == window)
     }
 
     /// The limits a report exports beside its values: every SLO, and the KV bands.
@@ -115,31 +127,11 @@ fn window_report(
         .iter()
         .filter_map(|(k, acc)| promql::rate(acc, now_ms, range_ms, mode).map(|r| (k.quantity, r)))
         .collect();
-    let mut latency = Vec::new();
-    for &kind in LATENCY_HISTOGRAMS {
-        // sum by (le): one group per bound, shards added in series order with Prometheus's
-        // compensated sum (docs/architecture.md#summing-series).
-        let mut groups: Vec<(f64, KahanSum)> = Vec::new();
-        for &(q, r) in &rates {
-            let Quantity::Bucket(k, _) = q else { continue };
-            if k != kind {
-                continue;
-            }
-            let le = q.le().unwrap_or(f64::NAN);
-            match groups.iter_mut().find(|b| b.0 == le) {
-                Some(b) => b.1.add(r),
-                None => groups.push((le, [r].into_iter().collect())),
-            }
-        }
-        if groups.is_empty() {
-            continue; // PromQL returns no series at all: nothing to export.
-        }
-        let buckets: Vec<(f64, f64)> = groups.iter().filter_map(|(le, s)| Some((*le, s.sum()?))).collect();
-        for &q in &cfg.quantiles {
-            let got = promql::histogram_quantile(q, &buckets);
-            latency.push(LatencyQuantile { metric: kind, quantile: q, value: got.value, bracket: got.bracket });
-        }
-    }
+    let alert = cfg.alert_window(window);
+    let latency = match alert {
+        None => latency(&rates, LATENCY_HISTOGRAMS, &cfg.quantiles),
+        Some(a) => latency(&rates, thin::ALERT_LATENCY_HISTOGRAMS, &a.quantiles),
+    };
     let counter_rate = |want: CounterKind| {
         kahan::sum(rates.iter().filter(|(q, _)| matches!(q, Quantity::Counter(k, _) if *k == want)).map(|&(_, r)| r))
     };
@@ -151,9 +143,25 @@ fn window_report(
         .filter(|s| s.scope.applies_to_model(model))
         .map(|s| slo::evaluate(s, m, requests_per_second, output_tokens_per_second))
         .collect();
+    let coverage = m.span().map_or(0.0, |s| s.coverage(now_ms, range_ms));
+    if alert.is_some() {
+        // What the rules read of a window (alert::from_report), and nothing else.
+        return WindowReport {
+            alert_only: true,
+            coverage,
+            latency,
+            output_tokens_per_second,
+            requests_per_second,
+            slos,
+            waiting: extra::gauge_stats(m, GaugeKind::Waiting),
+            preemptions_per_second: counter_rate(CounterKind::Preemptions),
+            ..WindowReport::empty(window)
+        };
+    }
     WindowReport {
         window,
-        coverage: m.span().map_or(0.0, |s| s.coverage(now_ms, range_ms)),
+        alert_only: false,
+        coverage,
         latency,
         input_tokens_per_second: counter_rate(CounterKind::PromptTokens),
         output_tokens_per_second,
@@ -190,4 +198,34 @@ fn window_report(
             ratios::counter_all(m, CounterKind::PrefixCacheQueries),
         ),
     }
+}
+
+/// `quantiles` of each of `kinds` from the window's per-series rates.
+fn latency(rates: &[(Quantity, f64)], kinds: &[HistogramKind], quantiles: &[f64]) -> Vec<LatencyQuantile> {
+    let mut latency = Vec::new();
+    for &kind in kinds {
+        // sum by (le): one group per bound, shards added in series order with Prometheus's
+        // compensated sum (docs/architecture.md#summing-series).
+        let mut groups: Vec<(f64, KahanSum)> = Vec::new();
+        for &(q, r) in rates {
+            let Quantity::Bucket(k, _) = q else { continue };
+            if k != kind {
+                continue;
+            }
+            let le = q.le().unwrap_or(f64::NAN);
+            match groups.iter_mut().find(|b| b.0 == le) {
+                Some(b) => b.1.add(r),
+                None => groups.push((le, [r].into_iter().collect())),
+            }
+        }
+        if groups.is_empty() {
+            continue; // PromQL returns no series at all: nothing to export.
+        }
+        let buckets: Vec<(f64, f64)> = groups.iter().filter_map(|(le, s)| Some((*le, s.sum()?))).collect();
+        for &q in quantiles {
+            let got = promql::histogram_quantile(q, &buckets);
+            latency.push(LatencyQuantile { metric: kind, quantile: q, value: got.value, bracket: got.bracket });
+        }
+    }
+    latency
 }

@@ -237,7 +237,20 @@ impl Config {
             kv: self.kv_cache,
             slos: self.slos.clone(),
             spec_draft_cost_ratio: self.spec_draft_cost_ratio,
+            alert_only: self.alert_only_windows(),
         }
+    }
+
+    /// The windows evaluated only because alert rules read them (not in `windows`): each
+    /// is evaluated and exported only for the rules (docs/metrics.md#alert-only-windows).
+    pub fn alert_only_windows(&self) -> Vec<crate::evaluate::AlertWindow> {
+        let rules = self.alerting.rule_set();
+        (self.eval_windows().into_iter().filter(|w| !self.windows.contains(w)))
+            .map(|window| crate::evaluate::AlertWindow {
+                window,
+                quantiles: crate::alert::validate::required_quantiles_at(&rules, window),
+            })
+            .collect()
     }
 
     /// The longest window evaluated (what each target's store must keep).

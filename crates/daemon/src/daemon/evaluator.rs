@@ -202,7 +202,7 @@ fn evaluate_one(rt: &TargetRuntime, now_ms: i64, eval: &EvalConfig) -> Vec<Model
     let mut evaluation = rt.evaluation();
     let state = match &mut *evaluation {
         Some(s) if s.matches(&cfg) => s,
-        slot => slot.insert(Incremental::new(&cfg.windows, cfg.kv)),
+        slot => slot.insert(Incremental::new(&cfg)),
     };
     state.advance(&mut rt.lock().windows, now_ms);
     state.reports(now_ms, &cfg, RateMode::Prometheus)

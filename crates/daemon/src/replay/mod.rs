@@ -56,9 +56,9 @@ impl VirtualDaemon {
         let targets = names
             .into_iter()
             .map(|name| Named {
-                name,
                 state: TargetState::new(longest),
-                evaluation: Incremental::new(&cfg.windows, cfg.kv),
+                evaluation: Incremental::new(&cfg.for_target(&name)),
+                name,
             })
             .collect();
         let enricher = Enricher::new(&cfg, &AlertingConfig::default(), None, None);

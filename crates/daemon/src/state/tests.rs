@@ -125,6 +125,7 @@ fn fill(w: &mut World) {
         waiting_now: None,
         slos: Vec::new(),
         windows: Vec::new(),
+        capacity: Vec::new(),
     };
     w.alerts.evaluate(now - 90_000, std::slice::from_ref(&down));
     let sent = w.alerts.evaluate(now, &[down]);
@@ -190,6 +191,7 @@ fn a_snapshot_restores_every_part_of_every_target() {
         waiting_now: None,
         slos: Vec::new(),
         windows: Vec::new(),
+        capacity: Vec::new(),
     };
     assert!(alerts.evaluate(T0 + 125_000, &[down]).is_empty(), "not re-sent as new");
     assert_eq!(alerts.active().next().map(|a| a.active_at_ms), Some(T0 + 30_000));

@@ -32,6 +32,7 @@ mod window;
 
 use std::sync::Arc;
 
+use super::Thin;
 use super::range::RangeView;
 use super::{EvalConfig, KvThresholds, RateMode};
 use crate::duration::Window;
@@ -66,11 +67,12 @@ pub struct Incremental {
 }
 
 impl Incremental {
-    /// Empty state for `windows`, with the KV bands `kv`.
-    pub fn new(windows: &[Window], kv: KvThresholds) -> Self {
+    /// Empty state for the windows of `cfg` (one target's config: an alert-only window
+    /// keeps the series of that target's SLOs), with its KV bands.
+    pub fn new(cfg: &EvalConfig) -> Self {
         Incremental {
-            windows: windows.iter().map(|&w| (w, WindowState::new(w.millis()))).collect(),
-            kv,
+            windows: cfg.windows.iter().map(|&w| (w, WindowState::new(w.millis(), Thin::of(cfg, w)))).collect(),
+            kv: cfg.kv,
             catalog: Catalog::default(),
             epoch: 0,
             next_seq: 0,
@@ -84,9 +86,12 @@ impl Incremental {
         }
     }
 
-    /// Whether this state evaluates what `cfg` asks for (same windows, same KV bands).
+    /// Whether this state evaluates what `cfg` asks for (same windows, same KV bands, the
+    /// same series kept by each alert-only window).
     pub fn matches(&self, cfg: &EvalConfig) -> bool {
-        self.kv == cfg.kv && self.windows.iter().map(|w| w.0).eq(cfg.windows.iter().copied())
+        self.kv == cfg.kv
+            && self.windows.len() == cfg.windows.len()
+            && self.windows.iter().zip(&cfg.windows).all(|((w, s), c)| w == c && s.thin() == Thin::of(cfg, *c).as_ref())
     }
 
     fn reset(&mut self, store: &TargetWindows) {
@@ -208,7 +213,7 @@ impl Incremental {
     /// changed its windows or bands: what `evaluate_target` gives, without re-reading.
     pub fn evaluate(&mut self, store: &mut TargetWindows, now_ms: i64, cfg: &EvalConfig) -> Vec<ModelReport> {
         if !self.matches(cfg) {
-            *self = Incremental::new(&cfg.windows, cfg.kv);
+            *self = Incremental::new(cfg);
         }
         self.advance(store, now_ms);
         self.reports(now_ms, cfg, RateMode::Prometheus)

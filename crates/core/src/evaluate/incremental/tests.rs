@@ -16,7 +16,7 @@ use crate::canonical::{
     Bucket, CounterKind, CounterValue, Engine, FinishReason, GaugeKind, Histogram, HistogramKind, ModelSnapshot, Shard,
     Snapshot,
 };
-use crate::evaluate::evaluate_target;
+use crate::evaluate::{AlertWindow, evaluate_target};
 use crate::report::{GaugeStats, ModelReport};
 use crate::slo::{Objective, Scope, Slo};
 
@@ -167,11 +167,17 @@ fn config() -> EvalConfig {
         scope: Scope::all(),
     };
     EvalConfig {
-        windows: [10, 30, 60].map(Window::from_secs).to_vec(),
+        windows: [10, 20, 30, 45, 60].map(Window::from_secs).to_vec(),
         quantiles: vec![0.5, 0.9, 0.99],
         kv: KvThresholds::default(),
         slos: vec![slo("fast", 0.1, None), slo("joint", 0.3, Some(0.5))],
         spec_draft_cost_ratio: None,
+        // Windows only the alert rules read: their thin state gives the reference's
+        // values for what they report.
+        alert_only: vec![
+            AlertWindow { window: Window::from_secs(20), quantiles: vec![] },
+            AlertWindow { window: Window::from_secs(45), quantiles: vec![0.99] },
+        ],
     }
 }
 
@@ -218,7 +224,7 @@ fn run(steps: &[Step]) -> (usize, usize) {
     let mut ticks = 0;
     let cfg = config();
     let mut store = TargetWindows::new(Duration::from_secs(60));
-    let mut inc = Incremental::new(&cfg.windows, cfg.kv);
+    let mut inc = Incremental::new(&cfg);
     let mut counts = [Counts { created: 1.7e9, ..Counts::default() }; 4];
     let (mut t, mut now, mut process_start) = (1_000_000i64, i64::MIN, 1.7e9);
     for (i, s) in steps.iter().enumerate() {
@@ -293,7 +299,7 @@ fn windows_longer_than_the_ring_cap_still_match() {
         ..config()
     };
     let mut store = TargetWindows::new(Duration::from_secs(3600));
-    let mut inc = Incremental::new(&cfg.windows, cfg.kv);
+    let mut inc = Incremental::new(&cfg);
     for i in 0..(crate::window::MAX_POINTS as i64 + 4_000) {
         let t = i * 50;
         store.push(t, simple(i as f64));
@@ -341,7 +347,7 @@ fn replaying_the_stored_points_gives_the_same_evaluation() {
     let want = evaluate_target(&store, t, &cfg);
     assert!(!want.is_empty());
     assert_same(&want, &evaluate_target(&restored, t, &cfg), "reference on the restored store");
-    let mut inc = Incremental::new(&cfg.windows, cfg.kv);
+    let mut inc = Incremental::new(&cfg);
     assert_same(&want, &inc.evaluate(&mut restored, t, &cfg), "incremental on the restored store");
     // The state follows the store it was built on and starts over on another.
     assert_same(&want, &inc.evaluate(&mut store, t, &cfg), "incremental moved to the original store");

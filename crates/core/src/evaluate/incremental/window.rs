@@ -9,9 +9,9 @@ use std::sync::Arc;
 use super::gauge::GaugeState;
 use super::plan::{Catalog, Feed, Plan};
 use crate::canonical::GaugeKind;
-use crate::evaluate::KvThresholds;
 use crate::evaluate::promql::RangeAcc;
 use crate::evaluate::range::{ModelRange, RangeView, Span, model_entry};
+use crate::evaluate::{KvThresholds, Thin};
 use crate::window::{Layout, TargetWindows};
 
 /// A point being entered: decoded once, shared by every window.
@@ -131,6 +131,25 @@ pub(super) struct WindowState {
     series: Vec<Option<SeriesState>>,
     groups: Vec<Option<GaugeState>>,
     spans: Vec<Option<Span>>,
+    /// For an alert-only window, the series it keeps; the others never enter its state.
+    thin: Option<Thin>,
+    /// A thin window's slots: catalog id → index in `series` ([`NOT_KEPT`], or unset past
+    /// the end: not looked at yet), and index → catalog id. A whole window indexes
+    /// `series` by catalog id; a thin one keeps a few dozen of a few hundred series, so it
+    /// pays four bytes per catalog id instead of a slot.
+    local: Vec<u32>,
+    ids: Vec<u32>,
+}
+
+const NOT_KEPT: u32 = u32::MAX;
+const UNSEEN: u32 = u32::MAX - 1;
+
+/// The slot of series `id` in a window's `series` (see `WindowState::local`), if it has one.
+fn index(thin: bool, local: &[u32], id: u32) -> Option<usize> {
+    if !thin {
+        return Some(id as usize);
+    }
+    local.get(id as usize).filter(|&&l| l < UNSEEN).map(|&l| l as usize)
 }
 
 fn slot<T>(v: &mut Vec<Option<T>>, id: u32) -> &mut Option<T> {
@@ -142,12 +161,53 @@ fn slot<T>(v: &mut Vec<Option<T>>, id: u32) -> &mut Option<T> {
 }
 
 impl WindowState {
-    pub fn new(range_ms: i64) -> Self {
-        WindowState { range_ms, tail: None, last_seq: 0, series: Vec::new(), groups: Vec::new(), spans: Vec::new() }
+    pub fn new(range_ms: i64, thin: Option<Thin>) -> Self {
+        WindowState {
+            range_ms,
+            tail: None,
+            last_seq: 0,
+            series: Vec::new(),
+            groups: Vec::new(),
+            spans: Vec::new(),
+            thin,
+            local: Vec::new(),
+            ids: Vec::new(),
+        }
     }
 
     pub fn clear(&mut self) {
-        *self = WindowState::new(self.range_ms);
+        *self = WindowState::new(self.range_ms, self.thin.take());
+    }
+
+    pub fn thin(&self) -> Option<&Thin> {
+        self.thin.as_ref()
+    }
+
+    /// The slot of series `id`, made on first sight; `None` when the window does not keep it.
+    fn slot_of(&mut self, catalog: &Catalog, id: u32) -> Option<usize> {
+        let Some(thin) = &self.thin else { return Some(id as usize) };
+        let i = id as usize;
+        if self.local.len() <= i {
+            self.local.resize(i + 1, UNSEEN);
+        }
+        if self.local[i] == UNSEEN {
+            self.local[i] = if thin.keeps(catalog.keys[i].quantity) {
+                self.ids.push(id);
+                self.ids.len() as u32 - 1
+            } else {
+                NOT_KEPT
+            };
+        }
+        (self.local[i] != NOT_KEPT).then_some(self.local[i] as usize)
+    }
+
+    /// The catalog id of slot `i`.
+    fn id_at(&self, i: usize) -> u32 {
+        if self.thin.is_some() { self.ids[i] } else { i as u32 }
+    }
+
+    fn keeps_group(&self, catalog: &Catalog, group: u32) -> bool {
+        self.thin.as_ref().is_none_or(|t| t.keeps_gauge(catalog.group_kind(group)))
     }
 
     /// The oldest point's sequence number and time.
@@ -162,13 +222,17 @@ impl WindowState {
         self.last_seq = p.seq;
         for (col, feed) in p.plan.feeds.iter().enumerate() {
             let Feed::Series(id) = *feed else { continue };
+            let Some(i) = self.slot_of(catalog, id) else { continue };
             let v = p.values[col];
-            match slot(&mut self.series, id) {
+            match slot(&mut self.series, i as u32) {
                 Some(s) => s.push(p.t_ms, v, col, p.layout),
                 s @ None => *s = Some(SeriesState::new(p.t_ms, v, col, p.layout)),
             }
         }
         for (&g, &v) in p.plan.groups.iter().zip(p.gauges) {
+            if !self.keeps_group(catalog, g) {
+                continue;
+            }
             let finite_only = catalog.group_kind(g) == GaugeKind::KvCacheUsage;
             slot(&mut self.groups, g).get_or_insert_with(|| GaugeState::new(finite_only)).push(p.seq, v, kv);
         }
@@ -211,10 +275,11 @@ impl WindowState {
         plan1.gauge_values(catalog, &tail.values, &mut next_gauges);
         let mut pending = Pending::default();
         for &(id, _) in old_plan.by_series.iter() {
-            let Some(s) = self.series[id as usize].as_mut() else { continue };
+            let Some(i) = index(self.thin.is_some(), &self.local, id) else { continue };
+            let Some(s) = self.series.get_mut(i).and_then(Option::as_mut) else { continue };
             s.n -= 1;
             if s.n == 0 {
-                self.series[id as usize] = None;
+                self.series[i] = None;
             } else if let Some(c) = plan1.column_of(id) {
                 s.set_first(t1, tail.values[c], c);
             } else {
@@ -223,7 +288,7 @@ impl WindowState {
         }
         for (&g, &v) in old_plan.groups.iter().zip(&leaving) {
             let next = plan1.groups.iter().position(|&x| x == g).map(|i| next_gauges[i]);
-            let Some(state) = self.groups[g as usize].as_mut() else { continue };
+            let Some(state) = self.groups.get_mut(g as usize).and_then(Option::as_mut) else { continue };
             state.pop(seq, v, next, kv);
             if state.is_empty() {
                 self.groups[g as usize] = None;
@@ -264,7 +329,10 @@ impl WindowState {
             let plan = catalog.plan(layout);
             pending.series.retain(|&id| match plan.column_of(id) {
                 Some(c) => {
-                    if let Some(s) = self.series[id as usize].as_mut() {
+                    if let Some(s) = index(self.thin.is_some(), &self.local, id)
+                        .and_then(|i| self.series.get_mut(i))
+                        .and_then(Option::as_mut)
+                    {
                         s.set_first(t, values[c], c);
                     }
                     false
@@ -313,6 +381,7 @@ impl WindowState {
             + groups
             + tail
             + self.series.capacity() * size_of::<Option<SeriesState>>()
+            + (self.local.capacity() + self.ids.capacity()) * size_of::<u32>()
             + self.groups.capacity() * size_of::<Option<GaugeState>>()
             + self.spans.capacity() * size_of::<Option<Span>>()
     }
@@ -321,9 +390,10 @@ impl WindowState {
     pub fn view(&self, catalog: &Catalog) -> RangeView {
         let mut models: BTreeMap<Arc<str>, ModelRange> = BTreeMap::new();
         let mut order: Vec<Vec<(i64, u32, u32)>> = vec![Vec::new(); catalog.model_names.len()];
-        for (id, s) in self.series.iter().enumerate() {
+        for (i, s) in self.series.iter().enumerate() {
             if let Some(s) = s {
-                order[catalog.series_model[id] as usize].push((s.first_t, s.first_col, id as u32));
+                let id = self.id_at(i);
+                order[catalog.series_model[id as usize] as usize].push((s.first_t, s.first_col, i as u32));
             }
         }
         for (model, mut ids) in order.into_iter().enumerate() {
@@ -334,9 +404,9 @@ impl WindowState {
             let m = model_entry(&mut models, &catalog.model_names[model]);
             m.series = ids
                 .into_iter()
-                .filter_map(|(_, _, id)| {
-                    let s = self.series[id as usize].as_ref()?;
-                    Some((catalog.keys[id as usize].clone(), s.acc()))
+                .filter_map(|(_, _, i)| {
+                    let s = self.series[i as usize].as_ref()?;
+                    Some((catalog.keys[self.id_at(i as usize) as usize].clone(), s.acc()))
                 })
                 .collect();
         }

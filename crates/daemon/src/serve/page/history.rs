@@ -83,7 +83,8 @@ impl History {
         let mut seen = std::collections::BTreeSet::new();
         for t in &report.targets {
             for m in &t.models {
-                let Some(w) = m.windows.iter().min_by_key(|w| w.window) else { continue };
+                // The shortest window that reports everything (not one only the alert rules read).
+                let Some(w) = m.windows.iter().filter(|w| !w.alert_only).min_by_key(|w| w.window) else { continue };
                 let key = (t.target.clone(), m.model.clone());
                 let s = self.series.entry(key.clone()).or_default();
                 push_point(s, cap, report.t_ms, w);

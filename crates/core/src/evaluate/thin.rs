@@ -1,0 +1,67 @@
+//! Windows evaluated only for the alert rules (docs/footprint.md#alert-only-windows).
+//!
+//! The burn-rate rules read 30m and 6h windows that nobody configured: the daemon adds
+//! them to the windows it evaluates (`Config::eval_windows`). Such a window needs only what
+//! a rule reads of a window (coverage, the SLOs' attainment and burn, the finished-request
+//! and output-token rates, preemptions, the queue at the window's start, and the p99s a
+//! latency rule compares), so it keeps the series those need ([`Thin`]) and its report
+//! carries only them; the rest of its report is empty and nothing else is exported for it.
+
+use super::EvalConfig;
+use super::slo::histogram_of;
+use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
+use crate::duration::Window;
+use crate::window::Quantity;
+
+/// A window in [`EvalConfig::windows`] that only the alert rules read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertWindow {
+    pub window: Window,
+    /// The latency quantiles the rules read of this window (of TTFT and TPOT): empty unless
+    /// a latency rule reads it.
+    pub quantiles: Vec<f64>,
+}
+
+/// The latency histograms whose quantiles a latency rule compares with an SLO threshold.
+pub const ALERT_LATENCY_HISTOGRAMS: &[HistogramKind] = &[HistogramKind::Ttft, HistogramKind::Tpot];
+
+/// The series an alert-only window keeps: the histograms its SLO clauses and latency rules
+/// read, the counters and the gauges the SLO evaluation reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thin {
+    histograms: Vec<HistogramKind>,
+}
+
+impl Thin {
+    /// What `window` keeps under `cfg` (one target's config), `None` when it keeps
+    /// everything (a configured window).
+    pub fn of(cfg: &EvalConfig, window: Window) -> Option<Thin> {
+        let a = cfg.alert_window(window)?;
+        let mut histograms: Vec<HistogramKind> =
+            cfg.slos.iter().flat_map(|s| s.clauses()).map(|(c, _)| histogram_of(c)).collect();
+        if !a.quantiles.is_empty() {
+            histograms.extend_from_slice(ALERT_LATENCY_HISTOGRAMS);
+        }
+        histograms.sort_unstable();
+        histograms.dedup();
+        Some(Thin { histograms })
+    }
+
+    /// Whether the window keeps a series of `q` (gauges: [`Thin::keeps_gauge`]).
+    pub fn keeps(&self, q: Quantity) -> bool {
+        match q {
+            Quantity::Bucket(k, _) | Quantity::Sum(k) | Quantity::Count(k) => self.histograms.contains(&k),
+            Quantity::Counter(k, _) => {
+                matches!(k, CounterKind::RequestsFinished | CounterKind::GenerationTokens | CounterKind::Preemptions)
+            }
+            Quantity::SpecAccepted(_) => false,
+            Quantity::Gauge(k) => self.keeps_gauge(k),
+        }
+    }
+
+    /// Running and waiting: the queue rule reads waiting, and the SLO evaluation restates
+    /// TTFT with the requests in flight at the window's start.
+    pub fn keeps_gauge(&self, k: GaugeKind) -> bool {
+        matches!(k, GaugeKind::Running | GaugeKind::Waiting)
+    }
+}

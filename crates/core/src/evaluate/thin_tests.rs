@@ -1,0 +1,189 @@
+//! Alert-only windows: what they export, what their state keeps, and that a configured
+//! window still exports everything.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::incremental::Incremental;
+use super::*;
+use crate::canonical::{
+    Bucket, CounterValue, Engine, FinishReason, GaugeKind, Histogram, HistogramKind, ModelSnapshot, Shard, Snapshot,
+};
+use crate::export;
+use crate::report::{Health, Report, TargetReport};
+use crate::slo::{Objective, Scope};
+
+/// The `i`th scrape of one vLLM-like rank with every kind of series the tests look for.
+fn scrape(i: u32) -> Arc<Snapshot> {
+    let n = f64::from(i) * 3.0;
+    let mut m = ModelSnapshot::default();
+    fn shard<T>(key: &str, value: T) -> Shard<T> {
+        Shard { key: key.into(), created: Some(1.7e9), value }
+    }
+    for (kind, share) in [(HistogramKind::Ttft, 0.75), (HistogramKind::Tpot, 0.5), (HistogramKind::E2e, 0.25)] {
+        let buckets = vec![
+            Bucket { le: 0.1, count: (n * share).floor() },
+            Bucket { le: 1.0, count: n },
+            Bucket { le: f64::INFINITY, count: n },
+        ];
+        m.histograms.entry(kind).or_default().push(shard("", Histogram { buckets, sum: 0.25 * n, count: n }));
+    }
+    let counter = |value, reason| CounterValue { value, reason };
+    m.counters
+        .entry(CounterKind::RequestsFinished)
+        .or_default()
+        .push(shard("finished_reason=\"stop\"", counter(n, Some(FinishReason::Stop))));
+    m.counters.entry(CounterKind::GenerationTokens).or_default().push(shard("", counter(40.0 * n, None)));
+    m.counters.entry(CounterKind::PromptTokens).or_default().push(shard("", counter(90.0 * n, None)));
+    for (kind, v) in [(GaugeKind::KvCacheUsage, 0.5), (GaugeKind::Running, 4.0), (GaugeKind::Waiting, f64::from(i % 3))]
+    {
+        m.gauges.entry(kind).or_default().push(Shard { key: String::new(), created: None, value: v });
+    }
+    Arc::new(Snapshot {
+        engine: Engine::Vllm,
+        models: BTreeMap::from([("m".to_string(), m)]),
+        process_start: Some(1.7e9),
+        families: 0,
+        samples: 0,
+        warnings: Vec::new(),
+    })
+}
+
+fn secs(s: u64) -> Window {
+    Window::from_secs(s)
+}
+
+/// 1m configured; 2m and 3m read only by the rules, 3m by a latency rule too.
+fn cfg(alert_only: bool) -> EvalConfig {
+    let slo = Slo {
+        name: "chat".into(),
+        ttft: Some(Duration::from_millis(500)),
+        tpot: None,
+        e2e: None,
+        objective: Objective::new(0.9).unwrap(),
+        scope: Scope::all(),
+    };
+    EvalConfig {
+        windows: vec![secs(60), secs(120), secs(180)],
+        quantiles: vec![0.5, 0.99],
+        slos: vec![slo],
+        alert_only: if alert_only {
+            vec![
+                AlertWindow { window: secs(120), quantiles: vec![] },
+                AlertWindow { window: secs(180), quantiles: vec![0.99] },
+            ]
+        } else {
+            vec![]
+        },
+        ..EvalConfig::default()
+    }
+}
+
+fn filled() -> (TargetWindows, i64) {
+    let mut store = TargetWindows::new(Duration::from_secs(180));
+    let mut t = 0;
+    for i in 0..60 {
+        t = 1_000_000 + i64::from(i) * 5_000;
+        store.push(t, scrape(i));
+    }
+    (store, t)
+}
+
+/// The (family, window) pairs exported for `reports`.
+fn exported(models: Vec<ModelReport>) -> BTreeSet<(&'static str, String)> {
+    let report = Report {
+        targets: vec![TargetReport {
+            target: "a".into(),
+            engine: None,
+            health: Health { up: true, ..Health::default() },
+            models,
+        }],
+        ..Report::default()
+    };
+    let samples = export::samples(&report);
+    samples.into_iter().filter_map(|s| Some((s.name, s.labels.iter().find(|l| l.0 == "window")?.1.clone()))).collect()
+}
+
+#[test]
+fn an_alert_only_window_exports_what_the_rules_read_and_a_configured_one_everything() {
+    let (store, now) = filled();
+    let got = exported(evaluate_target(&store, now, &cfg(true)));
+    let families = |w: &str| got.iter().filter(|(_, x)| x == w).map(|(f, _)| *f).collect::<BTreeSet<_>>();
+    let read_by_rules = [
+        export::ATTAINMENT,
+        export::BURN_RATE,
+        export::WINDOW_REQUESTS,
+        export::GOODPUT_REQUESTS,
+        export::WINDOW_COVERAGE,
+    ];
+    let not_read = [
+        export::E2E,
+        export::KV_UTILIZATION,
+        export::KV_BAND_TIME,
+        export::LATENCY_MEAN,
+        export::FINISHED_BY_REASON,
+        export::RUNNING,
+        export::TTFT_COMPONENT,
+    ];
+    for w in ["2m", "3m"] {
+        let f = families(w);
+        for want in read_by_rules {
+            assert!(f.contains(want), "{w} lacks {want}: {f:?}");
+        }
+        for unwanted in not_read {
+            assert!(!f.contains(unwanted), "{w} exports {unwanted}: {f:?}");
+        }
+    }
+    // Only the latency rule's window has a quantile, and only the p99 it compares.
+    assert!(!families("2m").contains(export::TTFT) && !families("2m").contains(export::TPOT));
+    let ttft: Vec<_> = export::samples(&Report {
+        targets: vec![TargetReport {
+            target: "a".into(),
+            engine: None,
+            health: Health { up: true, ..Health::default() },
+            models: evaluate_target(&store, now, &cfg(true)),
+        }],
+        ..Report::default()
+    })
+    .into_iter()
+    .filter(|s| s.name == export::TTFT && s.labels.iter().any(|l| l == &("window", "3m".to_string())))
+    .map(|s| s.labels.iter().find(|l| l.0 == export::QUANTILE_LABEL).map(|l| l.1.clone()))
+    .collect();
+    assert_eq!(ttft, vec![Some("0.99".to_string())]);
+    // A configured window exports every family the engine feeds, and the same window
+    // configured exports them too.
+    let configured = families("1m");
+    for want in read_by_rules.iter().chain(&not_read).chain(&[export::TTFT, export::TPOT]) {
+        assert!(configured.contains(want), "1m lacks {want}: {configured:?}");
+    }
+    let full = exported(evaluate_target(&store, now, &cfg(false)));
+    assert!(full.contains(&(export::KV_UTILIZATION, "2m".to_string())));
+}
+
+#[test]
+fn an_alert_only_window_reports_the_full_windows_values_for_what_it_keeps() {
+    let (mut store, now) = filled();
+    let (thin, full) = (evaluate_target(&store, now, &cfg(true)), evaluate_target(&store, now, &cfg(false)));
+    let (t, f) = (&thin[0].windows[1], &full[0].windows[1]);
+    assert_eq!(format!("{:?}", t.slos), format!("{:?}", f.slos));
+    assert_eq!(
+        (t.requests_per_second, t.output_tokens_per_second),
+        (f.requests_per_second, f.output_tokens_per_second)
+    );
+    assert_eq!(t.coverage, f.coverage);
+    assert!(t.input_tokens_per_second.is_none() && f.input_tokens_per_second.is_some());
+    // The incremental state of the thin windows holds fewer series, for the same reports.
+    let mut lean = Incremental::new(&cfg(true));
+    let mut wide = Incremental::new(&cfg(false));
+    lean.advance(&mut store, now);
+    wide.advance(&mut store, now);
+    assert_eq!(format!("{:?}", lean.reports(now, &cfg(true), RateMode::Prometheus)), format!("{thin:?}"));
+    let series = |inc: &Incremental| {
+        inc.views().iter().map(|(_, v)| v.model("m").map_or(0, |m| m.series().len())).collect::<Vec<_>>()
+    };
+    let (s_lean, s_wide) = (series(&lean), series(&wide));
+    assert_eq!(s_lean[0], s_wide[0], "the configured window keeps every series");
+    assert!(s_lean[1] * 2 < s_wide[1], "thin {s_lean:?} vs full {s_wide:?}");
+    assert!(lean.heap_bytes() < wide.heap_bytes());
+}
