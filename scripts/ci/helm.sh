@@ -81,8 +81,8 @@ if "$HELM" template goodput "$CHART" --set tap.enable=true >/dev/null 2>"$T/err"
 fi
 
 # The aggregator with Kubernetes pod discovery: its own ServiceAccount, allowed to list and
-# watch pods and nothing else. (Its config is `goodput check`ed once discovery is built.)
-disc=scripts/ci/testdata/helm-aggregator-discovery-values.yaml
+# watch pods and nothing else. (Its config is `goodput check`ed with the other ci/ values above.)
+disc=$CHART/ci/aggregator-discovery-values.yaml
 "$HELM" lint --strict "$CHART" -f "$disc" >&2 || die "helm lint --strict failed ($disc)"
 "$HELM" template goodput "$CHART" --namespace llm -f "$disc" >"$T/disc.yaml" || die "helm template failed ($disc)"
 kubernetes-validate --strict --quiet --kubernetes-version 1.31.0 "$T/disc.yaml" >&2 || die "kubernetes-validate failed ($disc)"
