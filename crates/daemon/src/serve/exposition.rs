@@ -27,7 +27,9 @@ impl<'a> Line<'a> {
 /// Writes `lines` as an exposition. Families keep the order of their first sample; the
 /// samples of a family are brought together even if the input interleaves them.
 /// `external` (the config's `external_labels`) is added to every sample after its own
-/// labels; config validation keeps its names apart from goodput's own.
+/// labels; config validation keeps its names apart from goodput's own, and a sample that
+/// has one already (`llm_slo_target_info`'s `pod` of a discovered target) keeps its own, as
+/// Prometheus treats its external labels.
 /// `meta` gives (help, type) per family; families without it are written as untyped.
 pub fn write(
     out: &mut String,
@@ -64,7 +66,9 @@ pub fn write(
             out.push_str(name);
             if !l.labels.is_empty() || !external.is_empty() {
                 out.push('{');
-                let all = l.labels.iter().copied().chain(external.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+                let own = |k: &str| l.labels.iter().any(|(o, _)| *o == k);
+                let extra = external.iter().filter(|(k, _)| !own(k)).map(|(k, v)| (k.as_str(), v.as_str()));
+                let all = l.labels.iter().copied().chain(extra);
                 for (i, (k, v)) in all.enumerate() {
                     if i > 0 {
                         out.push(',');
@@ -153,5 +157,16 @@ mod tests {
         write(&mut out, &lines, &external, |_| None);
         let expected = "# TYPE x_total untyped\nx_total{t=\"1\",cluster=\"prod-east\",pod=\"a\\\"b\"} 3.0\n# TYPE y untyped\ny{cluster=\"prod-east\",pod=\"a\\\"b\"} 1.0\n";
         assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn a_samples_own_label_wins_over_an_external_one() {
+        // A discovered target's info carries its pod; the sidecar's own pod must not
+        // repeat the label name, which would make the whole exposition unparsable.
+        let lines = vec![Line { name: "info", labels: vec![("pod", "vllm-0")], value: 1.0 }];
+        let external = [("pod".to_string(), "goodput-7f".to_string()), ("cluster".to_string(), "c".to_string())];
+        let mut out = String::new();
+        write(&mut out, &lines, &external, |_| None);
+        assert_eq!(out, "# TYPE info untyped\ninfo{pod=\"vllm-0\",cluster=\"c\"} 1.0\n");
     }
 }
