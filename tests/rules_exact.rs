@@ -8,8 +8,10 @@
 //!
 //! Skips when promtool is missing, unless GOODPUT_REQUIRE_TOOLS=1.
 
+mod rules_common;
 mod tools;
 
+use rules_common::{goodput_rules, run};
 use std::process::Command;
 use tools::require_tool;
 
@@ -63,23 +65,6 @@ const ENGINE: &str = r#"
   - {series: 'vllm:generation_tokens_total{instance="a:8000",job="vllm",model_name="llama"}', values: '0+20000x800'}
   - {series: 'up{instance="a:8000",job="vllm"}', values: '1x800'}
 "#;
-
-fn goodput_rules(dir: &std::path::Path) -> String {
-    let cfg = dir.join("goodput.yml");
-    std::fs::write(&cfg, CONFIG).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["rules", "--format", "prometheus", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "goodput rules failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn run(cmd: &mut Command) -> (bool, String) {
-    let out = cmd.output().expect("run promtool");
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
-}
 
 /// A `promql_expr_test` at `at` expecting exactly `samples` (labels, value); none for `[]`.
 fn expr(at: &str, q: &str, samples: &[(&str, &str)]) -> String {
@@ -162,7 +147,7 @@ fn tests_file(tap: bool) -> String {
 fn exact_fleet_rules_sum_counts_and_the_burn_alerts_prefer_them() {
     let promtool = require_tool!("promtool");
     let dir = tempfile::tempdir().unwrap();
-    let rules = goodput_rules(dir.path());
+    let rules = goodput_rules(dir.path(), CONFIG, "prometheus");
     assert!(rules.contains("goodput-slo-exact-recording"), "no exact group in:\n{rules}");
     std::fs::write(dir.path().join("rules.yml"), &rules).unwrap();
     let (ok, out) = run(Command::new(&promtool).arg("check").arg("rules").arg(dir.path().join("rules.yml")));

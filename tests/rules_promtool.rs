@@ -5,9 +5,10 @@
 //!
 //! Skips when promtool is missing, unless GOODPUT_REQUIRE_TOOLS=1.
 
+mod rules_common;
 mod tools;
 
-use std::path::Path;
+use rules_common::{goodput_rules, run};
 use std::process::Command;
 use tools::require_tool;
 
@@ -24,24 +25,6 @@ alerting:
 
 /// `goodput rules` reads the daemon's config with the daemon's loader, which wants targets.
 const TARGETS: &str = "targets: [{name: llama, url: \"http://127.0.0.1:8000/metrics\"}]\n";
-
-fn goodput_rules(dir: &Path, format: &str) -> String {
-    let cfg = dir.join("goodput.yml");
-    std::fs::write(&cfg, CONFIG).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["rules", "--config"])
-        .arg(&cfg)
-        .args(["--format", format])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "goodput rules failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn run(cmd: &mut Command) -> (bool, String) {
-    let out = cmd.output().expect("run promtool");
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
-}
 
 /// Two pods serve two models: `bad` (a:8000) is overloaded, `good` (b:8000) is healthy,
 /// and c:8000 is down, for 400 minutes (enough to cover the slow burn rule's 6h window).
@@ -274,7 +257,7 @@ fn tests_file(rules: &str, fleet_bad: bool) -> String {
 fn generated_rules_pass_promtool_check_and_unit_tests() {
     let promtool = require_tool!("promtool");
     let dir = tempfile::tempdir().unwrap();
-    let rules = goodput_rules(dir.path(), "prometheus");
+    let rules = goodput_rules(dir.path(), CONFIG, "prometheus");
     let rules_path = dir.path().join("rules.yml");
     std::fs::write(&rules_path, &rules).unwrap();
     let (ok, out) = run(Command::new(&promtool).arg("check").arg("rules").arg(&rules_path));
@@ -298,8 +281,8 @@ fn generated_rules_pass_promtool_check_and_unit_tests() {
 #[test]
 fn prometheusrule_wraps_the_same_groups() {
     let dir = tempfile::tempdir().unwrap();
-    let plain: serde_json::Value = serde_saphyr::from_str(&goodput_rules(dir.path(), "prometheus")).unwrap();
-    let pr: serde_json::Value = serde_saphyr::from_str(&goodput_rules(dir.path(), "prometheusrule")).unwrap();
+    let plain: serde_json::Value = serde_saphyr::from_str(&goodput_rules(dir.path(), CONFIG, "prometheus")).unwrap();
+    let pr: serde_json::Value = serde_saphyr::from_str(&goodput_rules(dir.path(), CONFIG, "prometheusrule")).unwrap();
     assert_eq!(pr["apiVersion"], "monitoring.coreos.com/v1");
     assert_eq!(pr["kind"], "PrometheusRule");
     assert_eq!(pr["metadata"]["name"], "goodput");
@@ -326,7 +309,7 @@ fn prometheusrule_wraps_the_same_groups() {
 #[test]
 fn each_bucket_rate_is_recorded_once_and_the_quantiles_read_it() {
     let dir = tempfile::tempdir().unwrap();
-    let plain: serde_json::Value = serde_saphyr::from_str(&goodput_rules(dir.path(), "prometheus")).unwrap();
+    let plain: serde_json::Value = serde_saphyr::from_str(&goodput_rules(dir.path(), CONFIG, "prometheus")).unwrap();
     let rules = plain["groups"][0]["rules"].as_array().unwrap();
     let exprs: Vec<&str> = rules.iter().filter_map(|r| r["expr"].as_str()).collect();
     // The config's window and those the latency alerts read have quantiles; the burn windows
