@@ -133,21 +133,7 @@ pub fn preferred(name: &str, selector: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::slo::{Objective, Scope};
-
-    fn slo(targets: &[&str], models: &[&str]) -> Slo {
-        Slo {
-            name: "chat".into(),
-            ttft: Some(std::time::Duration::from_millis(500)),
-            tpot: None,
-            e2e: None,
-            objective: Objective::new(0.99).unwrap(),
-            scope: Scope {
-                targets: targets.iter().map(|t| t.to_string()).collect(),
-                models: models.iter().map(|m| m.to_string()).collect(),
-            },
-        }
-    }
+    use crate::rules::scope::tests::slo;
 
     #[test]
     fn scope_reads_goodput_target_names_and_models() {

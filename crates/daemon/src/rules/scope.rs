@@ -144,11 +144,12 @@ impl Fleet<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::slo::{Objective, Scope};
 
-    fn slo(targets: &[&str], models: &[&str]) -> Slo {
+    /// A TTFT-only SLO named `chat` over these targets and models (the rules modules' tests share it).
+    pub(in crate::rules) fn slo(targets: &[&str], models: &[&str]) -> Slo {
         Slo {
             name: "chat".into(),
             ttft: Some(std::time::Duration::from_millis(500)),
