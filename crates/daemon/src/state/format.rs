@@ -94,37 +94,57 @@ pub enum Corrupt {
 }
 
 /// A file's sections, in order, each read or corrupt, and when it was saved.
-pub fn decode(bytes: &[u8]) -> Result<(i64, Vec<Result<Section, Corrupt>>), FileError> {
+///
+/// The sections are decoded one at a time as the iterator is advanced, so that a restore
+/// holds one decoded section beside the file's bytes, not all of them at once.
+pub fn decode(bytes: &[u8]) -> Result<(i64, Sections<'_>), FileError> {
     if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
         return Err(FileError::NotASnapshot);
     }
-    let word = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-    let version = word(8);
+    let version = word(bytes, 8);
     if version != VERSION {
         return Err(FileError::Version(version));
     }
     let mut at_bytes = [0u8; 8];
     at_bytes.copy_from_slice(&bytes[12..20]);
     let saved_at_ms = i64::from_le_bytes(at_bytes);
-    let mut sections = Vec::new();
-    let mut pos = HEADER_LEN;
-    while pos < bytes.len() {
-        if bytes.len() - pos < FRAME_LEN {
-            sections.push(Err(Corrupt::Truncated));
-            break;
+    Ok((saved_at_ms, Sections { bytes, pos: HEADER_LEN }))
+}
+
+fn word(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
+/// The sections of a snapshot, each read or corrupt ([`decode`]).
+#[derive(Debug)]
+pub struct Sections<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Iterator for Sections<'_> {
+    type Item = Result<Section, Corrupt>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let bytes = self.bytes;
+        if self.pos >= bytes.len() {
+            return None;
         }
-        let (len, crc) = (word(pos) as usize, word(pos + 4));
-        let start = pos + FRAME_LEN;
+        if bytes.len() - self.pos < FRAME_LEN {
+            self.pos = bytes.len();
+            return Some(Err(Corrupt::Truncated));
+        }
+        let (len, crc) = (word(bytes, self.pos) as usize, word(bytes, self.pos + 4));
+        let start = self.pos + FRAME_LEN;
         let Some(body) = bytes.get(start..start.saturating_add(len)) else {
-            sections.push(Err(Corrupt::Truncated));
-            break;
+            // After a bad length nothing further can be framed.
+            self.pos = bytes.len();
+            return Some(Err(Corrupt::Truncated));
         };
-        pos = start + len;
+        self.pos = start + len;
         if crc32fast::hash(body) != crc {
-            sections.push(Err(Corrupt::Checksum));
-            continue;
+            return Some(Err(Corrupt::Checksum));
         }
-        sections.push(postcard::from_bytes::<Section>(body).map_err(|_| Corrupt::Decode));
+        Some(postcard::from_bytes::<Section>(body).map_err(|_| Corrupt::Decode))
     }
-    Ok((saved_at_ms, sections))
 }

@@ -203,8 +203,7 @@ fn a_damaged_section_costs_that_part_of_that_target_only() {
     fill(&mut w);
     let bytes = snapshot(&w);
     let (_, sections) = format::decode(&bytes).unwrap();
-    let parts: Vec<(String, &str)> =
-        sections.iter().map(|s| s.as_ref().unwrap()).map(|s| (s.target.clone(), s.part.name())).collect();
+    let parts: Vec<(String, &str)> = sections.map(|s| s.unwrap()).map(|s| (s.target.clone(), s.part.name())).collect();
     // The last section is b's windows: flip a byte in its body.
     assert_eq!(parts.last().unwrap(), &("b".to_string(), "windows"));
     let mut bad = bytes.clone();
