@@ -4,7 +4,7 @@
 //! durable.
 
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// The snapshot's name in `state_dir`.
@@ -68,7 +68,20 @@ fn write_temp(
     Ok(w)
 }
 
-/// The snapshot in `dir`, or `None` when there is none yet.
+/// The snapshot in `dir`, buffered, and its length; `None` when there is none yet.
+pub fn open(dir: &Path) -> io::Result<Option<(BufReader<File>, u64)>> {
+    match File::open(path(dir)) {
+        Ok(f) => {
+            let len = f.metadata()?.len();
+            Ok(Some((BufReader::with_capacity(1 << 20, f), len)))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The snapshot in `dir`, whole, or `None` when there is none yet.
+#[cfg(test)]
 pub fn read(dir: &Path) -> io::Result<Option<Vec<u8>>> {
     match fs::read(path(dir)) {
         Ok(b) => Ok(Some(b)),

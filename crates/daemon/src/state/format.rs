@@ -12,6 +12,8 @@
 //! bad length the rest of the file cannot be framed and is corrupt too. A file of another
 //! version is not read at all.
 
+use std::io::Read;
+
 use serde::{Deserialize, Serialize};
 
 use crate::alert::saved::SavedAlert;
@@ -91,60 +93,86 @@ pub enum Corrupt {
     Checksum,
     /// The checksum matches but the bytes do not decode.
     Decode,
+    /// Reading the file failed here (an I/O error); the rest is not read.
+    Unreadable,
 }
 
-/// A file's sections, in order, each read or corrupt, and when it was saved.
+/// A snapshot's sections, in order, each read or corrupt, and when it was saved: the
+/// `len` bytes `r` yields.
 ///
-/// The sections are decoded one at a time as the iterator is advanced, so that a restore
-/// holds one decoded section beside the file's bytes, not all of them at once.
-pub fn decode(bytes: &[u8]) -> Result<(i64, Sections<'_>), FileError> {
-    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
+/// The file is read one section at a time as the iterator is advanced, so that a restore
+/// holds one section's bytes and one decoded section beside the stores it rebuilds, not the
+/// whole file (at thousands of targets a snapshot is hundreds of megabytes).
+pub fn read<R: Read>(mut r: R, len: u64) -> Result<(i64, Sections<R>), FileError> {
+    let mut header = [0u8; HEADER_LEN];
+    if len < HEADER_LEN as u64 || r.read_exact(&mut header).is_err() || &header[..8] != MAGIC {
         return Err(FileError::NotASnapshot);
     }
-    let version = word(bytes, 8);
+    let version = word(&header[8..12]);
     if version != VERSION {
         return Err(FileError::Version(version));
     }
     let mut at_bytes = [0u8; 8];
-    at_bytes.copy_from_slice(&bytes[12..20]);
+    at_bytes.copy_from_slice(&header[12..20]);
     let saved_at_ms = i64::from_le_bytes(at_bytes);
-    Ok((saved_at_ms, Sections { bytes, pos: HEADER_LEN }))
+    Ok((saved_at_ms, Sections { r, left: len - HEADER_LEN as u64, body: Vec::new() }))
 }
 
-fn word(bytes: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+/// [`read`] of a snapshot held in memory.
+pub fn decode(bytes: &[u8]) -> Result<(i64, Sections<&[u8]>), FileError> {
+    read(bytes, bytes.len() as u64)
 }
 
-/// The sections of a snapshot, each read or corrupt ([`decode`]).
+fn word(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// The sections of a snapshot, each read or corrupt ([`read`]).
 #[derive(Debug)]
-pub struct Sections<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+pub struct Sections<R> {
+    r: R,
+    /// Bytes of the file not read yet: a length that runs past them is a truncated file,
+    /// found without reading (or allocating) that far.
+    left: u64,
+    /// The current section's bytes, reused from one section to the next.
+    body: Vec<u8>,
 }
 
-impl Iterator for Sections<'_> {
+impl<R: Read> Sections<R> {
+    /// Nothing after this can be framed.
+    fn stop(&mut self, why: Corrupt) -> Option<Result<Section, Corrupt>> {
+        self.left = 0;
+        Some(Err(why))
+    }
+}
+
+impl<R: Read> Iterator for Sections<R> {
     type Item = Result<Section, Corrupt>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let bytes = self.bytes;
-        if self.pos >= bytes.len() {
+        if self.left == 0 {
             return None;
         }
-        if bytes.len() - self.pos < FRAME_LEN {
-            self.pos = bytes.len();
-            return Some(Err(Corrupt::Truncated));
+        let mut frame = [0u8; FRAME_LEN];
+        if self.left < FRAME_LEN as u64 {
+            return self.stop(Corrupt::Truncated);
         }
-        let (len, crc) = (word(bytes, self.pos) as usize, word(bytes, self.pos + 4));
-        let start = self.pos + FRAME_LEN;
-        let Some(body) = bytes.get(start..start.saturating_add(len)) else {
-            // After a bad length nothing further can be framed.
-            self.pos = bytes.len();
-            return Some(Err(Corrupt::Truncated));
-        };
-        self.pos = start + len;
-        if crc32fast::hash(body) != crc {
+        if self.r.read_exact(&mut frame).is_err() {
+            return self.stop(Corrupt::Unreadable);
+        }
+        self.left -= FRAME_LEN as u64;
+        let (len, crc) = (word(&frame[..4]), word(&frame[4..]));
+        if u64::from(len) > self.left {
+            return self.stop(Corrupt::Truncated);
+        }
+        self.body.resize(len as usize, 0);
+        if self.r.read_exact(&mut self.body).is_err() {
+            return self.stop(Corrupt::Unreadable);
+        }
+        self.left -= u64::from(len);
+        if crc32fast::hash(&self.body) != crc {
             return Some(Err(Corrupt::Checksum));
         }
-        Some(postcard::from_bytes::<Section>(body).map_err(|_| Corrupt::Decode))
+        Some(postcard::from_bytes::<Section>(&self.body).map_err(|_| Corrupt::Decode))
     }
 }

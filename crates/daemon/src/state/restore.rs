@@ -4,6 +4,7 @@
 //! Never an error: the worst snapshot costs the history it held, with one warning.
 
 use std::collections::BTreeSet;
+use std::io::Read;
 use std::path::Path;
 
 use super::format::{self, FileError, Part};
@@ -36,8 +37,8 @@ pub fn restore(
     stats: &StateStats,
     now_ms: i64,
 ) {
-    let bytes = match file::read(dir) {
-        Ok(Some(b)) => b,
+    let (reader, len) = match file::open(dir) {
+        Ok(Some(r)) => r,
         Ok(None) => {
             tracing::info!(dir = %dir.display(), "no state snapshot yet; starting with empty windows");
             return;
@@ -48,8 +49,7 @@ pub fn restore(
             return;
         }
     };
-    let o = apply(&bytes, config, sources, alerts, now_ms);
-    drop(bytes);
+    let o = apply_from(reader, len, config, sources, alerts, now_ms);
     release_freed_memory();
     stats.restored(RestoreResult::Restored, o.restored);
     stats.restored(RestoreResult::Mismatch, o.mismatch);
@@ -75,8 +75,8 @@ pub fn restore(
     }
 }
 
-/// Hands the memory the restore freed back to the system. The file's bytes and each decoded
-/// section lay on the heap below the stores rebuilt from them; with one malloc arena
+/// Hands the memory the restore freed back to the system. Each section's bytes and decoded
+/// form lay on the heap below the stores rebuilt from them; with one malloc arena
 /// (docs/footprint.md#memory) glibc returns freed memory only from the top of the heap
 /// unless asked, and the daemon would keep the restore's peak in its RSS for good.
 fn release_freed_memory() {
@@ -89,8 +89,20 @@ fn release_freed_memory() {
 
 /// Restores each section of `bytes`.
 pub fn apply(bytes: &[u8], config: &Config, sources: &Sources, alerts: &mut AlertEngine, now_ms: i64) -> Outcome {
+    apply_from(bytes, bytes.len() as u64, config, sources, alerts, now_ms)
+}
+
+/// Restores each section of the `len` bytes `r` yields, one section at a time.
+fn apply_from(
+    r: impl Read,
+    len: u64,
+    config: &Config,
+    sources: &Sources,
+    alerts: &mut AlertEngine,
+    now_ms: i64,
+) -> Outcome {
     let mut o = Outcome::default();
-    let sections = match format::decode(bytes) {
+    let sections = match format::read(r, len) {
         Ok((_, s)) => s,
         Err(FileError::Version(v)) => {
             o.version = Some(v);

@@ -300,3 +300,43 @@ fn writes_replace_the_file_whole_and_an_unwritable_dir_is_an_error() {
     let blocked = state.join(file::FILE_NAME).join("sub");
     assert!(file::write_atomic(&blocked, b"HEAD", [vec![1u8]], 1 << 20).is_err());
 }
+
+#[test]
+fn a_snapshot_file_is_read_a_section_at_a_time() {
+    use std::io::{self, Read};
+
+    use super::file;
+    use super::metrics::StateStats;
+    use super::restore::restore;
+
+    let mut w = world(CONFIG);
+    fill(&mut w);
+    let bytes = snapshot(&w);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(file::path(dir.path()), &bytes).unwrap();
+    let mut fresh = world(CONFIG);
+    restore(dir.path(), &fresh.config, &fresh.sources, &mut fresh.alerts, &StateStats::default(), T0 + 130_000);
+    for t in ["a", "b"] {
+        assert!(state_of(&w, t) == state_of(&fresh, t), "target {t} differs after the restore from the file");
+    }
+
+    // The disk fails part-way: the sections before the failure read, the rest is not read.
+    struct FailsAfter<'a>(&'a [u8]);
+    impl Read for FailsAfter<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.0.is_empty() {
+                return Err(io::Error::other("I/O error"));
+            }
+            let n = buf.len().min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let whole = format::decode(&bytes).unwrap().1.count();
+    let (_, sections) = format::read(FailsAfter(&bytes[..bytes.len() - 40]), bytes.len() as u64).unwrap();
+    let read: Vec<_> = sections.collect();
+    assert_eq!(read.len(), whole);
+    assert!(read[..whole - 1].iter().all(Result::is_ok));
+    assert_eq!(read[whole - 1].as_ref().err(), Some(&format::Corrupt::Unreadable));
+}
