@@ -7,7 +7,11 @@
 //! Each configured target whose URL ends in `/t/<i>/metrics` gets fake target `i`'s
 //! expositions every `--step-ms` from the anchor to `--to-unix-ms`, ingested and recorded
 //! exactly as a live scrape is (`scrape::ingest`, `TargetRuntime::record`), so the store
-//! is the one the daemon would have built. Alerts, budgets and request series are not
+//! is the one the daemon would have built. Targets `i` and `i + PHASES` are served the
+//! same values (`template::PHASES`), so each phase's past is ingested once and its store
+//! saved for every target of that phase: a fleet of thousands costs 97 targets' ingest
+//! (the fleet's targets are assumed to share their scrape settings, as
+//! `scripts/bench/*.sh` write them). Alerts, budgets and request series are not
 //! written: they start empty, as after a first deploy.
 //!
 //! ```sh
@@ -15,6 +19,7 @@
 //!     --anchor-unix-ms MS --to-unix-ms MS [--step-ms 5000] [--ramp 600]
 //! ```
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use goodput::adapt::EngineHint;
@@ -28,7 +33,7 @@ use goodput::window::saved::SavedWindows;
 
 #[path = "fake_targets/template.rs"]
 mod template;
-use template::{Template, factor};
+use template::{PHASES, Template, factor};
 
 fn fail(msg: String) -> ! {
     eprintln!("fill_state: {msg}");
@@ -80,38 +85,49 @@ fn main() {
     // The window store keeps what the longest evaluated window needs; older scrapes would
     // be dropped on push anyway.
     let from_ms = args.anchor_ms.max(args.to_ms - config.max_window().as_millis() as i64);
-    let mut frames = Vec::new();
     let mut scrapes = 0u64;
+    let mut by_phase: HashMap<usize, SavedWindows> = HashMap::new();
+    let mut phases = Vec::with_capacity(config.targets.len());
     for t in &config.targets {
         let path = t.url.path();
         let Some(i) = path.strip_prefix("/t/").and_then(|p| p.strip_suffix("/metrics")).and_then(|i| i.parse().ok())
         else {
             fail(format!("target {}: {path} is not a fake_targets path /t/<i>/metrics", t.name))
         };
-        let rt = TargetRuntime::new(t.clone(), config.max_window());
-        let mut at = from_ms;
-        while at <= args.to_ms {
-            let body = template.render(factor(at - args.anchor_ms, i, args.ramp_s));
-            let snapshot =
-                ingest(body.as_bytes(), &Limits::default(), Cardinality::default(), EngineHint::Auto, &t.name);
-            rt.record(at, Duration::from_millis(1), snapshot);
-            scrapes += 1;
-            at += args.step_ms;
-        }
-        let windows = rt.lock().windows.clone();
-        let section = Section {
-            target: t.name.clone(),
-            identity: identity(t),
-            part: Part::Windows(SavedWindows::save(&windows)),
-        };
-        frames.push(
-            format::frame(&section).unwrap_or_else(|| fail(format!("target {}: cannot encode its windows", t.name))),
-        );
+        phases.push(i % PHASES);
+        by_phase.entry(i % PHASES).or_insert_with(|| {
+            let rt = TargetRuntime::new(t.clone(), config.max_window());
+            let mut at = from_ms;
+            while at <= args.to_ms {
+                let body = template.render(factor(at - args.anchor_ms, i, args.ramp_s));
+                let snapshot =
+                    ingest(body.as_bytes(), &Limits::default(), Cardinality::default(), EngineHint::Auto, &t.name);
+                rt.record(at, Duration::from_millis(1), snapshot);
+                scrapes += 1;
+                at += args.step_ms;
+            }
+            SavedWindows::save(&rt.lock().windows)
+        });
     }
+    // Framed as they are written: the file of a large fleet is not held in memory.
+    let frames = config.targets.iter().zip(&phases).map(|(t, phase)| {
+        let section =
+            Section { target: t.name.clone(), identity: identity(t), part: Part::Windows(by_phase[phase].clone()) };
+        format::frame(&section).unwrap_or_else(|| fail(format!("target {}: cannot encode its windows", t.name)))
+    });
     let written = file::write_atomic(&state.dir, &format::header(args.to_ms), frames, MAX_SNAPSHOT_BYTES)
         .unwrap_or_else(|e| fail(format!("cannot write the snapshot to {}: {e}", state.dir.display())));
+    if written.left_out > 0 {
+        fail(format!(
+            "{} of {} targets' windows left out: the snapshot would pass its {} MiB bound",
+            written.left_out,
+            config.targets.len(),
+            MAX_SNAPSHOT_BYTES >> 20
+        ));
+    }
     eprintln!(
-        "fill_state: {scrapes} scrapes of {} targets, {} bytes written to {}",
+        "fill_state: {scrapes} scrapes ingested for {} phases of {} targets, {} bytes written to {}",
+        by_phase.len(),
         config.targets.len(),
         written.bytes,
         state.dir.display()

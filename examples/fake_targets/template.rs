@@ -6,12 +6,17 @@
 //! histogram by one factor keeps buckets cumulative and `_count` equal to the `+Inf`
 //! bucket; flooring is monotone, so it keeps that too. Gauges stay as given.
 
+/// How many distinct phases the fake targets have: targets `i` and `i + PHASES` serve the
+/// same values at the same instant.
+#[allow(dead_code)] // used by fill_state only
+pub const PHASES: usize = 97;
+
 /// The scale of fake target `i`'s counters `elapsed_ms` after its anchor: they grow
-/// linearly (a constant rate), with a per-target phase so that no two targets serve the
-/// same exposition.
+/// linearly (a constant rate), with a per-target phase so that no two of [`PHASES`]
+/// consecutive targets serve the same exposition.
 #[allow(dead_code)] // steady_state renders by its own clock
 pub fn factor(elapsed_ms: i64, i: usize, ramp_s: f64) -> f64 {
-    let t = elapsed_ms as f64 / 1000.0 + (i % 97) as f64 * 0.731;
+    let t = elapsed_ms as f64 / 1000.0 + (i % PHASES) as f64 * 0.731;
     1.0 + t / ramp_s
 }
 
