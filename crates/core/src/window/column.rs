@@ -8,7 +8,7 @@
 //! ascending `le` (`window/layout.rs`), so that second difference is the number of
 //! observations that landed in that one bucket: mostly 0 at a few seconds per scrape,
 //! and 0 for every series that did not move. Runs of zeros are one token; a nonzero
-//! residual is one zigzag varint, 1 byte up to ±16.
+//! residual is one zigzag varint, 1 byte from −32 to 31.
 //!
 //! Any other value (a fractional gauge or `_sum`, NaN, −0, ±inf, beyond 2^53) is stored
 //! as the XOR of its bits with the previous value's, minus the XOR's zero bytes at its
@@ -17,11 +17,11 @@
 //! (`decode_into` returns `false`), never a panic.
 //!
 //! ```text
-//! token: varint t, kind in its 2 low bits, n = t >> 2
-//!   RUN   n + 1 integer series, each with the residual 0
-//!   INT   one integer series, residual = unzigzag(n)
-//!   LOW   one XORed series; n (≤ 8) bytes follow, the XOR's low bytes, little-endian
-//!   HIGH  one XORed series; n (≤ 8) bytes follow, the XOR's high bytes, little-endian
+//! token: varint t = n << width | tag (a prefix code: the commonest kinds keep most bits)
+//!   INT   tag  0  one integer series, residual = unzigzag(n): 1 byte from −32 to 31
+//!   RUN   tag 01  n + 1 integer series, each with the residual 0: 1 byte up to 32
+//!   LOW   tag 011 one XORed series; n (≤ 8) bytes follow, the XOR's low bytes, little-endian
+//!   HIGH  tag 111 one XORed series; n (≤ 8) bytes follow, the XOR's high bytes, little-endian
 //! ```
 //!
 //! The bytes are shared (`Arc`): cloning a target's store to evaluate it outside its lock
@@ -32,10 +32,16 @@ use std::sync::Arc;
 /// Largest magnitude stored as an integer delta: every integer up to it is exact in f64.
 const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
 
-const RUN: u64 = 0;
-const INT: u64 = 1;
-const LOW: u64 = 2;
-const HIGH: u64 = 3;
+/// A token kind: its tag and the tag's width in bits.
+type Kind = (u64, u32);
+const INT: Kind = (0b0, 1);
+const RUN: Kind = (0b01, 2);
+const LOW: Kind = (0b011, 3);
+const HIGH: Kind = (0b111, 3);
+
+fn token((tag, width): Kind, n: u64) -> u64 {
+    (n << width) | tag
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Column {
@@ -86,7 +92,7 @@ fn unzigzag(z: u64) -> i64 {
 /// Ends a run of `run` zero residuals.
 fn flush_run(out: &mut Vec<u8>, run: &mut u64) {
     if *run > 0 {
-        put_varint(out, ((*run - 1) << 2) | RUN);
+        put_varint(out, token(RUN, *run - 1));
         *run = 0;
     }
 }
@@ -111,7 +117,7 @@ impl Column {
                     run += 1;
                 } else {
                     flush_run(&mut out, &mut run);
-                    put_varint(&mut out, (zigzag(residual) << 2) | INT);
+                    put_varint(&mut out, token(INT, zigzag(residual)));
                 }
                 continue;
             }
@@ -124,10 +130,10 @@ impl Column {
             let zero_low = x.iter().take_while(|&&b| b == 0).count();
             if zero_high >= zero_low {
                 let n = 8 - zero_high;
-                put_varint(&mut out, ((n as u64) << 2) | LOW);
+                put_varint(&mut out, token(LOW, n as u64));
                 out.extend_from_slice(&x[..n]);
             } else {
-                put_varint(&mut out, (((8 - zero_low) as u64) << 2) | HIGH);
+                put_varint(&mut out, token(HIGH, (8 - zero_low) as u64));
                 out.extend_from_slice(&x[zero_low..]);
             }
         }
@@ -161,45 +167,43 @@ impl Column {
     }
 }
 
-/// Arithmetic wraps: on a corrupt column it yields garbage that is then refused, not a
-/// panic. On a column built by [`Column::encode`] it never wraps.
+/// Arithmetic wraps: a corrupt column decodes to garbage or is refused, never panics (a
+/// snapshot's checksum catches the garbage). On a column built by [`Column::encode`] it
+/// never wraps.
 fn decode_packed(bytes: &[u8], cur: &mut [f64]) -> bool {
     let (mut i, mut pos, mut pred) = (0usize, 0usize, 0i64);
     while i < cur.len() {
         let Some(t) = get_varint(bytes, &mut pos) else { return false };
-        let n = t >> 2;
-        match t & 3 {
-            RUN => {
-                if n >= (cur.len() - i) as u64 {
-                    return false;
-                }
-                let end = i + n as usize + 1;
-                // A residual of 0 after a change of 0 leaves the value as it was.
-                if pred != 0 {
-                    for slot in &mut cur[i..end] {
-                        *slot = (*slot as i64).wrapping_add(pred) as f64;
-                    }
-                }
-                i = end;
+        if t & 1 == 0 {
+            pred = pred.wrapping_add(unzigzag(t >> 1));
+            cur[i] = (cur[i] as i64).wrapping_add(pred) as f64;
+            i += 1;
+        } else if t & 2 == 0 {
+            let n = t >> 2;
+            if n >= (cur.len() - i) as u64 {
+                return false;
             }
-            INT => {
-                pred = pred.wrapping_add(unzigzag(n));
-                cur[i] = (cur[i] as i64).wrapping_add(pred) as f64;
-                i += 1;
-            }
-            kind => {
-                let Some(raw) = (n <= 8).then(|| bytes.get(pos..pos + n as usize)).flatten() else { return false };
-                pos += raw.len();
-                let mut x = [0u8; 8];
-                if kind == LOW {
-                    x[..raw.len()].copy_from_slice(raw);
-                } else {
-                    x[8 - raw.len()..].copy_from_slice(raw);
+            let end = i + n as usize + 1;
+            // A residual of 0 after a change of 0 leaves the value as it was.
+            if pred != 0 {
+                for slot in &mut cur[i..end] {
+                    *slot = (*slot as i64).wrapping_add(pred) as f64;
                 }
-                cur[i] = f64::from_bits(cur[i].to_bits() ^ u64::from_le_bytes(x));
-                pred = 0;
-                i += 1;
             }
+            i = end;
+        } else {
+            let n = t >> 3;
+            let Some(raw) = (n <= 8).then(|| bytes.get(pos..pos + n as usize)).flatten() else { return false };
+            pos += raw.len();
+            let mut x = [0u8; 8];
+            if t & 4 == 0 {
+                x[..raw.len()].copy_from_slice(raw);
+            } else {
+                x[8 - raw.len()..].copy_from_slice(raw);
+            }
+            cur[i] = f64::from_bits(cur[i].to_bits() ^ u64::from_le_bytes(x));
+            pred = 0;
+            i += 1;
         }
     }
     pos == bytes.len()
@@ -365,12 +369,14 @@ mod tests {
         let mut cur = vec![1.0, 2.0];
         let refused = |bytes: &[u8]| !Column::Delta(Arc::from(bytes)).decode_into(&mut cur.clone());
         assert!(refused(&[0x80]), "a varint cut short");
-        assert!(refused(&[RUN as u8]), "too few series");
-        assert!(refused(&[2 << 2 | RUN as u8]), "a run past the last series");
-        assert!(refused(&[8 << 2 | LOW as u8, 0, 0]), "XOR bytes cut short");
-        assert!(refused(&[9 << 2 | HIGH as u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), "more than 8 XOR bytes");
-        assert!(refused(&[1 << 2 | RUN as u8, 0]), "trailing bytes");
-        assert!(Column::Delta(Arc::from([1 << 2 | RUN as u8])).decode_into(&mut cur));
+        let t = |kind, n| token(kind, n) as u8;
+        assert!(refused(&[t(RUN, 0)]), "too few series");
+        assert!(refused(&[t(RUN, 2)]), "a run past the last series");
+        assert!(refused(&[t(LOW, 8), 0, 0]), "XOR bytes cut short");
+        assert!(refused(&[t(HIGH, 9), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), "more than 8 XOR bytes");
+        assert!(refused(&[t(RUN, 1), 0]), "trailing bytes");
+        assert!(Column::Delta(Arc::from([t(RUN, 1)])).decode_into(&mut cur));
+        assert!(Column::Delta(Arc::from([t(INT, 1), t(HIGH, 0)])).decode_into(&mut cur));
         assert!(!decode_first_format(&[0x80], &mut cur));
         assert!(!decode_first_format(&[1, 0, 0], &mut cur));
         assert!(!decode_first_format(&[0, 0, 0], &mut cur), "trailing bytes");
