@@ -13,8 +13,9 @@
 //! Any other value (a fractional gauge or `_sum`, NaN, −0, ±inf, beyond 2^53) is stored
 //! as the XOR of its bits with the previous value's, minus the XOR's zero bytes at its
 //! high or its low end: an unchanged gauge costs 1 byte, a slowly moving `_sum` 6–7.
-//! Decoding is therefore bit-exact for any `f64`, and a corrupt column is refused
-//! (`decode_into` returns `false`), never a panic.
+//! Decoding is therefore bit-exact for any `f64`. A column whose tokens do not cover
+//! exactly its series, or that ends inside a token, is refused (`decode_into` returns
+//! `false`); no input makes it panic.
 //!
 //! ```text
 //! token: varint t = n << width | tag (a prefix code: the commonest kinds keep most bits)
@@ -45,7 +46,9 @@ fn token((tag, width): Kind, n: u64) -> u64 {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Column {
+    /// A keyframe: the values themselves.
     Raw(Arc<[f64]>),
+    /// Tokens against the previous scrape's values, as the module doc lays them out.
     Delta(Arc<[u8]>),
 }
 
