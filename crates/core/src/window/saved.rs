@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Column, Layout, Quantity, SeriesKey, TargetWindows};
+use super::{Column, Layout, Quantity, SeriesKey, TargetWindows, column};
 use crate::canonical::{CounterKind, Engine, FinishReason, GaugeKind, HistogramKind};
 
 /// One target's stored scrapes, oldest first.
@@ -39,8 +39,12 @@ struct SavedPoint {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 enum SavedColumn {
     Raw(Vec<f64>),
-    /// Against the previous point of the run.
+    /// Against the previous point of the run, in the first delta format
+    /// ([`column::decode_first_format`]): what snapshots written before [`SavedColumn::Packed`]
+    /// hold. Read, never written. A new variant goes last: postcard writes the index.
     Delta(Vec<u8>),
+    /// Against the previous point of the run, as [`Column::encode`] packs it.
+    Packed(Vec<u8>),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,7 +161,7 @@ impl SavedWindows {
             };
             let column = match Column::encode(&values, prev) {
                 Column::Raw(v) => SavedColumn::Raw(v.to_vec()),
-                Column::Delta(b) => SavedColumn::Delta(b.to_vec()),
+                Column::Delta(b) => SavedColumn::Packed(b.to_vec()),
             };
             if prev.is_none() {
                 runs.push(SavedRun { layout: SavedLayout::of(&layout), points: Vec::new() });
@@ -180,12 +184,15 @@ impl SavedWindows {
             let layout = Arc::new(run.layout.layout()?);
             let mut cur: Vec<f64> = Vec::new();
             for (i, p) in run.points.iter().enumerate() {
-                let column = match &p.column {
-                    SavedColumn::Raw(v) => Column::Raw(v.as_slice().into()),
-                    SavedColumn::Delta(_) if i == 0 => return Err(Unreadable("a run starts with a delta".into())),
-                    SavedColumn::Delta(b) => Column::Delta(b.as_slice().into()),
+                let decoded = match &p.column {
+                    SavedColumn::Raw(v) => Column::Raw(v.as_slice().into()).decode_into(&mut cur),
+                    SavedColumn::Delta(_) | SavedColumn::Packed(_) if i == 0 => {
+                        return Err(Unreadable("a run starts with a delta".into()));
+                    }
+                    SavedColumn::Delta(b) => column::decode_first_format(b, &mut cur),
+                    SavedColumn::Packed(b) => Column::Delta(b.as_slice().into()).decode_into(&mut cur),
                 };
-                if !column.decode_into(&mut cur) || cur.len() != layout.keys.len() {
+                if !decoded || cur.len() != layout.keys.len() {
                     return Err(Unreadable("values do not decode against their layout".into()));
                 }
                 if p.t_ms <= last_t {
@@ -249,9 +256,8 @@ mod tests {
     fn an_unreadable_store_is_refused_whole() {
         let w = fill(1, 10, 1_000);
         let mut saved = SavedWindows::save(&w);
-        if let SavedColumn::Delta(b) = &mut saved.runs[0].points[3].column {
-            b.push(0);
-        }
+        let SavedColumn::Packed(b) = &mut saved.runs[0].points[3].column else { panic!("a delta point") };
+        b.push(0);
         assert!(saved.restore(Duration::from_secs(3600)).is_err(), "trailing bytes");
         let mut saved = SavedWindows::save(&w);
         saved.runs[0].layout.keys[0].quantity = SavedQuantity::Gauge("no_such_gauge".into());
@@ -259,5 +265,28 @@ mod tests {
         let mut saved = SavedWindows::save(&w);
         saved.runs[0].points.swap(2, 5);
         assert!(saved.restore(Duration::from_secs(3600)).is_err(), "out of order");
+    }
+
+    #[test]
+    fn a_store_saved_in_the_first_delta_format_restores() {
+        let w = fill(2, 100, 5_000);
+        let mut saved = SavedWindows::save(&w);
+        let mut prev = Vec::new();
+        for p in &mut saved.runs[0].points {
+            let mut cur = prev.clone();
+            let ok = match &p.column {
+                SavedColumn::Raw(v) => Column::Raw(v.as_slice().into()).decode_into(&mut cur),
+                SavedColumn::Packed(b) => Column::Delta(b.as_slice().into()).decode_into(&mut cur),
+                SavedColumn::Delta(_) => false,
+            };
+            assert!(ok);
+            if matches!(p.column, SavedColumn::Packed(_)) {
+                p.column = SavedColumn::Delta(column::encode_first_format(&cur, &prev));
+            }
+            prev = cur;
+        }
+        assert!(saved.runs[0].points.iter().skip(1).all(|p| matches!(p.column, SavedColumn::Delta(_))));
+        let back = saved.restore(Duration::from_secs(3600)).unwrap();
+        assert_eq!(points(&back), points(&w));
     }
 }
