@@ -1,5 +1,5 @@
-//! The online capacity estimate against the simulator's true capacity (a sweep of steady
-//! rates in virtual time, `goodput_sim::capacity`): once failing load has been proven, the
+//! The online capacity estimate against the simulator's true capacity (a sweep of load
+//! levels in virtual time, `goodput_sim::capacity`): once failing load has been proven, the
 //! interval from the lower end's p10 to the upper end's p90 should contain the truth in at
 //! least 80 % of evaluations. docs/accuracy.md#capacity publishes the full table
 //! (`cargo run --release --example capacity_report`).
