@@ -71,8 +71,9 @@ pub struct Opts {
     /// The spans' `service.name`.
     #[arg(long, value_name = "NAME", default_value = "vllm")]
     pub otlp_service_name: String,
-    /// Finds the engine's true capacity for an SLO offline: a sweep of steady arrival rates
-    /// in virtual time, the highest whose attainment meets `--objective` (docs/capacity.md#ground-truth).
+    /// Finds the engine's true capacity for an SLO offline: a sweep of mean arrival rates in
+    /// the profile's shape, in virtual time, the highest whose attainment meets `--objective`
+    /// (docs/capacity.md#ground-truth).
     #[arg(long, conflicts_with_all = ["listen", "out"])]
     pub capacity_sweep: bool,
     /// The SLO of `--capacity-sweep`: TTFT limit, e.g. 500ms.

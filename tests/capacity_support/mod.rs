@@ -1,7 +1,8 @@
 //! Capacity against ground truth: record the simulator offline, replay the recording
 //! through goodput (capacity book and alert rules included, as the daemon runs them), and
 //! set each instant's capacity estimate beside the simulator's true capacity, found by a
-//! sweep of steady rates in virtual time (`goodput_sim::capacity`).
+//! sweep of load levels in the profile's arrival shape, in virtual time
+//! (`goodput_sim::capacity`).
 //!
 //! Shared by `tests/capacity_*.rs` (which assert) and `examples/capacity_report.rs` (which
 //! prints the tables of docs/accuracy.md#capacity).
@@ -15,7 +16,8 @@ use goodput::alert::AlertingConfig;
 use goodput::capacity::{CapacityReport, RateEstimate};
 use goodput::duration::Window;
 use goodput::evaluate::EvalConfig;
-use goodput::replay::{Recording, ReplayTarget, replay_with};
+use goodput::replay::{Recording, ReplayTarget, replay_with_requests};
+use goodput::request::{RequestRecord, Source, Status, TokenCount};
 use goodput::slo::{Objective, Scope, Slo};
 use goodput_sim::capacity::{Sweep, Target, true_capacity};
 use goodput_sim::offline::{self, Options};
@@ -124,6 +126,46 @@ pub fn cases() -> Vec<Case> {
 /// Records `cfg` for `secs` (5 s scrapes), replays it every 5 s with windows of 1m and 5m
 /// and the default alert rules, and returns every instant.
 pub fn run(cfg: &SimConfig, secs: u64) -> Vec<Instant> {
+    run_with(cfg, secs, false)
+}
+
+/// [`run`] with every finished request also given to goodput as an engine span would
+/// describe it, so attainment is exact (`method="empirical"`) rather than a bracket.
+pub fn run_exact(cfg: &SimConfig, secs: u64) -> Vec<Instant> {
+    run_with(cfg, secs, true)
+}
+
+/// The simulator's finished requests (`requests.jsonl`) as request records.
+fn records(dir: &std::path::Path, model: &str) -> Vec<RequestRecord> {
+    let text = std::fs::read_to_string(dir.join("requests.jsonl")).expect("ground truth");
+    text.lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            let f = |k: &str| v[k].as_f64();
+            RequestRecord {
+                source: Source::Otlp,
+                target: v["target"].as_str().expect("target").to_string(),
+                model: model.to_string(),
+                status: match v["finish_reason"].as_str() {
+                    Some("abort") => Status::ClientAbort,
+                    Some("error") => Status::StreamError,
+                    _ => Status::Ok,
+                },
+                finished_unix: f("finish_s").expect("finish_s"),
+                e2e_s: f("e2e_s").expect("e2e_s"),
+                ttft_s: f("ttft_s"),
+                tpot_s: f("tpot_s"),
+                prompt_tokens: v["prompt_tokens"].as_u64().map(|n| n as u32),
+                output_tokens: v["output_tokens"].as_u64().map(|n| TokenCount { value: n as u32, exact: true }),
+                itl: Vec::new(),
+                engine: None,
+                request_id: None,
+            }
+        })
+        .collect()
+}
+
+fn run_with(cfg: &SimConfig, secs: u64, exact: bool) -> Vec<Instant> {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = Options { duration: Duration::from_secs(secs), scrape_interval: Duration::from_secs(5) };
     offline::run(cfg, dir.path(), &opts).expect("offline run");
@@ -136,7 +178,8 @@ pub fn run(cfg: &SimConfig, secs: u64) -> Vec<Instant> {
         ..EvalConfig::default()
     };
     let targets = [ReplayTarget { name: cfg.name.clone(), hint: EngineHint::Auto, default_model: String::new() }];
-    replay_with(dir.path(), &rec, &targets, eval, &AlertingConfig::default(), STEP_MS)
+    let requests = exact.then(|| records(dir.path(), &cfg.model));
+    replay_with_requests(dir.path(), &rec, &targets, eval, &AlertingConfig::default(), STEP_MS, requests)
         .expect("replay")
         .map(|frame| Instant {
             t_rel_s: (frame.t_ms - start_ms) as f64 / 1000.0,

@@ -1,12 +1,17 @@
 //! The simulator's own true capacity for a profile (docs/capacity.md#ground-truth): a sweep
-//! of steady arrival rates in virtual time, each judged on every request it finished, and
-//! the highest rate whose attainment meets the objective.
+//! of load levels in virtual time, each judged on every request it finished, and the
+//! highest level whose attainment meets the objective.
 //!
-//! The engine and workload are the profile's; only the arrival process is replaced by a
-//! steady one, so the answer is the capacity of the engine that the profile loads.
+//! The engine, the workload and the arrival process's short-term shape are the profile's;
+//! only its level is swept. Capacity is a mean arrival rate over an evaluation window, the
+//! rate the online estimate bins by: `burst` is swept as bursts on a base, both scaled
+//! together (the same burstiness), since a one-minute window always holds one burst. A
+//! ramp's shape within a window is Poisson arrivals at its current rate, so a ramp is swept
+//! as steady arrivals: the capacity it is held to is the load the engine sustains, not the
+//! higher rate a ramp passes through before the queue has built up.
 
 use super::cluster::Sim;
-use super::config::{Pattern, SimConfig};
+use super::config::{Arrivals, Pattern, SimConfig};
 use super::event::{FinishReason, Finished};
 
 /// What a request must meet to be good: the SLO's latency limits, seconds. Aborted and
@@ -50,13 +55,38 @@ impl Default for Sweep {
     }
 }
 
-/// The attainment of `target` at a steady `rate`: good over requests that arrived after
-/// the warmup and finished by the end.
-pub fn attainment_at(cfg: &SimConfig, target: &Target, rate: f64, sweep: &Sweep) -> Result<f64, String> {
+/// The mean arrival rate of one period of `a`, requests/s.
+pub fn mean_rate(a: &Arrivals) -> f64 {
+    match a.pattern {
+        Pattern::Steady => a.rate,
+        Pattern::Ramp => (a.rate + a.ramp_start_rate) / 2.0,
+        Pattern::Burst => a.rate + a.burst_rate * a.burst_length_s.min(a.period_s) / a.period_s.max(f64::MIN_POSITIVE),
+    }
+}
+
+/// `cfg` with its arrivals at a mean of `level` requests/s and the profile's short-term
+/// shape kept: bursts and base scaled together, a ramp or steady load as steady arrivals.
+pub fn at_level(cfg: &SimConfig, level: f64) -> SimConfig {
     let mut c = cfg.clone();
-    c.arrivals.pattern = Pattern::Steady;
-    c.arrivals.rate = rate;
-    let mut sim = Sim::new(&c, true)?;
+    let a = &mut c.arrivals;
+    match a.pattern {
+        Pattern::Burst if mean_rate(a) > 0.0 => {
+            let k = level / mean_rate(a);
+            a.rate *= k;
+            a.burst_rate *= k;
+        }
+        _ => {
+            a.pattern = Pattern::Steady;
+            a.rate = level;
+        }
+    }
+    c
+}
+
+/// The attainment of `target` at a mean arrival rate of `rate` in the profile's shape
+/// ([`at_level`]): good over requests that arrived after the warmup and finished by the end.
+pub fn attainment_at(cfg: &SimConfig, target: &Target, rate: f64, sweep: &Sweep) -> Result<f64, String> {
+    let mut sim = Sim::new(&at_level(cfg, rate), true)?;
     sim.advance_to(sweep.warmup_s + sweep.measure_s);
     let judged: Vec<&Finished> = sim.finished().iter().filter(|r| r.arrival >= sweep.warmup_s).collect();
     // Requests still in flight at the end count as bad: under overload they are the
@@ -69,7 +99,7 @@ pub fn attainment_at(cfg: &SimConfig, target: &Target, rate: f64, sweep: &Sweep)
     Ok(judged.iter().filter(|r| target.good(r)).count() as f64 / n as f64)
 }
 
-/// The highest rate meeting the objective, interpolated linearly between the last passing
+/// The highest mean rate meeting the objective, interpolated linearly between the last passing
 /// and the first failing rate of the sweep; `None` if even the lowest rate fails, the
 /// highest if none does.
 pub fn true_capacity(cfg: &SimConfig, target: &Target, sweep: &Sweep) -> Result<Option<f64>, String> {
@@ -115,5 +145,22 @@ mod tests {
         let always = Target { ttft_s: None, tpot_s: None, objective: 0.5, ..t };
         let short = Sweep { rates: &[1.0, 2.0], ..sweep };
         assert_eq!(true_capacity(&cfg, &always, &short).unwrap(), Some(2.0));
+    }
+
+    #[test]
+    fn bursts_are_swept_with_their_shape_and_cost_capacity() {
+        let burst = SimConfig::profile(Profile::Burst);
+        // 2/s plus 12/s for 5 s of every 60: a mean of 3/s.
+        assert!((mean_rate(&burst.arrivals) - 3.0).abs() < 1e-12);
+        let half = at_level(&burst, 1.5).arrivals;
+        assert_eq!((half.pattern, half.rate, half.burst_rate), (Pattern::Burst, 1.0, 6.0));
+        assert_eq!(at_level(&SimConfig::profile(Profile::Ramp), 2.0).arrivals.pattern, Pattern::Steady);
+        // At the same mean rate, bursts queue requests that steady arrivals would not.
+        let t = Target { ttft_s: Some(0.5), tpot_s: Some(0.05), e2e_s: None, objective: 0.95 };
+        let sweep = Sweep { warmup_s: 60.0, measure_s: 600.0, rates: &[1.0, 2.0, 3.0, 4.0, 5.0], refine: 3 };
+        let steady = SimConfig::profile(Profile::Steady);
+        let (b, s) =
+            (true_capacity(&burst, &t, &sweep).unwrap().unwrap(), true_capacity(&steady, &t, &sweep).unwrap().unwrap());
+        assert!(b < 0.9 * s, "burst {b}, steady {s}");
     }
 }

@@ -5,7 +5,7 @@
 use super::history::{History, Identity, Interval, Judged};
 use super::saturation::{self, TREND_INTERVALS};
 use super::{CapacityBook, CapacityReport, MAX_MODELS_PER_TARGET, SPACING, assess};
-use crate::canonical::HistogramKind;
+use crate::canonical::{FinishReason, HistogramKind};
 use crate::report::{Report, SloStatus, WindowReport};
 use crate::request::DataSource;
 use crate::slo::{Bounded, Clause, Slo};
@@ -55,6 +55,10 @@ impl CapacityBook {
     }
 }
 
+/// Share of finished requests aborted above which a window's mean output length no longer
+/// describes the workload: a few percent of users give up in any mix, a tenth is overload.
+const ABORTED_SHARE: f64 = 0.10;
+
 /// The interval a window shows at `t_ms`; `None` without a request rate. Counts are scaled
 /// by `new_share`, the part of the window not yet counted by the previous interval.
 fn interval(t_ms: i64, w: &WindowReport, slos: &[&Slo], new_share: f64) -> Option<Interval> {
@@ -70,6 +74,12 @@ fn interval(t_ms: i64, w: &WindowReport, slos: &[&Slo], new_share: f64) -> Optio
         .find(|q| q.metric == HistogramKind::Ttft && q.quantile == crate::alert::LATENCY_ALERT_QUANTILE)
         .map_or(f64::NAN, |q| q.value);
     let judged = slos.iter().map(|s| judged(w, s, new_share)).collect();
+    // Aborted requests' output was cut short by their outcome (under overload, a client
+    // timeout in the queue), not chosen by the workload: where they are many, the mean
+    // output length says how loaded the engine was rather than what was asked, so it is
+    // left unknown and the workload test compares prompts only (docs/capacity.md#history).
+    let aborted: f64 = w.finish_reasons.iter().filter(|r| r.reason == FinishReason::Abort).map(|r| r.per_second).sum();
+    let output_asked = aborted <= ABORTED_SHARE * finished;
     let f = |x: Option<f64>| x.map_or(f32::NAN, |v| v as f32);
     Some(Interval {
         t_ms,
@@ -81,7 +91,7 @@ fn interval(t_ms: i64, w: &WindowReport, slos: &[&Slo], new_share: f64) -> Optio
         preemptions_per_second: f(w.preemptions_per_second),
         ttft_p99: p99 as f32,
         mean_prompt_tokens: f(w.mean_prompt_tokens),
-        mean_output_tokens: f(w.mean_output_tokens),
+        mean_output_tokens: if output_asked { f(w.mean_output_tokens) } else { f32::NAN },
         slos: judged,
     })
 }

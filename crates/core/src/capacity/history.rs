@@ -145,8 +145,10 @@ impl History {
             super::stats::median(&mut v)
         };
         let (isl, osl) = (median_of(|i| i.mean_prompt_tokens), median_of(|i| i.mean_output_tokens));
+        // An unknown value (no finished requests, or an output length masked by aborts)
+        // rules nothing out.
         let near = |now: Option<f64>, x: f32| match now {
-            Some(now) if now > 0.0 => (x as f64 - now).abs() <= SIGNATURE_TOLERANCE * now,
+            Some(now) if now > 0.0 && x.is_finite() => (x as f64 - now).abs() <= SIGNATURE_TOLERANCE * now,
             _ => true,
         };
         let half_life_ms = HALF_LIFE.as_millis() as f64;

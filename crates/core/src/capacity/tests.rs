@@ -135,3 +135,30 @@ fn a_queue_that_grows_while_completions_lag_is_saturation() {
     assert!(last[0].saturated, "{:?}", last[0]);
     assert!(last[0].reasons.contains(&Reason::QueueGrowing) && last[0].reasons.contains(&Reason::CompletionsLag));
 }
+
+#[test]
+fn aborts_under_overload_do_not_make_the_overloaded_intervals_another_workload() {
+    let mut book = CapacityBook::new(vec![slo()], CapacityConfig::default());
+    let mut last = Vec::new();
+    for k in 0..120 {
+        let rate = 1.0 + 8.0 * (k % 40) as f64 / 40.0;
+        let a = attainment(rate);
+        let mut r = report(k * 15, rate, (a, a), 0.0, 1.0);
+        if rate > 5.0 {
+            // Past the knee 40 % of requests time out in the queue with nothing generated:
+            // the finished requests' mean output length falls to a quarter.
+            let w = &mut r.targets[0].models[0].windows[0];
+            w.mean_output_tokens = Some(30.0);
+            w.finish_reasons = vec![crate::report::FinishRate {
+                reason: crate::canonical::FinishReason::Abort,
+                per_second: 0.4 * rate,
+            }];
+        }
+        last = book.feed(&r);
+    }
+    // Most of the last eight minutes were overloaded; compared by output length they would
+    // be the current workload, and the calm intervals that show the knee another one.
+    let e = last[0].slos[0].conservative().expect("an estimate");
+    assert!(!e.censored && !e.below_data && (4.5..6.0).contains(&e.p50), "{e:?}");
+    assert_eq!(last[0].slos[0].intervals_used, 120);
+}

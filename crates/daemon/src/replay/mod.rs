@@ -20,10 +20,13 @@ use crate::evaluate::incremental::Incremental;
 use crate::evaluate::{EvalConfig, RateMode};
 use crate::export::{ExportSample, samples};
 use crate::report::{Health, Report, TargetReport};
+use crate::request::{
+    DEFAULT_MAX_RECORDS_PER_SERIES, DEFAULT_MAX_SERIES_PER_TARGET, RequestRecord, RequestStore, StoreConfig, attach,
+};
 pub use crate::target::ScrapeFailure;
 use crate::target::TargetState;
 
-pub use recording::{Recording, ReplayError, replay, replay_with};
+pub use recording::{Recording, ReplayError, replay, replay_with, replay_with_requests};
 
 /// A configured target as replay needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +51,9 @@ pub struct VirtualDaemon {
     cfg: EvalConfig,
     mode: RateMode,
     enricher: Enricher,
+    /// The request path, when request records are replayed beside the scrapes.
+    requests: Option<RequestStore>,
+    pending: Vec<RequestRecord>,
 }
 
 impl VirtualDaemon {
@@ -62,7 +68,7 @@ impl VirtualDaemon {
             })
             .collect();
         let enricher = Enricher::new(&cfg, &AlertingConfig::default(), None, None);
-        VirtualDaemon { targets, cfg, mode: RateMode::Prometheus, enricher }
+        VirtualDaemon { targets, cfg, mode: RateMode::Prometheus, enricher, requests: None, pending: Vec::new() }
     }
 
     /// Evaluates alert rules as the live daemon would with this `alerting:` section
@@ -70,6 +76,33 @@ impl VirtualDaemon {
     pub fn with_alerting(mut self, alerting: &AlertingConfig) -> Self {
         self.enricher = Enricher::new(&self.cfg, alerting, None, None);
         self
+    }
+
+    /// Keeps a request store, as the daemon does for its tap and OTLP receiver: records
+    /// given to [`VirtualDaemon::push_records`] join each report from then on, exact
+    /// beside the histogram-derived values.
+    pub fn with_requests(mut self) -> Self {
+        let mut windows = self.cfg.windows.clone();
+        windows.extend(self.cfg.alert_only.iter().map(|a| a.window));
+        windows.sort();
+        windows.dedup();
+        self.requests = Some(RequestStore::new(StoreConfig {
+            targets: self.targets.iter().map(|t| t.name.clone()).collect(),
+            windows,
+            quantiles: self.cfg.quantiles.clone(),
+            slos: self.cfg.slos.clone(),
+            max_records_per_series: DEFAULT_MAX_RECORDS_PER_SERIES,
+            max_series_per_target: DEFAULT_MAX_SERIES_PER_TARGET,
+        }));
+        self
+    }
+
+    /// Records that ended by the next report's instant (ignored without
+    /// [`VirtualDaemon::with_requests`]).
+    pub fn push_records(&mut self, records: impl IntoIterator<Item = RequestRecord>) {
+        if self.requests.is_some() {
+            self.pending.extend(records);
+        }
     }
 
     /// Switches the rate flavour (the oracle test's negative control only).
@@ -124,6 +157,10 @@ impl VirtualDaemon {
             limits: self.cfg.limits(),
             ..Report::default()
         };
+        if let Some(store) = &mut self.requests {
+            store.ingest(std::mem::take(&mut self.pending), now_ms);
+            attach(&mut report, store.evaluate(now_ms), store.counters());
+        }
         // Replay has no GPUs and sends no alerts; it shows their state.
         let _ = self.enricher.apply(&mut report, Vec::new());
         report

@@ -11,6 +11,7 @@ use super::{Frame, ReplayTarget, ScrapeFailure, VirtualDaemon, instants};
 use crate::adapt::adapt;
 use crate::evaluate::EvalConfig;
 use crate::parse::{Limits, parse};
+use crate::request::RequestRecord;
 
 /// The scrapes found for each target folder, oldest first.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -98,6 +99,21 @@ pub fn replay_with(
     alerting: &AlertingConfig,
     step_ms: i64,
 ) -> Result<impl Iterator<Item = Frame> + use<>, ReplayError> {
+    replay_with_requests(dir, recording, targets, cfg, alerting, step_ms, None)
+}
+
+/// [`replay_with`], and with `requests` the request path as well: each record joins the
+/// daemon's request store at the first instant at or after it ended, as a tap's or an
+/// engine span's would, so the reports carry exact values beside the histograms'.
+pub fn replay_with_requests(
+    dir: &Path,
+    recording: &Recording,
+    targets: &[ReplayTarget],
+    cfg: EvalConfig,
+    alerting: &AlertingConfig,
+    step_ms: i64,
+    requests: Option<Vec<RequestRecord>>,
+) -> Result<impl Iterator<Item = Frame> + use<>, ReplayError> {
     let mut scrapes = Vec::new();
     for (idx, t) in targets.iter().enumerate() {
         let Some((_, files)) = recording.targets.iter().find(|(n, _)| *n == t.name) else {
@@ -114,9 +130,17 @@ pub fn replay_with(
         return Err(ReplayError::Empty { dir: dir.to_path_buf() });
     };
     let mut daemon = VirtualDaemon::new(targets.iter().map(|t| t.name.clone()), cfg).with_alerting(alerting);
+    let mut records = requests.unwrap_or_default();
+    if !records.is_empty() {
+        daemon = daemon.with_requests();
+        records.sort_by(|a, b| a.finished_unix.total_cmp(&b.finished_unix));
+    }
+    let mut records = records.into_iter().peekable();
     let targets = targets.to_vec();
     let mut next = 0;
     Ok(instants(first, last, step_ms).map(move |now| {
+        let now_s = now as f64 / 1000.0;
+        daemon.push_records(std::iter::from_fn(|| records.next_if(|r| r.finished_unix <= now_s)));
         while next < scrapes.len() && scrapes[next].0 <= now {
             let (ts, idx, ref path) = scrapes[next];
             let outcome = load(path, &targets[idx]);
