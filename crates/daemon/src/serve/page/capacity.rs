@@ -164,7 +164,8 @@ pub fn chart(
     let below = PLOT_Y + PLOT_H + 12.0;
     let _ = write!(
         out,
-        r#"<text class="axis" x="2" y="{below}">requests/s</text><text class="axis" x="{PLOT_X}" y="{below}">{}</text><text class="yl" x="{}" y="{below}">now</text>"#,
+        r#"<text class="unit" transform="translate(9 {:.0}) rotate(-90)">requests/s</text><text class="axis" x="{PLOT_X}" y="{below}">{}</text><text class="yl" x="{}" y="{below}">now</text>"#,
+        PLOT_Y + PLOT_H / 2.0,
         Esc(span),
         PLOT_X + PLOT_W,
     );
@@ -331,8 +332,7 @@ fn legend(
     match headroom {
         Some(h) => {
             let at_least = if matches!(now, Now::LowerBound(_)) { "≥ " } else { "" };
-            let _ =
-                write!(out, r#" headroom <span class="num {}">{at_least}{h:.2}×</span>"#, headroom_class(h));
+            let _ = write!(out, r#" headroom <span class="num {}">{at_least}{h:.2}×</span>"#, headroom_class(h));
         }
         None => out.push_str(" headroom -"),
     }

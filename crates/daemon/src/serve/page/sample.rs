@@ -49,11 +49,8 @@ pub fn report(targets: usize, step: usize) -> Report {
             target(&target_name(i), &format!("model-{}", i % 3), wave + i as f64 * 0.01, down, t_ms)
         })
         .collect();
-    let capacity = targets
-        .iter()
-        .filter(|t| t.health.up)
-        .map(|t| capacity(&t.target, &t.models[0].model, wave))
-        .collect();
+    let capacity =
+        targets.iter().filter(|t| t.health.up).map(|t| capacity(&t.target, &t.models[0].model, wave)).collect();
     let alerts =
         vec![alert("LLMKVCacheSaturated", "firing", "engine-000"), alert("LLMTTFTHigh", "pending", "engine-000")];
     Report { t_ms, targets, alerts, capacity, ..Report::default() }
