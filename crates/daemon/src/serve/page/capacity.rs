@@ -330,9 +330,13 @@ fn legend(
         arrivals.map_or("-".into(), rate)
     );
     match headroom {
+        // A lower bound on the capacity bounds the headroom from below only: no colour, as
+        // the engine may be far from its knee.
+        Some(h) if matches!(now, Now::LowerBound(_)) => {
+            let _ = write!(out, r#" headroom <span class="num">≥ {h:.2}×</span>"#);
+        }
         Some(h) => {
-            let at_least = if matches!(now, Now::LowerBound(_)) { "≥ " } else { "" };
-            let _ = write!(out, r#" headroom <span class="num {}">{at_least}{h:.2}×</span>"#, headroom_class(h));
+            let _ = write!(out, r#" headroom <span class="num {}">{h:.2}×</span>"#, headroom_class(h));
         }
         None => out.push_str(" headroom -"),
     }
