@@ -81,7 +81,7 @@ fn capacity_is_kept_from_the_conservative_end_and_a_censored_one_as_its_bound_al
     let s = h.get("engine-000", "model-0").unwrap();
     let c = &r.capacity[0];
     assert_eq!(s.arrivals[0], c.arrival_rate.unwrap() as f32);
-    assert_eq!(s.saturated[0], true);
+    assert!(s.saturated[0]);
     let col = |name: &str| s.capacity.iter().find(|(n, _)| n == name).unwrap().1[0];
     let chat = c.slos[0].conservative().unwrap();
     assert!(!c.slos[0].censored());
