@@ -317,12 +317,28 @@ pub(super) fn ribbon_path(d: &mut String, lower: &[f32], upper: &[f32], slots: u
     }
 }
 
-/// After a move to `ys[0]`: one relative step of `dx` slots per further value (`l1-3 1 2`).
-fn steps(d: &mut String, dx: i32, ys: &[i32]) {
-    for (i, w) in ys.windows(2).enumerate() {
+/// After a move to `ys[0]`: one relative step of `dx` slots per further value (`l1-3 1 2`),
+/// a level run as one horizontal step (`h4`): a capacity or a KV cache stays level for
+/// many evaluations, and a page draws hundreds of such paths.
+pub(super) fn steps(d: &mut String, dx: i32, ys: &[i32]) {
+    let mut in_l = false;
+    let mut level = 0;
+    for w in ys.windows(2) {
         let dy = w[1] - w[0];
-        let sep = if i == 0 { "l" } else { " " };
+        if dy == 0 {
+            level += 1;
+            continue;
+        }
+        if level > 0 {
+            let _ = write!(d, "h{}", dx * level);
+            (level, in_l) = (0, false);
+        }
+        let sep = if in_l { " " } else { "l" };
         let _ = if dy < 0 { write!(d, "{sep}{dx}{dy}") } else { write!(d, "{sep}{dx} {dy}") };
+        in_l = true;
+    }
+    if level > 0 {
+        let _ = write!(d, "h{}", dx * level);
     }
 }
 

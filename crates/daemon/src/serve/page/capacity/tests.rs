@@ -87,7 +87,7 @@ fn an_interval_is_a_band_with_its_median_and_the_newest_values_at_their_y() {
     assert!(!html.contains("line bound") && !html.contains("now bound") && !html.contains('≥'), "{html}");
     // In the plot's units (a hundredth of its height): p90 4.1 of 5 is 18 from the top.
     let band = attr(&html, r#"<path class="capband""#, "d");
-    assert!(band.starts_with("M0 18l1 0"), "{band}");
+    assert_eq!(band, "M0 18h9L9 32h-9Z", "level: one step along p90 and one back along p10");
     assert!(band.contains("L9 32"), "back along p10 (3.4 of 5 is 32 from the top): {band}");
     // The newest values, in the chart's pixels.
     let tag = r#"<rect class="now capband""#;
@@ -111,7 +111,7 @@ fn a_censored_estimate_is_a_dashed_lower_bound_with_an_arrow() {
     assert!(!html.contains("capband") && !html.contains("line p50"), "{html}");
     let scale = Scale::above(3.2);
     assert_eq!(scale.top, 5.0);
-    assert_eq!(attr(&html, r#"<path class="line bound""#, "d"), "M0 60l1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0");
+    assert_eq!(attr(&html, r#"<path class="line bound""#, "d"), "M0 60h9");
     // At the right edge: a tick at the bound with an arrow up from it, and "≥ 2.00".
     let d = attr(&html, r#"<path class="now bound""#, "d");
     let y = scale.y(2.0);
@@ -130,7 +130,7 @@ fn a_ring_that_changes_from_bound_to_interval_draws_each_where_it_holds() {
     let s = series(&points, &[]);
     let html = draw(Some(&s), Some(&report(Some((3.0, 3.5, 4.0, false)), None)));
     assert!(attr(&html, r#"<path class="line bound""#, "d").starts_with("M0 "), "{html}");
-    assert!(attr(&html, r#"<path class="line bound""#, "d").ends_with("l1 0 1 0 1 0"), "four points");
+    assert!(attr(&html, r#"<path class="line bound""#, "d").ends_with("h3"), "four points");
     assert!(attr(&html, r#"<path class="capband""#, "d").starts_with("M4 "), "the band from slot 4");
     assert!(attr(&html, r#"<path class="line p50""#, "d").starts_with("M4 "));
     assert!(html.contains(" headroom -"), "no headroom in the report: a dash");
@@ -176,4 +176,18 @@ fn the_scale_is_round_and_above_the_data() {
     let s = Scale { top: 5.0 };
     assert_eq!((s.y(0.0), s.y(5.0), s.y(2.5), s.y(9.0)), (PLOT_Y + PLOT_H, PLOT_Y, PLOT_Y + PLOT_H / 2.0, PLOT_Y));
     assert_eq!((tick(2.5), tick(10.0), tick(0.05)), ("2.5".to_string(), "10".to_string(), "0.05".to_string()));
+}
+
+#[test]
+fn level_runs_are_one_horizontal_step() {
+    use super::super::svg::steps;
+    let mut d = String::new();
+    steps(&mut d, 1, &[5, 5, 5, 3, 3, 4, 4, 4, 4]);
+    assert_eq!(d, "h2l1-2h1l1 1h3");
+    d.clear();
+    steps(&mut d, -1, &[1, 2, 2, 0]);
+    assert_eq!(d, "l-1 1h-1l-1-2");
+    d.clear();
+    steps(&mut d, 1, &[1, 2, 0]);
+    assert_eq!(d, "l1 1 1-2", "steps in a row share one command");
 }
