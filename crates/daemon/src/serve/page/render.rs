@@ -21,7 +21,7 @@ use crate::request::preferred_slo;
 use crate::slo::{Clause, Slo};
 
 /// Bytes of HTML per target and model, roughly, to size the buffer once.
-const BYTES_PER_MODEL: usize = 12 * 1024;
+const BYTES_PER_MODEL: usize = 20 * 1024;
 
 /// The whole page for `report`, with charts drawn from `history`.
 pub fn render(report: &Report, history: &History, facts: &PageFacts) -> String {
