@@ -90,6 +90,9 @@ impl History {
     pub fn record(&mut self, report: &Report) {
         let cap = self.ring_len;
         let mut seen = std::collections::BTreeSet::new();
+        // Looked up once per model: a scan per model would be quadratic in targets.
+        let capacity: BTreeMap<(&str, &str), &CapacityReport> =
+            report.capacity.iter().map(|c| ((c.target.as_str(), c.model.as_str()), c)).collect();
         for t in &report.targets {
             for m in &t.models {
                 // The shortest window that reports everything (not one only the alert rules read).
@@ -97,8 +100,7 @@ impl History {
                 let key = (t.target.clone(), m.model.clone());
                 let s = self.series.entry(key.clone()).or_default();
                 push_point(s, cap, report.t_ms, w);
-                let c = report.capacity.iter().find(|c| c.target == t.target && c.model == m.model);
-                push_capacity(s, cap, c);
+                push_capacity(s, cap, capacity.get(&(t.target.as_str(), m.model.as_str())).copied());
                 seen.insert(key);
             }
         }
