@@ -2,7 +2,8 @@
 //! from a running daemon scraping two simulated engines and one dead target, dumps the DOM
 //! and takes a screenshot. The test checks what is drawn (targets, SLOs, an SVG per chart,
 //! alerts with runbook links, scrape health), that hostile names stay text, that nothing is
-//! loaded from elsewhere, and that the screenshot has the right size and is not blank. The
+//! loaded from elsewhere, and that the screenshot has the right size and is not blank; and
+//! that the capacity chart draws the numbers `/metrics` exports where their y says. The
 //! screenshot is kept at `target/artifacts/status-page.png` (docs/status-page.md).
 
 mod net;
@@ -41,6 +42,9 @@ quantiles: [0.5, 0.99]
 slos:
   - {{name: chat, ttft: 500ms, tpot: 50ms, objective: 0.99, targets: [sim-chat]}}
   - {{name: batch, ttft: 2s, tpot: 100ms, e2e: 30s, objective: 0.95, models: [sim-llama-70b]}}
+  # Met by every request, and a rate bin needs only 20 of them: a capacity estimate (a
+  # lower bound, as no failing load is seen) within a minute of steady load.
+  - {{name: lax, ttft: 60s, tpot: 5s, objective: 0.5, targets: [sim-chat]}}
 kv_cache: {{underloaded: 0.70, target_low: 0.75, target_high: 0.85, critical: 0.90}}
 alerting:
   rules:
@@ -101,11 +105,19 @@ fn attribute_values<'a>(html: &'a str, name: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// The page once both engines have several evaluations in their charts and an alert fires.
+/// The capacity chart of `slo` in `html`: its `<figure>`.
+fn capacity_figure<'a>(html: &'a str, slo: &str) -> Option<&'a str> {
+    let at = html.find(&format!(r#"data-chart="capacity" data-slo="{slo}""#))?;
+    let figure = &html[html[..at].rfind("<figure")?..];
+    Some(&figure[..figure.find("</figure>")?])
+}
+
+/// The page once both engines have several evaluations in their charts, an alert fires, and
+/// the steady engine has a capacity estimate for `lax`.
 fn wait_for_page(port: u16) -> String {
     let start = Instant::now();
     let mut last = String::new();
-    while start.elapsed() < Duration::from_secs(60) {
+    while start.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(500));
         let Some(page) = net::get_raw(port, "/") else { continue };
         let ready = |target: &str| {
@@ -115,12 +127,81 @@ fn wait_for_page(port: u16) -> String {
                 attribute_values(section, "data-points").iter().any(|n| n.parse::<u32>().unwrap_or(0) >= 8)
             })
         };
-        if ready("sim-chat") && ready("sim-batch") && page.contains(r#"<a class="runbook""#) {
+        let estimated = capacity_figure(&page, "lax").is_some_and(|f| !f.contains(r#"data-state="none""#));
+        if ready("sim-chat") && ready("sim-batch") && page.contains(r#"<a class="runbook""#) && estimated {
             return page;
         }
         last = page;
     }
-    panic!("the page did not show both engines with 8 evaluations and an alert within 60 s:\n{last}");
+    panic!("the page did not show both engines with 8 evaluations, an alert and a capacity within 120 s:\n{last}");
+}
+
+/// The capacity samples of `/metrics` for SLO `lax` of sim-chat, and its arrival rate: the
+/// conservative end's q=0.1 and q=0.9, the headroom and the arrivals.
+fn exported_capacity(port: u16) -> [Option<f64>; 4] {
+    let body = net::get_body(port, "/metrics").expect("/metrics answers");
+    let value = |family: &str, want: &[&str]| {
+        body.lines()
+            .filter(|l| l.starts_with(&format!("{family}{{")) && l.contains(r#"target="sim-chat""#))
+            .filter(|l| want.iter().all(|w| l.contains(w)))
+            // Histogram bounds give two ends: the conservative one is the lower.
+            .find(|l| !l.contains("bound=") || l.contains(r#"bound="lower""#))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+    };
+    [
+        value("llm_slo_capacity_request_rate", &[r#"slo="lax""#, r#"q="0.1""#]),
+        value("llm_slo_capacity_request_rate", &[r#"slo="lax""#, r#"q="0.9""#]),
+        value("llm_slo_capacity_headroom_ratio", &[r#"slo="lax""#]),
+        value("llm_slo_capacity_arrival_rate", &[]),
+    ]
+}
+
+/// The number in `attr="…"` of the first element of `html` that starts with `tag`.
+fn number(html: &str, tag: &str, attr: &str) -> f64 {
+    let at = html.find(tag).unwrap_or_else(|| panic!("no {tag} in {html}"));
+    let element = &html[at..at + html[at..].find('>').unwrap()];
+    let v = attribute_values(element, attr);
+    v.first().unwrap_or_else(|| panic!("no {attr} in {element}")).parse().unwrap()
+}
+
+/// The capacity chart of `lax` against what `/metrics` exported at the same time: the right
+/// edge's marks sit at the y of the exported values on the chart's scale, and say them.
+fn check_capacity_chart(dom: &str, exported: [Option<f64>; 4]) {
+    let [p10, p90, headroom, arrivals] = exported;
+    let p10 = p10.expect("/metrics has the lax capacity");
+    let f = capacity_figure(dom, "lax").expect("a capacity chart for lax");
+    for part in
+        ["<svg class=\"capacity\"", "<title>Capacity for SLO lax", "<desc>Capacity ", "<figcaption>", "key arrivals"]
+    {
+        assert!(f.contains(part), "{part} not in the capacity chart:\n{f}");
+    }
+    let (top, y0, h) =
+        (number(f, "<figure", "data-top"), number(f, "<figure", "data-plot-y"), number(f, "<figure", "data-plot-h"));
+    let rate_at = |y: f64| top * (1.0 - (y - y0) / h);
+    // Coordinates have one decimal: a twentieth of a pixel.
+    let close = |a: f64, b: f64| (a - b).abs() <= top * 0.06 / h + 1e-9;
+    let censored = f.contains(r#"data-state="lower-bound""#);
+    if censored {
+        // A lower bound: a dashed line and an arrow at the bound, no band.
+        assert!(f.contains(r#"class="line bound""#) && !f.contains("capband"), "{f}");
+        let d = attribute_values(f, "d").into_iter().find(|d| d.contains("h8M")).expect("the arrow's path");
+        let y: f64 = d.split(['M', ' ', 'h']).nth(2).unwrap().parse().unwrap();
+        assert!(close(rate_at(y), p10), "bound drawn at {} for {p10} exported", rate_at(y));
+        assert_eq!(number(f, r#"<path class="now bound""#, "data-value"), p10);
+        assert!(f.contains(&format!("≥ {p10:.2}")), "{f}");
+    } else {
+        assert!(f.contains(r#"data-state="interval""#), "{f}");
+        let p90 = p90.expect("/metrics has q=0.9");
+        let tag = r#"<rect class="now capband""#;
+        let (y, height) = (number(f, tag, "y"), number(f, tag, "height"));
+        assert!(close(rate_at(y), p90) && close(rate_at(y + height), p10), "band {y}+{height} for {p10}–{p90}");
+    }
+    let a = arrivals.expect("/metrics has the arrival rate");
+    assert!(close(rate_at(number(f, r#"<circle class="now arrivals""#, "cy")), a), "arrivals {a}");
+    if let Some(h) = headroom {
+        let shown = format!("{}{h:.2}×", if censored { "≥ " } else { "" });
+        assert!(f.contains(&shown), "headroom {shown} not in {f}");
+    }
 }
 
 #[test]
@@ -152,7 +233,15 @@ fn chromium_draws_the_status_page_from_a_running_daemon() {
 
     let profile = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{port}/");
-    let dom = chromium(&browser, profile.path(), &["--dump-dom"], &url);
+    // The capacity moves once per history interval (15 s): a DOM between two equal reads
+    // of /metrics shows the numbers they exported.
+    let (dom, exported) = (0..5)
+        .find_map(|_| {
+            let before = exported_capacity(port);
+            let dom = chromium(&browser, profile.path(), &["--dump-dom"], &url);
+            (exported_capacity(port) == before).then_some((dom, before))
+        })
+        .expect("/metrics kept changing while Chromium loaded the page");
     let shot = artifact();
     std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
     let _ = std::fs::remove_file(&shot);
@@ -181,6 +270,15 @@ fn chromium_draws_the_status_page_from_a_running_daemon() {
     ] {
         assert!(dom.contains(needle), "{needle} not in the DOM:\n{dom}");
     }
+    // A capacity chart per target and SLO: drawn, or a sentence while there is no estimate.
+    let capacity: Vec<&str> = dom.split(r#"<figure class="chart capacity""#).skip(1).collect();
+    assert_eq!(capacity.len(), 3, "chat and lax on sim-chat, batch on sim-batch");
+    for f in &capacity {
+        let words = f.contains(r#"data-state="none""#);
+        assert_eq!(words, f.contains("not enough load variation yet"), "{f}");
+        assert_eq!(words, !f[..f.find("</figure>").unwrap()].contains("<svg"), "{f}");
+    }
+    check_capacity_chart(&dom, exported);
     // Hostile names are text: no element was made of them.
     assert!(dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{dom}");
     assert!(dom.contains("&lt;img src=x onerror=alert(2)&gt;"), "{dom}");

@@ -1,5 +1,6 @@
 //! The status page's memory of recent evaluations: per target and model, a ring of the few
-//! numbers its charts draw over time (docs/status-page.md#history, docs/limits.md).
+//! numbers its charts draw over time (docs/status-page.md#history, docs/limits.md), the
+//! capacity and arrivals of the report's capacity section among them.
 //!
 //! Each published report appends one point to every series, from the model's shortest
 //! window; a series its report lacks (a target down, a model gone) gets a gap, so that
@@ -10,6 +11,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::canonical::HistogramKind;
+use crate::capacity::CapacityReport;
 use crate::report::{Report, SloStatus, WindowReport};
 
 /// Evaluations kept per series by default: 15 minutes at the default 5 s interval.
@@ -39,6 +41,13 @@ pub struct Series {
     pub kv: VecDeque<f32>,
     /// Per SLO, goodput in output tokens per second as `[lower, estimate, upper]`.
     pub goodput: Vec<(String, VecDeque<[f32; 3]>)>,
+    /// Requests arriving per second, from the capacity report (docs/capacity.md).
+    pub arrivals: VecDeque<f32>,
+    /// Whether the engine was saturated (`llm_slo_saturated`).
+    pub saturated: VecDeque<bool>,
+    /// Per SLO, the conservative end's capacity in requests/s as `[p10, p50, p90]`; a
+    /// censored estimate, a lower bound only, keeps its p10 alone: `[p10, NaN, NaN]`.
+    pub capacity: Vec<(String, VecDeque<[f32; 3]>)>,
     /// The latency quantile drawn: [`CHART_QUANTILE`], or the highest evaluated.
     pub quantile: f64,
     /// Gaps in a row at the end; the series is dropped when they fill the ring.
@@ -81,6 +90,9 @@ impl History {
     pub fn record(&mut self, report: &Report) {
         let cap = self.ring_len;
         let mut seen = std::collections::BTreeSet::new();
+        // Looked up once per model: a scan per model would be quadratic in targets.
+        let capacity: BTreeMap<(&str, &str), &CapacityReport> =
+            report.capacity.iter().map(|c| ((c.target.as_str(), c.model.as_str()), c)).collect();
         for t in &report.targets {
             for m in &t.models {
                 // The shortest window that reports everything (not one only the alert rules read).
@@ -88,6 +100,7 @@ impl History {
                 let key = (t.target.clone(), m.model.clone());
                 let s = self.series.entry(key.clone()).or_default();
                 push_point(s, cap, report.t_ms, w);
+                push_capacity(s, cap, capacity.get(&(t.target.as_str(), m.model.as_str())).copied());
                 seen.insert(key);
             }
         }
@@ -108,7 +121,13 @@ impl History {
                     + m.capacity()
                     + s.t_ms.capacity() * 8
                     + (s.throughput.capacity() + s.ttft.capacity() + s.tpot.capacity() + s.kv.capacity()) * 4
-                    + s.goodput.iter().map(|(n, g)| n.capacity() + g.capacity() * 12).sum::<usize>()
+                    + s.arrivals.capacity() * 4
+                    + s.saturated.capacity()
+                    + [&s.goodput, &s.capacity]
+                        .into_iter()
+                        .flatten()
+                        .map(|(n, g)| n.capacity() + g.capacity() * 12)
+                        .sum::<usize>()
             })
             .sum()
     }
@@ -150,20 +169,9 @@ fn push_point(s: &mut Series, cap: usize, t_ms: i64, w: &WindowReport) {
             _ => None,
         };
         let point = g.map_or([f32::NAN; 3], |g| [f(Some(g.lower)), f(Some(g.estimate)), f(Some(g.upper))]);
-        match s.goodput.iter_mut().find(|(n, _)| *n == slo.slo) {
-            Some((_, ring)) => push(ring, cap, point),
-            None => {
-                // A column that starts late is padded so that its points line up in time.
-                let mut ring = VecDeque::with_capacity(cap);
-                ring.extend(std::iter::repeat_n([f32::NAN; 3], len - 1));
-                ring.push_back(point);
-                s.goodput.push((slo.slo.clone(), ring));
-            }
-        }
+        push_named(&mut s.goodput, cap, len, &slo.slo, point);
     }
-    for (_, ring) in s.goodput.iter_mut().filter(|(_, r)| r.len() < len) {
-        push(ring, cap, [f32::NAN; 3]);
-    }
+    pad(&mut s.goodput, cap, len);
     s.gaps = 0;
 }
 
@@ -172,10 +180,50 @@ fn push_gap(s: &mut Series, cap: usize, t_ms: i64) {
     for ring in [&mut s.throughput, &mut s.ttft, &mut s.tpot, &mut s.kv] {
         push(ring, cap, f32::NAN);
     }
-    for (_, ring) in &mut s.goodput {
+    push(&mut s.arrivals, cap, f32::NAN);
+    push(&mut s.saturated, cap, false);
+    for (_, ring) in s.goodput.iter_mut().chain(&mut s.capacity) {
         push(ring, cap, [f32::NAN; 3]);
     }
     s.gaps += 1;
+}
+
+/// The capacity columns of the point [`push_point`] just added: the arrivals, whether the
+/// engine was saturated, and per SLO the estimate the headroom is read from.
+fn push_capacity(s: &mut Series, cap: usize, c: Option<&CapacityReport>) {
+    let len = s.t_ms.len();
+    push(&mut s.arrivals, cap, f(c.and_then(|c| c.arrival_rate)));
+    push(&mut s.saturated, cap, c.is_some_and(|c| c.saturated));
+    for slo in c.map_or(&[][..], |c| &c.slos) {
+        let point = match slo.conservative() {
+            Some(e) if slo.censored() => [f(Some(e.p10)), f32::NAN, f32::NAN],
+            Some(e) => [f(Some(e.p10)), f(Some(e.p50)), f(Some(e.p90))],
+            None => [f32::NAN; 3],
+        };
+        push_named(&mut s.capacity, cap, len, &slo.slo, point);
+    }
+    pad(&mut s.capacity, cap, len);
+}
+
+/// Appends `point` to the column `name`, creating it padded so that its points line up in
+/// time with the `len` of the others.
+fn push_named(cols: &mut Vec<(String, VecDeque<[f32; 3]>)>, cap: usize, len: usize, name: &str, point: [f32; 3]) {
+    match cols.iter_mut().find(|(n, _)| n == name) {
+        Some((_, ring)) => push(ring, cap, point),
+        None => {
+            let mut ring = VecDeque::with_capacity(cap);
+            ring.extend(std::iter::repeat_n([f32::NAN; 3], len - 1));
+            ring.push_back(point);
+            cols.push((name.to_string(), ring));
+        }
+    }
+}
+
+/// A gap in every column the newest point did not reach.
+fn pad(cols: &mut [(String, VecDeque<[f32; 3]>)], cap: usize, len: usize) {
+    for (_, ring) in cols.iter_mut().filter(|(_, r)| r.len() < len) {
+        push(ring, cap, [f32::NAN; 3]);
+    }
 }
 
 #[cfg(test)]

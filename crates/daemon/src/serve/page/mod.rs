@@ -4,6 +4,7 @@
 //! evaluation), no template engine, nothing loaded from outside the daemon: the stylesheet
 //! is served at `/status.css` and a strict `Content-Security-Policy` forbids anything else.
 
+mod capacity;
 mod history;
 mod html;
 mod render;

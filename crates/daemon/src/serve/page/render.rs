@@ -9,6 +9,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::PageFacts;
+use super::capacity::{self, headroom_class};
 use super::history::{History, Series};
 use super::html::{Esc, anchor, count, limit, pct, safe_link, secs, short};
 use super::svg::{Band, Chart, Line, Ribbon, Threshold, attainment_cell};
@@ -20,7 +21,7 @@ use crate::request::preferred_slo;
 use crate::slo::{Clause, Slo};
 
 /// Bytes of HTML per target and model, roughly, to size the buffer once.
-const BYTES_PER_MODEL: usize = 12 * 1024;
+const BYTES_PER_MODEL: usize = 20 * 1024;
 
 /// The whole page for `report`, with charts drawn from `history`.
 pub fn render(report: &Report, history: &History, facts: &PageFacts) -> String {
@@ -212,6 +213,14 @@ fn model(
     if let Some(c) = capacity {
         capacity_line(out, c);
     }
+    if !slos.is_empty() {
+        let span = span(series);
+        out.push_str(r#"<div class="charts">"#);
+        for (name, _) in &slos {
+            capacity::chart(out, name, series, capacity, ring, &span);
+        }
+        out.push_str("</div>");
+    }
     charts(out, series, ring, &slos, facts);
     out.push_str("</div>");
 }
@@ -256,17 +265,6 @@ fn capacity_line(out: &mut String, c: &CapacityReport) {
         let _ = write!(out, r#" <span class="bad">Saturated</span>: {}."#, Esc(&why.join(", ")));
     }
     out.push_str("</p>");
-}
-
-/// Under 1 the engine is past its knee; under the alert's default 1.2 it is close.
-fn headroom_class(h: f64) -> &'static str {
-    if h < 1.0 {
-        "bad"
-    } else if h < 1.2 {
-        "warn"
-    } else {
-        "ok"
-    }
 }
 
 fn slo_table(out: &mut String, m: &ModelReport, slos: &[(&str, Option<&Slo>)], shown: &[Window]) {
@@ -334,12 +332,7 @@ fn charts(out: &mut String, series: Option<&Series>, ring: usize, slos: &[(&str,
     let empty = Series::default();
     let s = series.unwrap_or(&empty);
     let col = |c: &std::collections::VecDeque<f32>| c.iter().copied().collect::<Vec<f32>>();
-    let span = match (s.t_ms.front(), s.t_ms.back()) {
-        (Some(a), Some(b)) if b > a => {
-            format!("last {}", format_duration(Duration::from_secs(((b - a) as u64).div_ceil(1000))))
-        }
-        _ => String::new(),
-    };
+    let span = span(series);
     let q = if s.is_empty() { super::CHART_QUANTILE } else { s.quantile };
     let qname = format!("p{}", (q * 1000.0).round() / 10.0);
     out.push_str(r#"<div class="charts">"#);
@@ -419,6 +412,16 @@ fn charts(out: &mut String, series: Option<&Series>, ring: usize, slos: &[(&str,
     }
     .write(out);
     out.push_str("</div>");
+}
+
+/// The time the ring of `series` covers, e.g. "last 15m"; empty before two points.
+fn span(series: Option<&Series>) -> String {
+    match series.and_then(|s| s.t_ms.front().zip(s.t_ms.back())) {
+        Some((a, b)) if b > a => {
+            format!("last {}", format_duration(Duration::from_secs(((b - a) as u64).div_ceil(1000))))
+        }
+        _ => String::new(),
+    }
 }
 
 /// An alert's value with at most four decimals (the engine writes every digit).

@@ -1,12 +1,14 @@
 //! Made-up reports for the page's tests and its benchmark: any number of targets, each
 //! with one model, two SLOs over two windows, a KV cache, latency quantiles, a down target
-//! and alerts, with values that move from one evaluation to the next.
+//! and alerts, with capacity (an interval for `chat`, a lower bound for `batch`, saturated
+//! at the crest of the wave), with values that move from one evaluation to the next.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::PageFacts;
 use crate::canonical::{Engine, HistogramKind};
+use crate::capacity::{CapacityReport, Method, RateEstimate, Reason, SloCapacity};
 use crate::duration::Window;
 use crate::report::{
     AlertJson, Health, KvBand, KvReport, LatencyQuantile, ModelReport, Report, SloReport, SloStatus, SloValues,
@@ -47,9 +49,45 @@ pub fn report(targets: usize, step: usize) -> Report {
             target(&target_name(i), &format!("model-{}", i % 3), wave + i as f64 * 0.01, down, t_ms)
         })
         .collect();
+    let capacity =
+        targets.iter().filter(|t| t.health.up).map(|t| capacity(&t.target, &t.models[0].model, wave)).collect();
     let alerts =
         vec![alert("LLMKVCacheSaturated", "firing", "engine-000"), alert("LLMTTFTHigh", "pending", "engine-000")];
-    Report { t_ms, targets, alerts, ..Report::default() }
+    Report { t_ms, targets, alerts, capacity, ..Report::default() }
+}
+
+/// Capacity of one target and model; `x` in about [-1, 1] moves the arrivals.
+pub fn capacity(target: &str, model: &str, x: f64) -> CapacityReport {
+    let arrivals = 4.0 + 2.0 * x;
+    let estimate = |p10: f64, censored| RateEstimate {
+        end: None,
+        p10,
+        p50: p10 * 1.1,
+        p90: p10 * 1.25,
+        censored,
+        below_data: false,
+        bins: 6,
+    };
+    let slo = |name: &str, objective, e: RateEstimate| SloCapacity {
+        slo: name.into(),
+        objective,
+        method: Method::Empirical,
+        estimates: vec![e],
+        headroom: Some(e.p10 / arrivals),
+        intervals_used: 120,
+        age_seconds: Some(600.0),
+    };
+    let saturated = x > 0.8;
+    CapacityReport {
+        target: target.into(),
+        model: model.into(),
+        arrival_rate: Some(arrivals),
+        rising: x > 0.0,
+        saturated,
+        reasons: if saturated { vec![Reason::QueueGrowing, Reason::CompletionsLag] } else { Vec::new() },
+        slos: vec![slo("chat", 0.99, estimate(5.6, false)), slo("batch", 0.95, estimate(4.2 + x.max(0.0), true))],
+        intervals: 120,
+    }
 }
 
 /// One target with one model; `x` in about [-1, 1] moves every number.

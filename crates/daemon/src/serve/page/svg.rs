@@ -179,7 +179,7 @@ pub struct Chart {
 }
 
 /// Units of the plot's height: a value maps to a whole unit, finer than a pixel.
-const PLOT_UNITS: f64 = 100.0;
+pub(super) const PLOT_UNITS: f64 = 100.0;
 
 impl Chart {
     /// Writes the figure. The plot is a nested SVG whose x unit is one ring slot and whose
@@ -221,17 +221,8 @@ impl Chart {
             );
         }
         for r in &self.ribbons {
-            let start = (slots + 1).saturating_sub(r.lower.len());
             let mut d = String::new();
-            for seg in segments(&r.lower, &r.upper) {
-                let upper: Vec<i32> = seg.clone().map(|i| unit(r.upper[i] as f64)).collect();
-                let lower: Vec<i32> = seg.clone().rev().map(|i| unit(r.lower[i] as f64)).collect();
-                let _ = write!(d, "M{} {}", start + seg.start, upper[0]);
-                steps(&mut d, 1, &upper);
-                let _ = write!(d, "L{} {}", start + seg.end - 1, lower[0]);
-                steps(&mut d, -1, &lower);
-                d.push('Z');
-            }
+            ribbon_path(&mut d, &r.lower, &r.upper, slots, unit);
             if !d.is_empty() {
                 let _ = write!(out, r#"<path class="ribbon {}" d="{d}"/>"#, r.class);
             }
@@ -245,26 +236,8 @@ impl Chart {
             );
         }
         for l in &self.lines {
-            let start = (slots + 1).saturating_sub(l.values.len());
             let mut d = String::new();
-            let mut run: Vec<i32> = Vec::new();
-            let mut run_start = 0;
-            for (i, v) in l.values.iter().chain(std::iter::once(&f32::NAN)).enumerate() {
-                if v.is_finite() {
-                    if run.is_empty() {
-                        run_start = start + i;
-                    }
-                    run.push(unit(*v as f64));
-                } else if !run.is_empty() {
-                    let _ = write!(d, "M{run_start} {}", run[0]);
-                    if run.len() == 1 {
-                        // A lone point: a zero-length step, drawn as a dot by the round cap.
-                        d.push_str("l0 0");
-                    }
-                    steps(&mut d, 1, &run);
-                    run.clear();
-                }
-            }
+            line_path(&mut d, &l.values, slots, unit);
             if !d.is_empty() {
                 let _ = write!(out, r#"<path class="line {}" d="{d}"/>"#, l.class);
             }
@@ -304,12 +277,68 @@ impl Chart {
     }
 }
 
-/// After a move to `ys[0]`: one relative step of `dx` slots per further value (`l1-3 1 2`).
-fn steps(d: &mut String, dx: i32, ys: &[i32]) {
-    for (i, w) in ys.windows(2).enumerate() {
+/// The path of `values` (oldest first, `NaN` a gap) over a plot of `slots` + 1 slots whose
+/// newest is at the right, in the whole units `unit` maps a value to: a run of finite
+/// values is a move and relative steps; a lone point a zero-length step, drawn as a dot by
+/// a round cap.
+pub(super) fn line_path(d: &mut String, values: &[f32], slots: usize, unit: impl Fn(f64) -> i32) {
+    let start = (slots + 1).saturating_sub(values.len());
+    let mut run: Vec<i32> = Vec::new();
+    let mut run_start = 0;
+    for (i, v) in values.iter().chain(std::iter::once(&f32::NAN)).enumerate() {
+        if v.is_finite() {
+            if run.is_empty() {
+                run_start = start + i;
+            }
+            run.push(unit(*v as f64));
+        } else if !run.is_empty() {
+            let _ = write!(d, "M{run_start} {}", run[0]);
+            if run.len() == 1 {
+                d.push_str("l0 0");
+            }
+            steps(d, 1, &run);
+            run.clear();
+        }
+    }
+}
+
+/// The closed shape between `lower` and `upper` wherever both are finite, on the plot of
+/// [`line_path`]: along the upper values, back along the lower.
+pub(super) fn ribbon_path(d: &mut String, lower: &[f32], upper: &[f32], slots: usize, unit: impl Fn(f64) -> i32) {
+    let start = (slots + 1).saturating_sub(lower.len());
+    for seg in segments(lower, upper) {
+        let up: Vec<i32> = seg.clone().map(|i| unit(upper[i] as f64)).collect();
+        let low: Vec<i32> = seg.clone().rev().map(|i| unit(lower[i] as f64)).collect();
+        let _ = write!(d, "M{} {}", start + seg.start, up[0]);
+        steps(d, 1, &up);
+        let _ = write!(d, "L{} {}", start + seg.end - 1, low[0]);
+        steps(d, -1, &low);
+        d.push('Z');
+    }
+}
+
+/// After a move to `ys[0]`: one relative step of `dx` slots per further value (`l1-3 1 2`),
+/// a level run as one horizontal step (`h4`): a capacity or a KV cache stays level for
+/// many evaluations, and a page draws hundreds of such paths.
+pub(super) fn steps(d: &mut String, dx: i32, ys: &[i32]) {
+    let mut in_l = false;
+    let mut level = 0;
+    for w in ys.windows(2) {
         let dy = w[1] - w[0];
-        let sep = if i == 0 { "l" } else { " " };
+        if dy == 0 {
+            level += 1;
+            continue;
+        }
+        if level > 0 {
+            let _ = write!(d, "h{}", dx * level);
+            (level, in_l) = (0, false);
+        }
+        let sep = if in_l { " " } else { "l" };
         let _ = if dy < 0 { write!(d, "{sep}{dx}{dy}") } else { write!(d, "{sep}{dx} {dy}") };
+        in_l = true;
+    }
+    if level > 0 {
+        let _ = write!(d, "h{}", dx * level);
     }
 }
 

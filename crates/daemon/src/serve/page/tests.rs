@@ -189,6 +189,12 @@ fn every_section_is_there() {
         assert!(html.contains(needle), "{needle} missing");
     }
     assert_eq!(html.matches(r#"<figure class="chart""#).count(), 3 * 4);
+    // One capacity chart per target and SLO: an interval for chat, a lower bound for batch,
+    // and words for the down target, which has no capacity report.
+    assert_eq!(html.matches(r#"<figure class="chart capacity" data-chart="capacity""#).count(), 3 * 2);
+    for (state, n) in [("interval", 2), ("lower-bound", 2), ("none", 2)] {
+        assert_eq!(html.matches(&format!(r#"data-state="{state}""#)).count(), n, "{state}");
+    }
     assert_eq!(html.matches(r#"data-kind="bracket""#).count(), 3 * 2 * 2, "targets × SLOs × windows");
     // The configured windows only, not those the alert rules add.
     assert!(html.contains("attainment over 5m") && !html.contains("attainment over 1h"));

@@ -71,6 +71,36 @@ fn an_slo_that_appears_late_is_padded_to_line_up() {
 }
 
 #[test]
+fn capacity_is_kept_from_the_conservative_end_and_a_censored_one_as_its_bound_alone() {
+    let mut h = History::new(4);
+    let mut r = sample::report(2, 0);
+    // The second target has no capacity report yet: gaps, not zeros.
+    r.capacity.retain(|c| c.target == "engine-000");
+    r.capacity[0].saturated = true;
+    h.record(&r);
+    let s = h.get("engine-000", "model-0").unwrap();
+    let c = &r.capacity[0];
+    assert_eq!(s.arrivals[0], c.arrival_rate.unwrap() as f32);
+    assert!(s.saturated[0]);
+    let col = |name: &str| s.capacity.iter().find(|(n, _)| n == name).unwrap().1[0];
+    let chat = c.slos[0].conservative().unwrap();
+    assert!(!c.slos[0].censored());
+    assert_eq!(col("chat"), [chat.p10 as f32, chat.p50 as f32, chat.p90 as f32]);
+    let batch = col("batch");
+    assert!(c.slos[1].censored());
+    assert_eq!(batch[0], c.slos[1].estimates[0].p10 as f32);
+    assert!(batch[1].is_nan() && batch[2].is_nan(), "a lower bound keeps no median or ceiling: {batch:?}");
+    let other = h.get("engine-001", "model-1").unwrap();
+    assert!(other.arrivals[0].is_nan() && !other.saturated[0] && other.capacity.is_empty());
+    // A gap advances the capacity columns with the others.
+    h.record(&sample::report(1, 1));
+    let other = h.get("engine-001", "model-1").unwrap();
+    assert_eq!((other.arrivals.len(), other.saturated.len()), (2, 2));
+    let s = h.get("engine-000", "model-0").unwrap();
+    assert!(s.capacity.iter().all(|(_, c)| c.len() == 2));
+}
+
+#[test]
 fn without_p99_the_highest_quantile_is_drawn() {
     let mut r = sample::report(1, 0);
     for l in &mut r.targets[0].models[0].windows[0].latency {
@@ -90,12 +120,14 @@ fn memory_is_bounded_by_targets_times_ring_length() {
         h.record(&sample::report(100, step));
     }
     assert_eq!(h.len(), 100);
-    // docs/limits.md: 24 bytes per point plus 12 per SLO, per target and model.
-    let per_point = 8 + 4 * 4 + 2 * 12;
-    let names = 100 * (10 + 7 + 4 + 5);
+    // docs/limits.md: 29 bytes per point plus 24 per SLO (goodput and capacity), per target
+    // and model; the sample's last target is down, so it has no capacity columns.
+    let per_point = 8 + 4 * 4 + 4 + 1 + 2 * 12;
+    let points = 100 * DEFAULT_RING_LEN * per_point + 99 * DEFAULT_RING_LEN * 2 * 12;
+    let names = 100 * (10 + 7 + 4 + 5) + 99 * (4 + 5);
     // Each ring holds exactly its slots (reserve_exact may round up a little).
-    let bound = (100 * DEFAULT_RING_LEN * per_point + names) * 21 / 20;
+    let bound = (points + names) * 21 / 20;
     assert!(h.heap_bytes() <= bound, "{} bytes > {bound}", h.heap_bytes());
-    assert!(h.heap_bytes() >= 100 * DEFAULT_RING_LEN * per_point, "{} bytes: not counting", h.heap_bytes());
+    assert!(h.heap_bytes() >= points, "{} bytes: not counting", h.heap_bytes());
     eprintln!("history of 100 targets: {} bytes", h.heap_bytes());
 }
