@@ -79,95 +79,71 @@ pub fn write<S: Sample>(
     external: &[(String, String)],
     meta: impl Fn(&str) -> Option<(&'static str, &'static str)>,
 ) {
-    let (families, grouped) = group(samples);
-    let header = |out: &mut String, name: &str| match meta(name) {
-        Some((help, kind)) => {
-            out.push_str("# HELP ");
-            out.push_str(name);
-            out.push(' ');
-            escape_help(out, help);
-            out.push('\n');
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-        }
-        None => {
-            let _ = writeln!(out, "# TYPE {name} untyped");
-        }
-    };
-    match grouped {
-        // Each family's samples already together: written in input order.
-        None => {
-            let mut current: Option<&str> = None;
-            for s in samples {
-                if current.is_none_or(|c| !same(c, s.name())) {
-                    header(out, s.name());
-                    current = Some(s.name());
-                }
-                write_sample(out, s, external);
-            }
-        }
-        Some(order) => {
-            let mut next = 0;
-            for (name, count) in families {
-                header(out, name);
-                for &i in &order[next..next + count] {
-                    write_sample(out, &samples[i as usize], external);
-                }
-                next += count;
-            }
-        }
-    }
+    let mut families = Families::new(external);
+    families.add(samples);
+    families.finish_into(out, meta);
 }
 
-/// The families of `samples` in the order of their first sample, each with its number of
-/// samples, and, when some family's samples are not contiguous, the sample indices
-/// ordered family by family (stable within a family). Reports come grouped, so the
-/// common case compares each name with the one before it and hashes only at a change.
-#[allow(clippy::type_complexity)]
-fn group<S: Sample>(samples: &[S]) -> (Vec<(&str, usize)>, Option<Vec<u32>>) {
-    let mut families: Vec<(&str, usize)> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut family_of: Vec<u32> = Vec::with_capacity(samples.len());
-    let mut contiguous = true;
-    let mut current: Option<(&str, usize)> = None;
-    for s in samples {
-        let name = s.name();
-        let f = match current {
-            Some((c, f)) if same(c, name) => f,
-            _ => {
-                let f = *index.entry(name).or_insert_with(|| {
-                    families.push((name, 0));
-                    families.len() - 1
-                });
-                // Back to a family seen before another one.
-                contiguous &= f + 1 == families.len();
-                current = Some((name, f));
-                f
-            }
-        };
-        families[f].1 += 1;
-        family_of.push(f as u32);
-    }
-    if contiguous {
-        return (families, None);
-    }
-    // A counting sort by family.
-    let mut start: Vec<usize> = Vec::with_capacity(families.len());
-    let mut at = 0;
-    for (_, n) in &families {
-        start.push(at);
-        at += n;
-    }
-    let mut order = vec![0u32; samples.len()];
-    for (i, f) in family_of.into_iter().enumerate() {
-        order[start[f as usize]] = i as u32;
-        start[f as usize] += 1;
-    }
-    (families, Some(order))
+/// An exposition written a batch of samples at a time, as [`write`] writes one: each
+/// family's lines go to a buffer of their own, joined by [`Families::finish_into`] in the
+/// order the families first appeared. A report of thousands of targets is rendered a few
+/// targets at a time this way, so that only the text, never all of its samples, is held.
+pub struct Families<'e> {
+    external: &'e [(String, String)],
+    index: HashMap<String, usize>,
+    /// Each family's name and lines, in order of first appearance.
+    families: Vec<(String, String)>,
 }
 
-/// Two family names, equal when they are the same `&'static str` without comparing bytes.
-fn same(a: &str, b: &str) -> bool {
-    std::ptr::eq(a, b) || a == b
+impl<'e> Families<'e> {
+    pub fn new(external: &'e [(String, String)]) -> Families<'e> {
+        Families { external, index: HashMap::new(), families: Vec::new() }
+    }
+
+    /// Writes `samples` into their families' lines.
+    pub fn add<S: Sample>(&mut self, samples: &[S]) {
+        let mut current: Option<usize> = None;
+        for s in samples {
+            let name = s.name();
+            // Samples come grouped: look a family up only where the name changes.
+            let f = match current {
+                Some(f) if self.families[f].0 == name => f,
+                _ => match self.index.get(name) {
+                    Some(&f) => f,
+                    None => {
+                        self.index.insert(name.to_string(), self.families.len());
+                        self.families.push((name.to_string(), String::new()));
+                        self.families.len() - 1
+                    }
+                },
+            };
+            current = Some(f);
+            write_sample(&mut self.families[f].1, s, self.external);
+        }
+    }
+
+    /// Appends every family, its HELP and TYPE (from `meta`, else untyped) and its lines.
+    pub fn finish_into(self, out: &mut String, meta: impl Fn(&str) -> Option<(&'static str, &'static str)>) {
+        let lines: usize = self.families.iter().map(|(_, l)| l.len()).sum();
+        out.reserve(lines + self.families.len() * 512);
+        for (name, lines) in self.families {
+            match meta(&name) {
+                Some((help, kind)) => {
+                    out.push_str("# HELP ");
+                    out.push_str(&name);
+                    out.push(' ');
+                    escape_help(out, help);
+                    out.push('\n');
+                    let _ = writeln!(out, "# TYPE {name} {kind}");
+                }
+                None => {
+                    let _ = writeln!(out, "# TYPE {name} untyped");
+                }
+            }
+            // Each family's buffer is freed as soon as it is copied.
+            out.push_str(&lines);
+        }
+    }
 }
 
 fn write_sample<S: Sample>(out: &mut String, s: &S, external: &[(String, String)]) {

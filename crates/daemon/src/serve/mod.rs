@@ -87,9 +87,7 @@ impl Shared {
     /// the evaluation loop calls it off the async workers.
     pub fn publish(&self, report: Report) {
         self.page.record(&report);
-        let previous = self.metrics.load().report().len();
-        let rendered = render_report_sized(&report, &self.external_labels, previous);
-        self.metrics.store(Arc::new(Rendered::new(rendered)));
+        self.metrics.store(Arc::new(Rendered::new(render_report(&report, &self.external_labels))));
         self.report.store(Arc::new(report));
         self.ready.store(true, Ordering::Release);
     }
@@ -159,21 +157,25 @@ pub fn render_metrics(
 /// The report's families and the build info: everything on /metrics that changes only when a
 /// report is published, which [`Shared::publish`] renders once per tick.
 pub fn render_report(report: &Report, external: &[(String, String)]) -> String {
-    render_report_sized(report, external, 0)
-}
-
-/// [`render_report`] into a buffer made for `previous` bytes (the last tick's rendering) and
-/// a little more. At thousands of targets the body is hundreds of megabytes: grown by
-/// doubling from a guess, its copies cost more memory at their peak than the body itself.
-fn render_report_sized(report: &Report, external: &[(String, String)], previous: usize) -> String {
-    let samples = export::samples(report);
-    let guess = samples.len() * 96 + 256;
-    let mut out = String::with_capacity(if previous > 0 { previous + previous / 16 } else { guess });
-    exposition::write(&mut out, &samples, external, export::family_meta);
+    let mut families = exposition::Families::new(external);
+    // A slice of targets at a time: at thousands of targets the report's samples, a few
+    // small strings each, take several times the memory of their text
+    // (docs/footprint.md#b-aggregator).
+    for targets in report.targets.chunks(TARGETS_PER_BATCH) {
+        families.add(&export::target_samples(targets));
+    }
+    families.add(&export::report_samples(report));
     let build = Line { name: BUILD_INFO.0, labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)], value: 1.0 };
-    exposition::write(&mut out, &[build], external, |_| Some((BUILD_INFO.1, "gauge")));
+    families.add(&[build]);
+    let mut out = String::new();
+    families.finish_into(&mut out, |name| {
+        export::family_meta(name).or_else(|| (name == BUILD_INFO.0).then_some((BUILD_INFO.1, "gauge")))
+    });
     out
 }
+
+/// Targets whose samples [`render_report`] holds at once.
+const TARGETS_PER_BATCH: usize = 64;
 
 /// The families that change between ticks, rendered per GET: alert delivery, the HTTP
 /// server, the OTLP receiver, process metrics and the taps. None shares a name with a
