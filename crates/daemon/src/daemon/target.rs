@@ -128,15 +128,18 @@ fn first_of_each_reason(s: &Snapshot, st: &TargetState) -> Vec<ScrapeWarning> {
 /// How a target is fetched, from the global and per-target config, through `client` (the
 /// daemon's, shared by all its targets).
 pub fn fetcher_for(cfg: &Config, t: &Target, client: &HttpClient) -> Result<Fetcher, String> {
-    Fetcher::with_client(client, FetchSpec {
-        url: t.url.clone(),
-        headers: t.headers.clone(),
-        bearer_token_file: t.bearer_token_file.clone(),
-        timeout: t.timeout,
-        body_limit: cfg.scrape.body_limit,
-        gzip: cfg.scrape.gzip,
-        follow_redirects: t.follow_redirects,
-    })
+    Fetcher::with_client(
+        client,
+        FetchSpec {
+            url: t.url.clone(),
+            headers: t.headers.clone(),
+            bearer_token_file: t.bearer_token_file.clone(),
+            timeout: t.timeout,
+            body_limit: cfg.scrape.body_limit,
+            gzip: cfg.scrape.gzip,
+            follow_redirects: t.follow_redirects,
+        },
+    )
 }
 
 pub fn limits_for(cfg: &Config) -> Limits {

@@ -179,23 +179,24 @@ fn write_sample<S: Sample>(out: &mut String, s: &S, external: &[(String, String)
 }
 
 fn escape_help(out: &mut String, s: &str) {
-    escape(out, s, &['\\', '\n']);
+    escape(out, s, |b| memchr::memchr2(b'\\', b'\n', b));
 }
 
 fn escape_label(out: &mut String, s: &str) {
-    escape(out, s, &['\\', '"', '\n']);
+    escape(out, s, |b| memchr::memchr3(b'\\', b'"', b'\n', b));
 }
 
-/// `s` with each of `special` escaped; the text between them is copied whole.
-fn escape(out: &mut String, s: &str, special: &[char]) {
+/// `s` with each byte that `next` finds escaped; the text between them is copied whole.
+fn escape(out: &mut String, s: &str, next: impl Fn(&[u8]) -> Option<usize>) {
     let mut rest = s;
-    while let Some(i) = rest.find(special) {
+    while let Some(i) = next(rest.as_bytes()) {
         out.push_str(&rest[..i]);
         out.push_str(match rest.as_bytes()[i] {
             b'\\' => "\\\\",
             b'"' => "\\\"",
             _ => "\\n",
         });
+        // The byte at `i` is ASCII, so `i + 1` is a character boundary.
         rest = &rest[i + 1..];
     }
     out.push_str(rest);
@@ -246,8 +247,25 @@ mod tests {
     #[test]
     fn whole_numbers_are_written_as_debug_formatting_writes_them() {
         let values = [
-            0.0, -0.0, 1.0, -1.0, 3.0, 42.0, 1e6, -7e9, 999_999_999_999_999.0, 1e15, 1e16, 1.5e17, 0.5, -2.25,
-            1e-7, 123.456, f64::MAX, f64::MIN_POSITIVE, 4_503_599_627_370_496.0,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            3.0,
+            42.0,
+            1e6,
+            -7e9,
+            999_999_999_999_999.0,
+            1e15,
+            1e16,
+            1.5e17,
+            0.5,
+            -2.25,
+            1e-7,
+            123.456,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            4_503_599_627_370_496.0,
         ];
         for v in values {
             let mut out = String::new();
@@ -263,7 +281,8 @@ mod tests {
             names.iter().enumerate().map(|(i, n)| Line { name: n, labels: vec![], value: i as f64 }).collect();
         let mut out = String::new();
         write(&mut out, &lines, &[], |_| None);
-        let expected = "# TYPE a untyped\na 0.0\na 2.0\na 5.0\n# TYPE b untyped\nb 1.0\nb 4.0\n# TYPE c untyped\nc 3.0\n";
+        let expected =
+            "# TYPE a untyped\na 0.0\na 2.0\na 5.0\n# TYPE b untyped\nb 1.0\nb 4.0\n# TYPE c untyped\nc 3.0\n";
         assert_eq!(out, expected);
     }
 

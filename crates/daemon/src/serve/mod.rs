@@ -165,7 +165,8 @@ pub fn render_report(report: &Report, external: &[(String, String)]) -> String {
         families.add(&export::target_samples(targets));
     }
     families.add(&export::report_samples(report));
-    let build = Line { name: BUILD_INFO.0, labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)], value: 1.0 };
+    let build =
+        Line { name: BUILD_INFO.0, labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)], value: 1.0 };
     families.add(&[build]);
     let mut out = String::new();
     families.finish_into(&mut out, |name| {
