@@ -1,6 +1,7 @@
 //! The scrape client against real HTTP servers on 127.0.0.1: headers sent, bearer token
 //! re-read from its file on every scrape, gzip decoded (and the body limit applied to
-//! the decoded size), Content-Length over the limit refused before reading.
+//! the decoded size), Content-Length over the limit refused before reading; targets
+//! sharing one client share its connections but not their headers.
 
 mod common;
 mod tools;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::{HeaderMap, header};
 use axum::routing::get;
-use goodput::scrape::{ACCEPT, FetchSpec, Fetcher};
+use goodput::scrape::{ACCEPT, FetchSpec, Fetcher, HttpClient};
 
 type Seen = Arc<Mutex<Vec<HeaderMap>>>;
 
@@ -134,6 +135,56 @@ async fn body_limit_counts_decoded_bytes() {
     let err = plain.fetch().await.unwrap_err();
     assert_eq!(err.reason(), "body_too_large");
     assert!(err.message().contains(&format!("{} bytes", body.len())), "{err}");
+}
+
+/// Serves `/metrics` and keeps, per request, the client's address (one per connection)
+/// and the request headers.
+async fn peer_server() -> (std::net::SocketAddr, Arc<Mutex<Vec<(std::net::SocketAddr, HeaderMap)>>>) {
+    use axum::extract::ConnectInfo;
+    let seen: Arc<Mutex<Vec<(std::net::SocketAddr, HeaderMap)>>> = Arc::default();
+    let s = seen.clone();
+    let router = Router::new().route(
+        "/metrics",
+        get(move |ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>, headers: HeaderMap| {
+            s.lock().unwrap().push((peer, headers));
+            async { "x 1\n" }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>()).await;
+    });
+    (addr, seen)
+}
+
+#[tokio::test]
+async fn targets_sharing_a_client_reuse_its_connection_and_keep_their_own_headers() {
+    let (addr, seen) = peer_server().await;
+    let client = HttpClient::new(true).unwrap();
+    let tenant = |t: &str| FetchSpec { headers: vec![("X-Tenant".into(), t.into())], ..spec(addr) };
+    let a = Fetcher::with_client(&client, tenant("a")).unwrap();
+    let b = Fetcher::with_client(&client, FetchSpec { timeout: Duration::from_secs(3), ..tenant("b") }).unwrap();
+    for f in [&a, &b, &a] {
+        assert_eq!(f.fetch().await.unwrap(), b"x 1\n");
+    }
+    // A fetcher with a client of its own opens its own connection.
+    let own = Fetcher::new(tenant("c")).unwrap();
+    own.fetch().await.unwrap();
+    // A spec whose gzip setting is not the shared client's gets a client that honours it.
+    let plain = Fetcher::with_client(&client, FetchSpec { gzip: false, ..tenant("d") }).unwrap();
+    plain.fetch().await.unwrap();
+
+    let seen = seen.lock().unwrap();
+    let tenants: Vec<&str> = seen.iter().map(|(_, h)| h["x-tenant"].to_str().unwrap()).collect();
+    assert_eq!(tenants, ["a", "b", "a", "c", "d"]);
+    assert_eq!(seen[0].0, seen[1].0, "the second target reused the first one's connection");
+    assert_eq!(seen[0].0, seen[2].0);
+    assert_ne!(seen[3].0, seen[0].0, "a separate client, a separate connection");
+    assert_eq!(seen[0].1["x-prometheus-scrape-timeout-seconds"], "2");
+    assert_eq!(seen[1].1["x-prometheus-scrape-timeout-seconds"], "3");
+    assert!(seen[0].1["accept-encoding"].to_str().unwrap().contains("gzip"));
+    assert!(seen[4].1.get("accept-encoding").is_none_or(|v| !v.to_str().unwrap().contains("gzip")));
 }
 
 /// A server on `ip` that answers `/metrics` with `status` and `Location: location`, and

@@ -9,7 +9,7 @@ use crate::config::{self, Config};
 use crate::daemon::target::{fetcher_for, limits_for};
 use crate::duration::format_duration;
 use crate::probe::findings;
-use crate::scrape::ingest;
+use crate::scrape::{HttpClient, ingest};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -54,8 +54,9 @@ pub fn probe(c: &Config) -> Result<Vec<String>, Box<dyn std::error::Error + Send
     let limits = limits_for(c);
     let results = rt.block_on(async {
         let mut tasks = tokio::task::JoinSet::new();
+        let client = HttpClient::new(c.scrape.gzip);
         for (i, t) in c.targets.iter().enumerate() {
-            let fetcher = fetcher_for(c, t);
+            let fetcher = client.clone().and_then(|client| fetcher_for(c, t, &client));
             let url = crate::redact::url(&t.url);
             let (name, hint, model, limits) = (t.name.clone(), t.engine, t.model.clone(), limits);
             let cardinality = t.cardinality;

@@ -7,7 +7,7 @@
 //! bucket (JSON, which replay prints, has no Inf).
 
 use crate::canonical::{HistogramKind, WarningReason};
-use crate::report::{KvBand, Report, SCRAPE_ERROR_REASONS, SloStatus, WindowReport};
+use crate::report::{KvBand, Report, SCRAPE_ERROR_REASONS, SloStatus, TargetReport, WindowReport};
 
 pub mod alerts;
 pub mod budget;
@@ -247,6 +247,60 @@ pub fn quantile_label(q: f64) -> String {
 
 /// Every sample for a report, grouped by family, in a stable order.
 pub fn samples(report: &Report) -> Vec<ExportSample> {
+    let mut out = target_family_samples(&report.targets);
+    out.extend(limits::samples(&report.limits));
+    out.extend(requests::samples(report));
+    out.extend(report_wide_samples(report));
+    out.extend(target_gpu_samples(&report.targets));
+    out
+}
+
+/// The samples of `targets` alone: what [`samples`] gives for them, without the families
+/// of the report as a whole. A large report is rendered a slice of targets at a time
+/// (the daemon's /metrics), so that its samples never all exist at once; with
+/// [`report_samples`] these are the same samples as [`samples`], in each family in the
+/// same order.
+pub fn target_samples(targets: &[TargetReport]) -> Vec<ExportSample> {
+    let mut out = target_family_samples(targets);
+    out.extend(requests::target_samples(targets));
+    out.extend(target_gpu_samples(targets));
+    out
+}
+
+/// The samples of `report` that belong to no one target: the SLO limits, the request path,
+/// budgets, capacity, alerts and GPUs ([`target_samples`]).
+pub fn report_samples(report: &Report) -> Vec<ExportSample> {
+    let mut out = limits::samples(&report.limits);
+    out.extend(requests::request_path_samples(report));
+    out.extend(report_wide_samples(report));
+    out
+}
+
+fn report_wide_samples(report: &Report) -> Vec<ExportSample> {
+    let mut out = budget::samples(&report.budgets);
+    out.extend(capacity::samples(&report.capacity));
+    out.extend(alerts::samples_of(&report.alerts));
+    out.extend(alerts::readiness_samples(&report.alert_readiness));
+    out.extend(gpu::gpu_samples(&report.gpus, None));
+    out
+}
+
+fn target_gpu_samples(targets: &[TargetReport]) -> Vec<ExportSample> {
+    let mut out = Vec::new();
+    for t in targets {
+        for m in &t.models {
+            for w in &m.windows {
+                if let Some(d) = &w.gpu {
+                    out.extend(gpu::derived_samples(&t.target, &m.model, &w.window.label(), d));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The families of this module for each target, grouped by family.
+fn target_family_samples(targets: &[TargetReport]) -> Vec<ExportSample> {
     let mut by_family: Vec<Vec<ExportSample>> = vec![Vec::new(); FAMILIES.len()];
     let mut emit = |name: &'static str, labels: Vec<(&'static str, String)>, value: f64| {
         if !value.is_finite() {
@@ -256,7 +310,7 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
             by_family[i].push(ExportSample { name, labels, value });
         }
     };
-    for t in &report.targets {
+    for t in targets {
         for m in &t.models {
             let model = vec![("target", t.target.clone()), ("model", m.model.clone())];
             last_scrape_samples(&model, &m.windows, &mut emit);
@@ -303,24 +357,7 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
             emit(SCRAPE_WARNINGS, l, n as f64);
         }
     }
-    let mut out: Vec<ExportSample> = by_family.into_iter().flatten().collect();
-    out.extend(limits::samples(&report.limits));
-    out.extend(requests::samples(report));
-    out.extend(budget::samples(&report.budgets));
-    out.extend(capacity::samples(&report.capacity));
-    out.extend(alerts::samples_of(&report.alerts));
-    out.extend(alerts::readiness_samples(&report.alert_readiness));
-    out.extend(gpu::gpu_samples(&report.gpus, None));
-    for t in &report.targets {
-        for m in &t.models {
-            for w in &m.windows {
-                if let Some(d) = &w.gpu {
-                    out.extend(gpu::derived_samples(&t.target, &m.model, &w.window.label(), d));
-                }
-            }
-        }
-    }
-    out
+    by_family.into_iter().flatten().collect()
 }
 
 /// Series of the last scrape, exported once per target and model without a `window` label

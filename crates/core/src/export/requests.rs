@@ -11,7 +11,7 @@ use super::{
     ATTAINMENT, BURN_RATE, ExportSample, GOODPUT_REQUESTS, GOODPUT_TOKENS, QUANTILE_LABEL, SLO_EVALUABLE,
     WINDOW_REQUESTS, latency_family, quantile_label,
 };
-use crate::report::{Report, SloStatus, WindowReport};
+use crate::report::{Report, SloStatus, TargetReport, WindowReport};
 use crate::request::{RequestPathReport, Status};
 
 pub const COVERAGE: &str = "llm_slo_request_window_coverage_ratio";
@@ -128,6 +128,30 @@ pub fn window_samples(
 
 /// The request path's own families, grouped by family in [`FAMILIES`] order.
 pub fn samples(report: &Report) -> Vec<ExportSample> {
+    grouped(|emit| {
+        windows_samples(&report.targets, emit);
+        if let Some(p) = &report.request_path {
+            path_samples(p, &mut |name, labels, value| emit(name, labels, value));
+        }
+    })
+}
+
+/// What [`samples`] gives for `targets`' windows alone.
+pub fn target_samples(targets: &[TargetReport]) -> Vec<ExportSample> {
+    grouped(|emit| windows_samples(targets, emit))
+}
+
+/// What [`samples`] gives for the report's request path alone.
+pub fn request_path_samples(report: &Report) -> Vec<ExportSample> {
+    grouped(|emit| {
+        if let Some(p) = &report.request_path {
+            path_samples(p, &mut |name, labels, value| emit(name, labels, value));
+        }
+    })
+}
+
+/// The samples `make` emits, grouped by family in [`FAMILIES`] order.
+fn grouped(make: impl FnOnce(&mut dyn FnMut(&'static str, Labels, f64))) -> Vec<ExportSample> {
     let mut by_family: Vec<Vec<ExportSample>> = vec![Vec::new(); FAMILIES.len()];
     let mut emit = |name: &'static str, labels: Labels, value: f64| {
         if value.is_finite()
@@ -136,7 +160,12 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
             by_family[i].push(ExportSample { name, labels, value });
         }
     };
-    for t in &report.targets {
+    make(&mut emit);
+    by_family.into_iter().flatten().collect()
+}
+
+fn windows_samples(targets: &[TargetReport], emit: &mut dyn FnMut(&'static str, Labels, f64)) {
+    for t in targets {
         for m in &t.models {
             for w in &m.windows {
                 let base =
@@ -162,10 +191,6 @@ pub fn samples(report: &Report) -> Vec<ExportSample> {
             }
         }
     }
-    if let Some(p) = &report.request_path {
-        path_samples(p, &mut emit);
-    }
-    by_family.into_iter().flatten().collect()
 }
 
 fn path_samples(p: &RequestPathReport, emit: &mut impl FnMut(&'static str, Labels, f64)) {

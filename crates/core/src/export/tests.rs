@@ -290,3 +290,27 @@ fn limits_are_exported_once_from_the_config() {
         assert_eq!(family_meta(name).unwrap().1, *kind);
     }
 }
+
+#[test]
+fn target_and_report_samples_are_the_reports_samples_split_in_two() {
+    let mut r = report();
+    let mut b = r.targets[0].clone();
+    b.target = "b".into();
+    b.health.up = true;
+    r.targets.push(b);
+    // Per family, in order: what rendering a slice of targets at a time writes.
+    type Family = Vec<(Vec<(&'static str, String)>, u64)>;
+    let by_family = |s: Vec<ExportSample>| {
+        let mut m: BTreeMap<&'static str, Family> = BTreeMap::new();
+        for x in s {
+            m.entry(x.name).or_default().push((x.labels, x.value.to_bits()));
+        }
+        m
+    };
+    let mut split = target_samples(&r.targets[..1]);
+    split.extend(target_samples(&r.targets[1..]));
+    split.extend(report_samples(&r));
+    let whole = samples(&r);
+    assert!(whole.iter().any(|s| s.name == alerts::READY_FAMILY), "the fixture has report-wide samples");
+    assert_eq!(by_family(split), by_family(whole));
+}

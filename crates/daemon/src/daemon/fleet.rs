@@ -20,6 +20,7 @@ use super::evaluator::Roster;
 use super::target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
 use crate::config::{Config, Target};
 use crate::discovery::{Source, discovered_target};
+use crate::scrape::HttpClient;
 
 /// One target the fleet runs.
 struct Member {
@@ -39,6 +40,9 @@ pub struct Fleet {
     changed: Arc<Notify>,
     roster: Roster,
     clock: Arc<dyn Clock>,
+    /// The one HTTP client (connection pool) every target is scraped through, or why it
+    /// could not be built.
+    client: Result<HttpClient, String>,
     scrapes: JoinSet<()>,
     /// Names already warned about as taken, so that a collision is logged once.
     collisions: HashSet<String>,
@@ -55,12 +59,13 @@ impl Fleet {
         let changed = Arc::new(Notify::new());
         let sources = config.discovery.iter().map(|d| Source::start(d.clone(), changed.clone())).collect();
         let mut fleet = Fleet {
-            config,
+            config: config.clone(),
             members: BTreeMap::new(),
             sources,
             changed,
             roster,
             clock,
+            client: HttpClient::new(config.scrape.gzip),
             scrapes: JoinSet::new(),
             collisions: HashSet::new(),
             adopt: adopt.into_iter().map(|rt| (rt.config.name.clone(), rt)).collect(),
@@ -108,8 +113,9 @@ impl Fleet {
         let refetch = fetch(&self.config) != fetch(&config);
         self.config = config;
         if refetch {
+            self.client = HttpClient::new(self.config.scrape.gzip);
             for m in self.members.values_mut().filter(|m| m.gone.is_none()) {
-                m.stop = spawn(&self.config, &mut self.scrapes, &self.clock, m.rt.clone());
+                m.stop = spawn(&self.config, &self.client, &mut self.scrapes, &self.clock, m.rt.clone());
             }
         }
     }
@@ -155,7 +161,7 @@ impl Fleet {
                     if m.gone.take().is_some() {
                         tracing::info!(target_name = %t.name, "target is back; it keeps its windows");
                         m.rt.set_vanished(None);
-                        m.stop = spawn(&self.config, &mut self.scrapes, &self.clock, m.rt.clone());
+                        m.stop = spawn(&self.config, &self.client, &mut self.scrapes, &self.clock, m.rt.clone());
                     }
                 }
                 existing => {
@@ -172,7 +178,7 @@ impl Fleet {
                         }
                         None => Arc::new(TargetRuntime::with_labels(t, labels, self.config.max_window())),
                     };
-                    let stop = spawn(&self.config, &mut self.scrapes, &self.clock, rt.clone());
+                    let stop = spawn(&self.config, &self.client, &mut self.scrapes, &self.clock, rt.clone());
                     self.members.insert(rt.config.name.clone(), Member { rt, stop, gone: None });
                 }
             }
@@ -208,12 +214,13 @@ impl Fleet {
 /// Starts the scrape loop of `rt`; the returned sender stops it (so does dropping it).
 fn spawn(
     config: &Config,
+    client: &Result<HttpClient, String>,
     scrapes: &mut JoinSet<()>,
     clock: &Arc<dyn Clock>,
     rt: Arc<TargetRuntime>,
 ) -> watch::Sender<bool> {
     let (stop, stopped) = watch::channel(false);
-    match fetcher_for(config, &rt.config) {
+    match client.as_ref().map_err(Clone::clone).and_then(|c| fetcher_for(config, &rt.config, c)) {
         Ok(fetcher) => {
             scrapes.spawn(scrape_loop(rt, fetcher, limits_for(config), clock.clone(), stopped));
         }

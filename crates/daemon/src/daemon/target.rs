@@ -12,7 +12,7 @@ use crate::canonical::{ScrapeWarning, Snapshot};
 use crate::config::{Config, Target};
 use crate::evaluate::incremental::Incremental;
 use crate::parse::Limits;
-use crate::scrape::{FetchSpec, Fetcher, ScrapeError, ingest};
+use crate::scrape::{FetchSpec, Fetcher, HttpClient, ScrapeError, ingest};
 pub use crate::target::TargetState;
 use crate::target::{ScrapeFailure, Transition};
 
@@ -125,17 +125,21 @@ fn first_of_each_reason(s: &Snapshot, st: &TargetState) -> Vec<ScrapeWarning> {
     out
 }
 
-/// How a target is fetched and parsed, from the global and per-target config.
-pub fn fetcher_for(cfg: &Config, t: &Target) -> Result<Fetcher, String> {
-    Fetcher::new(FetchSpec {
-        url: t.url.clone(),
-        headers: t.headers.clone(),
-        bearer_token_file: t.bearer_token_file.clone(),
-        timeout: t.timeout,
-        body_limit: cfg.scrape.body_limit,
-        gzip: cfg.scrape.gzip,
-        follow_redirects: t.follow_redirects,
-    })
+/// How a target is fetched, from the global and per-target config, through `client` (the
+/// daemon's, shared by all its targets).
+pub fn fetcher_for(cfg: &Config, t: &Target, client: &HttpClient) -> Result<Fetcher, String> {
+    Fetcher::with_client(
+        client,
+        FetchSpec {
+            url: t.url.clone(),
+            headers: t.headers.clone(),
+            bearer_token_file: t.bearer_token_file.clone(),
+            timeout: t.timeout,
+            body_limit: cfg.scrape.body_limit,
+            gzip: cfg.scrape.gzip,
+            follow_redirects: t.follow_redirects,
+        },
+    )
 }
 
 pub fn limits_for(cfg: &Config) -> Limits {
@@ -144,6 +148,12 @@ pub fn limits_for(cfg: &Config) -> Limits {
 
 /// Scrapes one target every interval until `stop` turns true. Failures are recorded, never
 /// returned: a bad target must not take the daemon or other targets down.
+///
+/// The first scrape is at once; the later ones keep a phase within the interval that
+/// [`phase`] takes from the target's name, as Prometheus offsets each target's scrapes.
+/// Targets that start together (a config of thousands) would otherwise all be scraped at the
+/// same instant each interval: as many connections, bodies in memory and parses on the
+/// blocking pool at once as there are targets (docs/footprint.md#b-aggregator).
 pub async fn scrape_loop(
     rt: Arc<TargetRuntime>,
     fetcher: Fetcher,
@@ -151,13 +161,17 @@ pub async fn scrape_loop(
     clock: Arc<dyn Clock>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut ticks = tokio::time::interval(rt.config.interval);
+    let interval = rt.config.interval;
+    let mut ticks = tokio::time::interval_at(Instant::now() + phase(&rt.config.name, interval), interval);
     // Keep the phase: a slow scrape delays nothing after it, missed ticks are dropped.
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut first = true;
     loop {
-        tokio::select! {
-            _ = ticks.tick() => {}
-            _ = stop.changed() => return,
+        if !std::mem::take(&mut first) {
+            tokio::select! {
+                _ = ticks.tick() => {}
+                _ = stop.changed() => return,
+            }
         }
         if *stop.borrow() {
             return;
@@ -169,6 +183,28 @@ pub async fn scrape_loop(
             _ = stop.changed() => return,
         };
         rt.record(start_ms, began.elapsed(), outcome);
+    }
+}
+
+/// Where in `interval` a target's scrapes fall after its first: in (0, interval], the same
+/// for a name on every run and spread evenly over many names: FNV-1a, then MurmurHash3's
+/// finalizer, since names that differ in their last character (`t1`, `t2`) leave FNV's
+/// high bits close together.
+pub fn phase(name: &str, interval: Duration) -> Duration {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    let nanos = interval.as_nanos().max(1);
+    let offset = (u128::from(h) * nanos) >> 64;
+    match offset {
+        0 => interval,
+        n => Duration::from_nanos(n as u64),
     }
 }
 

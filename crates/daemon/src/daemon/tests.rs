@@ -97,3 +97,21 @@ async fn a_target_still_evaluating_keeps_its_previous_results_and_the_others_mov
     let report = evaluator.tick(4_000, Duration::from_secs(10)).await;
     assert_eq!(report.targets[0].health.last_evaluation_ms, Some(4_000));
 }
+
+#[test]
+fn scrape_phases_are_stable_per_name_and_spread_over_the_interval() {
+    use super::target::phase;
+    let interval = Duration::from_secs(5);
+    assert_eq!(phase("t1", interval), phase("t1", interval));
+    assert_ne!(phase("t1", interval), phase("t2", interval));
+    // A thousand targets named as a config of many usually names them: each tenth of the
+    // interval gets close to its share, none is empty or holds a crowd.
+    let mut buckets = [0usize; 10];
+    for i in 0..1000 {
+        let p = phase(&format!("t{i}"), interval);
+        assert!(p > Duration::ZERO && p <= interval, "{p:?}");
+        buckets[(p.as_nanos() * 10 / interval.as_nanos()).min(9) as usize] += 1;
+    }
+    assert!(buckets.iter().all(|&n| (50..=150).contains(&n)), "{buckets:?}");
+    assert!(phase("x", Duration::from_nanos(1)) <= Duration::from_nanos(1));
+}

@@ -65,7 +65,39 @@ pub fn install_crypto_provider() {
     });
 }
 
-/// A client for one target.
+/// The HTTP client scrapes go through: its connection pool and TLS setup, shared by every
+/// target of a daemon. A client per target kept a pool, a TLS verifier and idle
+/// connections with their read buffers per target, most of the per-target memory of an
+/// aggregator (docs/footprint.md#b-aggregator). The settings that differ between targets
+/// (timeout, headers, credentials) are set per request; only the gzip decoding, which is one
+/// setting for the whole config (`scrape.gzip`), is the client's.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    client: reqwest::Client,
+    gzip: bool,
+}
+
+impl HttpClient {
+    /// A client that asks for and decodes gzip bodies when `gzip` is true.
+    pub fn new(gzip: bool) -> Result<HttpClient, String> {
+        install_crypto_provider();
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .gzip(gzip)
+            .user_agent(concat!("goodput/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(HttpClient { client, gzip })
+    }
+
+    /// Whether this client asks for gzip bodies.
+    pub fn gzip(&self) -> bool {
+        self.gzip
+    }
+}
+
+/// How one target is fetched: its request settings and the client it goes through.
 #[derive(Debug, Clone)]
 pub struct Fetcher {
     client: reqwest::Client,
@@ -77,8 +109,20 @@ pub struct Fetcher {
 }
 
 impl Fetcher {
+    /// A fetcher with a client of its own, for a one-off scrape (`goodput record`, a GPU
+    /// exporter). A daemon's targets share one through [`Fetcher::with_client`].
     pub fn new(spec: FetchSpec) -> Result<Fetcher, String> {
-        install_crypto_provider();
+        let client = HttpClient::new(spec.gzip)?;
+        Fetcher::with_client(&client, spec)
+    }
+
+    /// A fetcher going through `client`. A client whose gzip setting is not the spec's is
+    /// not used: the fetcher gets one of its own, so that `spec.gzip` always holds.
+    pub fn with_client(client: &HttpClient, spec: FetchSpec) -> Result<Fetcher, String> {
+        let client = match client.gzip == spec.gzip {
+            true => client.client.clone(),
+            false => HttpClient::new(spec.gzip)?.client,
+        };
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT_HEADER, HeaderValue::from_static(ACCEPT));
         let secs = format!("{}", spec.timeout.as_secs_f64());
@@ -93,15 +137,6 @@ impl Fetcher {
             value.set_sensitive(true);
             secret_headers.insert(name, value);
         }
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .gzip(spec.gzip)
-            .user_agent(concat!("goodput/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(spec.timeout)
-            .timeout(spec.timeout)
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         Ok(Fetcher { client, headers, secret_headers, spec })
     }
 
@@ -142,7 +177,7 @@ impl Fetcher {
         let mut url = self.spec.url.clone();
         let mut hops = 0;
         let mut resp = loop {
-            let mut req = self.client.get(url.clone()).headers(self.headers.clone());
+            let mut req = self.client.get(url.clone()).timeout(self.spec.timeout).headers(self.headers.clone());
             // Credentials stay with the origin they were configured for.
             if url.origin() == self.spec.url.origin() {
                 req = req.headers(self.secret_headers.clone());

@@ -10,5 +10,5 @@ mod fetch;
 mod ingest;
 
 pub use error::ScrapeError;
-pub use fetch::{ACCEPT, FetchSpec, Fetcher, install_crypto_provider};
+pub use fetch::{ACCEPT, FetchSpec, Fetcher, HttpClient, install_crypto_provider};
 pub use ingest::ingest;

@@ -24,88 +24,182 @@ impl<'a> Line<'a> {
     }
 }
 
-/// Writes `lines` as an exposition. Families keep the order of their first sample; the
+/// What [`write`] needs of a sample. The report's samples are written as they are, without a
+/// [`Line`] each: at thousands of targets a tick's /metrics is over a million samples, and a
+/// label list per sample was a good part of rendering it (docs/footprint.md#b-aggregator).
+pub trait Sample {
+    fn name(&self) -> &str;
+    fn label_count(&self) -> usize;
+    /// The `i`th label, `i < label_count()`.
+    fn label(&self, i: usize) -> (&str, &str);
+    fn value(&self) -> f64;
+}
+
+impl Sample for Line<'_> {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn label_count(&self) -> usize {
+        self.labels.len()
+    }
+    fn label(&self, i: usize) -> (&str, &str) {
+        self.labels[i]
+    }
+    fn value(&self) -> f64 {
+        self.value
+    }
+}
+
+impl Sample for crate::export::ExportSample {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn label_count(&self) -> usize {
+        self.labels.len()
+    }
+    fn label(&self, i: usize) -> (&str, &str) {
+        let (k, v) = &self.labels[i];
+        (k, v)
+    }
+    fn value(&self) -> f64 {
+        self.value
+    }
+}
+
+/// Writes `samples` as an exposition. Families keep the order of their first sample; the
 /// samples of a family are brought together even if the input interleaves them.
 /// `external` (the config's `external_labels`) is added to every sample after its own
 /// labels; config validation keeps its names apart from goodput's own, and a sample that
 /// has one already (`llm_slo_target_info`'s `pod` of a discovered target) keeps its own, as
 /// Prometheus treats its external labels.
 /// `meta` gives (help, type) per family; families without it are written as untyped.
-pub fn write(
+pub fn write<S: Sample>(
     out: &mut String,
-    lines: &[Line<'_>],
+    samples: &[S],
     external: &[(String, String)],
     meta: impl Fn(&str) -> Option<(&'static str, &'static str)>,
 ) {
-    let mut order: Vec<&str> = Vec::new();
-    let mut groups: HashMap<&str, Vec<&Line<'_>>> = HashMap::new();
-    for l in lines {
-        groups
-            .entry(l.name)
-            .or_insert_with(|| {
-                order.push(l.name);
-                Vec::new()
-            })
-            .push(l);
+    let mut families = Families::new(external);
+    families.add(samples);
+    families.finish_into(out, meta);
+}
+
+/// An exposition written a batch of samples at a time, as [`write`] writes one: each
+/// family's lines go to a buffer of their own, joined by [`Families::finish_into`] in the
+/// order the families first appeared. A report of thousands of targets is rendered a few
+/// targets at a time this way, so that only the text, never all of its samples, is held.
+pub struct Families<'e> {
+    external: &'e [(String, String)],
+    index: HashMap<String, usize>,
+    /// Each family's name and lines, in order of first appearance.
+    families: Vec<(String, String)>,
+}
+
+impl<'e> Families<'e> {
+    pub fn new(external: &'e [(String, String)]) -> Families<'e> {
+        Families { external, index: HashMap::new(), families: Vec::new() }
     }
-    for name in order {
-        match meta(name) {
-            Some((help, kind)) => {
-                out.push_str("# HELP ");
-                out.push_str(name);
-                out.push(' ');
-                escape_help(out, help);
-                out.push('\n');
-                let _ = writeln!(out, "# TYPE {name} {kind}");
-            }
-            None => {
-                let _ = writeln!(out, "# TYPE {name} untyped");
-            }
-        }
-        for l in &groups[name] {
-            out.push_str(name);
-            if !l.labels.is_empty() || !external.is_empty() {
-                out.push('{');
-                let own = |k: &str| l.labels.iter().any(|(o, _)| *o == k);
-                let extra = external.iter().filter(|(k, _)| !own(k)).map(|(k, v)| (k.as_str(), v.as_str()));
-                let all = l.labels.iter().copied().chain(extra);
-                for (i, (k, v)) in all.enumerate() {
-                    if i > 0 {
-                        out.push(',');
+
+    /// Writes `samples` into their families' lines.
+    pub fn add<S: Sample>(&mut self, samples: &[S]) {
+        let mut current: Option<usize> = None;
+        for s in samples {
+            let name = s.name();
+            // Samples come grouped: look a family up only where the name changes.
+            let f = match current {
+                Some(f) if self.families[f].0 == name => f,
+                _ => match self.index.get(name) {
+                    Some(&f) => f,
+                    None => {
+                        self.index.insert(name.to_string(), self.families.len());
+                        self.families.push((name.to_string(), String::new()));
+                        self.families.len() - 1
                     }
-                    out.push_str(k);
-                    out.push_str("=\"");
-                    escape_label(out, v);
-                    out.push('"');
-                }
-                out.push('}');
-            }
-            out.push(' ');
-            write_value(out, l.value);
-            out.push('\n');
+                },
+            };
+            current = Some(f);
+            write_sample(&mut self.families[f].1, s, self.external);
         }
     }
+
+    /// Appends every family, its HELP and TYPE (from `meta`, else untyped) and its lines.
+    pub fn finish_into(self, out: &mut String, meta: impl Fn(&str) -> Option<(&'static str, &'static str)>) {
+        let lines: usize = self.families.iter().map(|(_, l)| l.len()).sum();
+        out.reserve(lines + self.families.len() * 512);
+        for (name, lines) in self.families {
+            match meta(&name) {
+                Some((help, kind)) => {
+                    out.push_str("# HELP ");
+                    out.push_str(&name);
+                    out.push(' ');
+                    escape_help(out, help);
+                    out.push('\n');
+                    let _ = writeln!(out, "# TYPE {name} {kind}");
+                }
+                None => {
+                    let _ = writeln!(out, "# TYPE {name} untyped");
+                }
+            }
+            // Each family's buffer is freed as soon as it is copied.
+            out.push_str(&lines);
+        }
+    }
+}
+
+fn write_sample<S: Sample>(out: &mut String, s: &S, external: &[(String, String)]) {
+    out.push_str(s.name());
+    let n = s.label_count();
+    if n > 0 || !external.is_empty() {
+        out.push('{');
+        let mut first = true;
+        let mut label = |out: &mut String, k: &str, v: &str| {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            out.push_str(k);
+            out.push_str("=\"");
+            escape_label(out, v);
+            out.push('"');
+        };
+        for i in 0..n {
+            let (k, v) = s.label(i);
+            label(out, k, v);
+        }
+        for (k, v) in external {
+            if !(0..n).any(|i| s.label(i).0 == k) {
+                label(out, k, v);
+            }
+        }
+        out.push('}');
+    }
+    out.push(' ');
+    write_value(out, s.value());
+    out.push('\n');
 }
 
 fn escape_help(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
+    escape(out, s, |b| memchr::memchr2(b'\\', b'\n', b));
 }
 
 fn escape_label(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
+    escape(out, s, |b| memchr::memchr3(b'\\', b'"', b'\n', b));
+}
+
+/// `s` with each byte that `next` finds escaped; the text between them is copied whole.
+fn escape(out: &mut String, s: &str, next: impl Fn(&[u8]) -> Option<usize>) {
+    let mut rest = s;
+    while let Some(i) = next(rest.as_bytes()) {
+        out.push_str(&rest[..i]);
+        out.push_str(match rest.as_bytes()[i] {
+            b'\\' => "\\\\",
+            b'"' => "\\\"",
+            _ => "\\n",
+        });
+        // The byte at `i` is ASCII, so `i + 1` is a character boundary.
+        rest = &rest[i + 1..];
     }
+    out.push_str(rest);
 }
 
 /// Go's ParseFloat reads all of these; `{:?}` is the shortest form that round-trips.
@@ -116,6 +210,10 @@ fn write_value(out: &mut String, v: f64) {
         out.push_str("+Inf");
     } else if v == f64::NEG_INFINITY {
         out.push_str("-Inf");
+    } else if v.fract() == 0.0 && v.abs() < 1e15 && !(v == 0.0 && v.is_sign_negative()) {
+        // What `{v:?}` writes for a whole number below 1e16 ("3.0"), without float formatting:
+        // counts, flags and 0/1 bands are most of a report's values.
+        let _ = write!(out, "{}.0", v as i64);
     } else {
         let _ = write!(out, "{v:?}");
     }
@@ -144,6 +242,68 @@ mod tests {
         let s = parsed.samples.iter().find(|s| s.name == "y" && !parsed.labels_of(s).is_empty()).unwrap();
         assert_eq!(parsed.label(s, "t"), Some(tricky));
         assert_eq!(parsed.samples[1].value, 1e-7);
+    }
+
+    #[test]
+    fn whole_numbers_are_written_as_debug_formatting_writes_them() {
+        let values = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            3.0,
+            42.0,
+            1e6,
+            -7e9,
+            999_999_999_999_999.0,
+            1e15,
+            1e16,
+            1.5e17,
+            0.5,
+            -2.25,
+            1e-7,
+            123.456,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            4_503_599_627_370_496.0,
+        ];
+        for v in values {
+            let mut out = String::new();
+            write_value(&mut out, v);
+            assert_eq!(out, format!("{v:?}"), "{v}");
+        }
+    }
+
+    #[test]
+    fn interleaved_families_are_grouped_in_first_seen_order_keeping_each_familys_order() {
+        let names = ["a", "b", "a", "c", "b", "a"];
+        let lines: Vec<Line> =
+            names.iter().enumerate().map(|(i, n)| Line { name: n, labels: vec![], value: i as f64 }).collect();
+        let mut out = String::new();
+        write(&mut out, &lines, &[], |_| None);
+        let expected =
+            "# TYPE a untyped\na 0.0\na 2.0\na 5.0\n# TYPE b untyped\nb 1.0\nb 4.0\n# TYPE c untyped\nc 3.0\n";
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn export_samples_are_written_as_their_lines_are() {
+        use crate::export::ExportSample;
+        let samples = vec![
+            ExportSample { name: "x", labels: vec![("target", "t\"1".to_string())], value: 1.0 },
+            ExportSample { name: "y", labels: vec![], value: 0.25 },
+            ExportSample { name: "x", labels: vec![("target", "t2".to_string()), ("pod", "p".into())], value: 2.0 },
+        ];
+        let external = [("pod".to_string(), "own".to_string())];
+        let (mut direct, mut via_lines) = (String::new(), String::new());
+        write(&mut direct, &samples, &external, |_| None);
+        let lines: Vec<Line> = samples.iter().map(Line::of).collect();
+        write(&mut via_lines, &lines, &external, |_| None);
+        assert_eq!(direct, via_lines);
+        assert_eq!(
+            direct,
+            "# TYPE x untyped\nx{target=\"t\\\"1\",pod=\"own\"} 1.0\nx{target=\"t2\",pod=\"p\"} 2.0\n# TYPE y untyped\ny{pod=\"own\"} 0.25\n"
+        );
     }
 
     #[test]

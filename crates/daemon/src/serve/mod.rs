@@ -157,19 +157,26 @@ pub fn render_metrics(
 /// The report's families and the build info: everything on /metrics that changes only when a
 /// report is published, which [`Shared::publish`] renders once per tick.
 pub fn render_report(report: &Report, external: &[(String, String)]) -> String {
-    let samples = export::samples(report);
-    let mut lines: Vec<Line<'_>> = samples.iter().map(Line::of).collect();
-    lines.push(Line {
-        name: BUILD_INFO.0,
-        labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)],
-        value: 1.0,
-    });
-    let mut out = String::with_capacity(lines.len() * 96);
-    exposition::write(&mut out, &lines, external, |name| {
+    let mut families = exposition::Families::new(external);
+    // A slice of targets at a time: at thousands of targets the report's samples, a few
+    // small strings each, take several times the memory of their text
+    // (docs/footprint.md#b-aggregator).
+    for targets in report.targets.chunks(TARGETS_PER_BATCH) {
+        families.add(&export::target_samples(targets));
+    }
+    families.add(&export::report_samples(report));
+    let build =
+        Line { name: BUILD_INFO.0, labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)], value: 1.0 };
+    families.add(&[build]);
+    let mut out = String::new();
+    families.finish_into(&mut out, |name| {
         export::family_meta(name).or_else(|| (name == BUILD_INFO.0).then_some((BUILD_INFO.1, "gauge")))
     });
     out
 }
+
+/// Targets whose samples [`render_report`] holds at once.
+const TARGETS_PER_BATCH: usize = 64;
 
 /// The families that change between ticks, rendered per GET: alert delivery, the HTTP
 /// server, the OTLP receiver, process metrics and the taps. None shares a name with a
