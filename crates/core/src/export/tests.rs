@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::*;
+use crate::canonical::HistogramKind;
 use crate::duration::Window;
 use crate::report::{GaugeStats, Health, KvReport, LatencyQuantile, ModelReport, RuleReadiness, TargetReport};
 
