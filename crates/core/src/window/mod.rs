@@ -24,6 +24,7 @@ mod layout;
 pub mod saved;
 #[cfg(test)]
 pub(crate) mod tests;
+mod thin;
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -37,6 +38,7 @@ pub use column::Column;
 pub use layout::{
     LATENCY_HISTOGRAMS, Layout, Quantity, STORED_COUNTERS, STORED_GAUGES, STORED_HISTOGRAMS, SeriesKey, stored_series,
 };
+pub use thin::Kept;
 
 /// Hard cap on stored scrapes per target (e.g. 1 h at 100 ms). Beyond it the oldest go
 /// first, so a very long window at a very short interval loses its oldest part rather
@@ -86,6 +88,10 @@ pub struct TargetWindows {
     /// next tick, and needs their values to do so). Kept only once `keep_dropped` was called.
     dropped: VecDeque<Point>,
     keep_dropped: bool,
+    /// The oldest `thin_len` points hold only the series the alert-only windows read
+    /// ([`TargetWindows::thin_before`]); the point after them is a keyframe.
+    thin_len: usize,
+    thin: Option<thin::ThinTail>,
 }
 
 /// The next store's epoch; 0 is left to `TargetWindows::default()`.
@@ -156,6 +162,7 @@ impl TargetWindows {
     fn pop_oldest(&mut self) {
         let Some(old) = self.points.pop_front() else { return };
         self.front_seq += 1;
+        self.thin_len = self.thin_len.saturating_sub(1);
         if let Some(next) = self.points.front_mut()
             && !next.column.is_raw()
         {
@@ -193,6 +200,7 @@ impl TargetWindows {
         while self.points.front().is_some_and(|p| !p.column.is_raw()) {
             self.points.pop_front();
             self.front_seq += 1;
+            self.thin_len = self.thin_len.saturating_sub(1);
         }
     }
 
@@ -299,6 +307,8 @@ impl TargetWindows {
                 last = Some(&p.layout);
             }
         }
-        total + self.last_values.capacity() * std::mem::size_of::<f64>()
+        total
+            + self.last_values.capacity() * std::mem::size_of::<f64>()
+            + self.thin.as_ref().map_or(0, thin::ThinTail::heap_bytes)
     }
 }

@@ -32,12 +32,12 @@ mod window;
 
 use std::sync::Arc;
 
-use super::Thin;
 use super::range::RangeView;
 use super::{EvalConfig, KvThresholds, RateMode};
+use super::{Thin, Thinning};
 use crate::duration::Window;
 use crate::report::ModelReport;
-use crate::window::TargetWindows;
+use crate::window::{Column, Layout, TargetWindows};
 
 #[cfg(doc)]
 use super::promql::RangeAcc;
@@ -51,12 +51,16 @@ pub struct Incremental {
     windows: Vec<(Window, WindowState)>,
     kv: KvThresholds,
     catalog: Catalog,
+    /// What the store may drop once the configured windows have let go of a point.
+    thinning: Option<Thinning>,
     /// The store followed, and the next point to enter.
     epoch: u64,
     next_seq: u64,
     /// The time of point `next_seq − 1` and its decoded values (the base of the next delta).
     head_t: Option<i64>,
     head_values: Vec<f64>,
+    /// The layout `head_values` were decoded with.
+    head_layout: Option<Arc<Layout>>,
     now_ms: i64,
     /// Times the state (or one window) started over, and forward searches for a
     /// series' next sample: the tests check the incremental path is the one taken.
@@ -74,10 +78,12 @@ impl Incremental {
             windows: cfg.windows.iter().map(|&w| (w, WindowState::new(w.millis(), Thin::of(cfg, w)))).collect(),
             kv: cfg.kv,
             catalog: Catalog::default(),
+            thinning: Thinning::of(cfg),
             epoch: 0,
             next_seq: 0,
             head_t: None,
             head_values: Vec::new(),
+            head_layout: None,
             now_ms: i64::MIN,
             #[cfg(test)]
             restarts: 0,
@@ -107,6 +113,7 @@ impl Incremental {
         self.next_seq = store.seq_range().start;
         self.head_t = None;
         self.head_values.clear();
+        self.head_layout = None;
     }
 
     /// Whether the state still follows `store` at `now_ms`.
@@ -163,7 +170,7 @@ impl Incremental {
             if t > now_ms {
                 break;
             }
-            if !column.decode_into(&mut self.head_values) {
+            if !decode_next(store, self.next_seq, layout, column, self.head_layout.as_ref(), &mut self.head_values) {
                 // Cannot happen with columns the store built; start over rather than read garbage.
                 self.reset(store);
                 store.release_dropped();
@@ -185,10 +192,18 @@ impl Incremental {
                 }
             }
             self.head_t = Some(t);
+            if !self.head_layout.as_ref().is_some_and(|l| Arc::ptr_eq(l, layout)) {
+                self.head_layout = Some(layout.clone());
+            }
             self.next_seq += 1;
         }
         // Every window has taken out the points older than the store's oldest.
         store.release_dropped();
+        // No configured window reaches back to `now − its length` any more, nor will at a
+        // later tick: beyond the longest, only the alert-only windows' series are read.
+        if let Some(t) = &self.thinning {
+            store.thin_before(now_ms.saturating_sub(t.full_ms), &t.kept);
+        }
     }
 
     /// Heap bytes of the state, roughly (docs/memory.md): per window and series a few
@@ -217,6 +232,24 @@ impl Incremental {
         }
         self.advance(store, now_ms);
         self.reports(now_ms, cfg, RateMode::Prometheus)
+    }
+}
+
+/// Decodes point `seq` (its `layout` and `column`) into `values`, which hold the point
+/// before it as decoded with layout `prev`. A delta is from the stored form of that point;
+/// if it was thinned since (its layout is no longer `prev`), decode from the keyframe.
+pub(super) fn decode_next(
+    store: &TargetWindows,
+    seq: u64,
+    layout: &Arc<Layout>,
+    column: &Column,
+    prev: Option<&Arc<Layout>>,
+    values: &mut Vec<f64>,
+) -> bool {
+    if column.is_raw() || prev.is_some_and(|p| Arc::ptr_eq(p, layout)) {
+        column.decode_into(values)
+    } else {
+        store.decode_at(seq, values)
     }
 }
 
