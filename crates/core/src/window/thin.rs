@@ -9,15 +9,23 @@
 //! a pure function of the scrape and the kept set (the same full scrape always gives the
 //! same thin scrape) and keeps what resets and coverage read: each kept series' `_created`,
 //! the process start, and per model at least one column, so a model that only carried
-//! series nobody keeps still counts in a window's span. A thin scrape is an ordinary point
-//! with a smaller [`Layout`]: keyframes and deltas work as in the full part, and the oldest
-//! full scrape is always a keyframe, so a decode never crosses from one part to the other.
+//! series nobody keeps still counts in a window's span.
+//!
+//! A thin scrape is a few bytes, so a slot and an allocation per scrape (what a full one
+//! costs, 40 and 32 bytes) would cost more than its values. Thin scrapes are kept in
+//! [`Block`]s instead: up to [`BLOCK`] consecutive scrapes of one thin layout, the first
+//! raw, the others as one [`Column`] of differences from it. Every block decodes on its
+//! own, so the oldest stored scrape always decodes without a base, and the full part's
+//! oldest scrape is a keyframe: no decode crosses from one part to the other.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{Column, KEYFRAME_EVERY, Layout, Quantity, TargetWindows};
+use super::{Column, Layout, MAX_DROPPED, Point, Quantity, TargetWindows};
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
+
+/// Thin scrapes per block: decoding one costs decoding its block (`BLOCK` × kept series).
+pub const BLOCK: usize = 32;
 
 /// The series the thin part of a store keeps: what the alert-only windows read, together.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -58,27 +66,19 @@ impl Kept {
     }
 }
 
-/// Where the thin part stands: the rule it follows, its newest point (the base of the next
-/// delta) and the projection of the last full layout seen.
+/// The rule the thin part follows and the projection of the last full layout thinned.
 #[derive(Debug, Clone)]
-pub(super) struct ThinTail {
+pub(super) struct ThinRule {
     kept: Kept,
-    /// The newest thin point's layout and values; `None` until one is made under `kept`.
-    last: Option<(Arc<Layout>, Vec<f64>)>,
-    since_keyframe: usize,
     /// A full layout, the columns it keeps and its thin layout: consecutive scrapes share one.
     projection: Option<(Arc<Layout>, Arc<[u32]>, Arc<Layout>)>,
 }
 
-impl ThinTail {
-    fn new(kept: Kept) -> Self {
-        ThinTail { kept, last: None, since_keyframe: 0, projection: None }
-    }
-
-    /// The thin layout of `layout` and the columns it keeps. A projection equal to the
-    /// newest thin layout shares it, so thin scrapes of different full layouts (a series
-    /// nobody keeps appeared) still encode as deltas.
-    fn project(&mut self, layout: &Arc<Layout>) -> (Arc<[u32]>, Arc<Layout>) {
+impl ThinRule {
+    /// The thin layout of `layout` and the columns it keeps. A projection equal to `last`
+    /// (the newest thin scrape's layout) shares it, so thin scrapes of different full
+    /// layouts (a series nobody keeps appeared) still share a block.
+    fn project(&mut self, layout: &Arc<Layout>, last: Option<&Arc<Layout>>) -> (Arc<[u32]>, Arc<Layout>) {
         if let Some((full, cols, thin)) = &self.projection
             && Arc::ptr_eq(full, layout)
         {
@@ -90,8 +90,8 @@ impl ThinTail {
             created: cols.iter().map(|&c| layout.created[c as usize]).collect(),
             process_start: layout.process_start,
         };
-        let thin = match &self.last {
-            Some((l, _)) if **l == fresh => l.clone(),
+        let thin = match last {
+            Some(l) if **l == fresh => l.clone(),
             // Nothing to drop (it was thin already, e.g. restored from a snapshot).
             _ if cols.len() == layout.keys.len() => layout.clone(),
             _ => Arc::new(fresh),
@@ -99,10 +99,118 @@ impl ThinTail {
         self.projection = Some((layout.clone(), cols.clone(), thin.clone()));
         (cols, thin)
     }
+}
+
+/// Consecutive thin scrapes of one layout.
+#[derive(Debug, Clone)]
+pub(super) struct Block {
+    pub(super) layout: Arc<Layout>,
+    /// The first scrape's values (kept after it is dropped): every other scrape's base.
+    base: Arc<[f64]>,
+    /// Every scrape's time, the first included.
+    times: Vec<i64>,
+    /// Scrapes dropped from the front.
+    skip: usize,
+    /// Scrapes 1.. as differences from `base`: one column for all of them once the block
+    /// is full, one per scrape while it fills.
+    pub(super) sealed: Option<Column>,
+    open: Vec<Column>,
+}
+
+impl Block {
+    fn new(layout: Arc<Layout>, t_ms: i64, values: &[f64]) -> Block {
+        Block { layout, base: values.into(), times: vec![t_ms], skip: 0, sealed: None, open: Vec::new() }
+    }
+
+    /// Scrapes still stored.
+    pub(super) fn len(&self) -> usize {
+        self.times.len() - self.skip
+    }
+
+    /// The time of stored scrape `k` (0: the oldest).
+    pub(super) fn t(&self, k: usize) -> i64 {
+        self.times[self.skip + k]
+    }
+
+    pub(super) fn last_t(&self) -> i64 {
+        self.times.last().copied().unwrap_or(i64::MIN)
+    }
+
+    fn push(&mut self, t_ms: i64, values: &[f64]) {
+        self.open.push(Column::encode(values, Some(&self.base)));
+        self.times.push(t_ms);
+        if self.times.len() < BLOCK {
+            return;
+        }
+        let mut all = Vec::with_capacity((self.times.len() - 1) * self.base.len());
+        let mut cur = Vec::new();
+        for c in &self.open {
+            cur.clear();
+            cur.extend_from_slice(&self.base);
+            if !c.decode_into(&mut cur) {
+                return; // cannot happen with columns built by `Column::encode`: stay open
+            }
+            all.extend_from_slice(&cur);
+        }
+        let bases: Vec<f64> = self.base.iter().copied().cycle().take(all.len()).collect();
+        self.sealed = Some(Column::encode(&all, Some(&bases)));
+        self.open = Vec::new();
+    }
+
+    /// Calls `f(k, t_ms, values)` for the stored scrapes from `k = from` on, oldest first;
+    /// stops at the first `false` from `f`. `false` if a column does not decode.
+    pub(super) fn for_each(&self, from: usize, mut f: impl FnMut(usize, i64, &[f64]) -> bool) -> bool {
+        let width = self.base.len();
+        let first = self.skip + from;
+        if first == 0 && !f(0, self.times[0], &self.base) {
+            return true;
+        }
+        let first = first.max(1);
+        let mut cur = Vec::new();
+        if let Some(sealed) = &self.sealed {
+            cur.extend(self.base.iter().copied().cycle().take((self.times.len() - 1) * width));
+            if !sealed.decode_into(&mut cur) {
+                return false;
+            }
+            for j in first..self.times.len() {
+                if !f(j - self.skip, self.times[j], &cur[(j - 1) * width..j * width]) {
+                    break;
+                }
+            }
+            return true;
+        }
+        for j in first..self.times.len() {
+            cur.clear();
+            cur.extend_from_slice(&self.base);
+            if !self.open[j - 1].decode_into(&mut cur) {
+                return false;
+            }
+            if !f(j - self.skip, self.times[j], &cur) {
+                break;
+            }
+        }
+        true
+    }
+
+    /// Decodes stored scrape `k` into `out`.
+    pub(super) fn decode(&self, k: usize, out: &mut Vec<f64>) -> bool {
+        let mut found = false;
+        let ok = self.for_each(k, |_, _, v| {
+            out.clear();
+            out.extend_from_slice(v);
+            found = true;
+            false
+        });
+        ok && found
+    }
 
     pub(super) fn heap_bytes(&self) -> usize {
-        let last = self.last.as_ref().map_or(0, |(_, v)| v.capacity() * std::mem::size_of::<f64>());
-        last + self.projection.as_ref().map_or(0, |(_, c, _)| c.len() * 4)
+        use std::mem::size_of;
+        self.base.len() * size_of::<f64>()
+            + self.times.capacity() * size_of::<i64>()
+            + self.sealed.as_ref().map_or(0, Column::heap_bytes)
+            + self.open.iter().map(Column::heap_bytes).sum::<usize>()
+            + self.open.capacity() * size_of::<Column>()
     }
 }
 
@@ -115,10 +223,10 @@ impl TargetWindows {
     /// A changed `kept` applies to the points thinned from then on; thin points stay as
     /// they are (their series cannot come back).
     pub fn thin_before(&mut self, horizon_ms: i64, kept: &Kept) {
-        if self.thin.as_ref().is_none_or(|t| t.kept != *kept) {
-            self.thin = Some(ThinTail::new(kept.clone()));
+        if self.thin_rule.as_ref().is_none_or(|t| t.kept != *kept) {
+            self.thin_rule = Some(ThinRule { kept: kept.clone(), projection: None });
         }
-        while self.thin_len + 1 < self.points.len() && self.points[self.thin_len].t_ms <= horizon_ms {
+        while self.points.len() > 1 && self.points[0].t_ms <= horizon_ms {
             if !self.thin_one() {
                 break;
             }
@@ -132,14 +240,13 @@ impl TargetWindows {
 
     /// Thins the oldest full point (a keyframe); the full point after it becomes one.
     fn thin_one(&mut self) -> bool {
-        let i = self.thin_len;
-        let (Some(tail), Some(point)) = (self.thin.as_mut(), self.points.get(i)) else { return false };
+        let (Some(rule), Some(point)) = (self.thin_rule.as_mut(), self.points.front()) else { return false };
         let mut full = Vec::new();
         if !point.column.decode_into(&mut full) || full.len() != point.layout.keys.len() {
             return false;
         }
         // Decode the next point before anything changes: it is a delta from these values.
-        let next = match self.points.get(i + 1).map(|p| &p.column) {
+        let next = match self.points.get(1).map(|p| &p.column) {
             Some(c) if !c.is_raw() => {
                 let mut cur = full.clone();
                 if !c.decode_into(&mut cur) {
@@ -150,25 +257,66 @@ impl TargetWindows {
             }
             _ => None,
         };
-        let (cols, layout) = tail.project(&point.layout);
+        let (cols, layout) = rule.project(&point.layout, self.thin.back().map(|b| &b.layout));
         let values: Vec<f64> = cols.iter().map(|&c| full[c as usize]).collect();
-        // A delta only after a thin point of the same layout, made under the same rule.
-        let base = match &tail.last {
-            Some((l, v)) if i > 0 && Arc::ptr_eq(l, &layout) && tail.since_keyframe + 1 < KEYFRAME_EVERY => {
-                Some(v.as_slice())
-            }
-            _ => None,
-        };
-        let column = Column::encode(&values, base);
-        tail.since_keyframe = if column.is_raw() { 0 } else { tail.since_keyframe + 1 };
-        tail.last = Some((layout.clone(), values));
-        let point = &mut self.points[i];
-        point.layout = layout;
-        point.column = column;
-        if let Some(cur) = next {
-            self.points[i + 1].column = Column::Raw(cur.into());
+        let t_ms = point.t_ms;
+        match self.thin.back_mut() {
+            Some(b) if Arc::ptr_eq(&b.layout, &layout) && b.times.len() < BLOCK => b.push(t_ms, &values),
+            _ => self.thin.push_back(Block::new(layout, t_ms, &values)),
         }
+        self.points.pop_front();
         self.thin_len += 1;
+        if let (Some(cur), Some(p)) = (next, self.points.front_mut()) {
+            p.column = Column::Raw(cur.into());
+        }
         true
+    }
+
+    /// Drops the oldest thin point, kept aside for the incremental evaluation if asked.
+    pub(super) fn pop_thin(&mut self) {
+        let Some(block) = self.thin.front_mut() else {
+            self.thin_len = 0;
+            return;
+        };
+        if self.keep_dropped {
+            let mut values = Vec::new();
+            if block.decode(0, &mut values) {
+                let column = Column::Raw(values.into());
+                self.dropped.push_back(Point { t_ms: block.t(0), layout: block.layout.clone(), column });
+                if self.dropped.len() > MAX_DROPPED {
+                    self.dropped.pop_front();
+                }
+            }
+        }
+        block.skip += 1;
+        if block.len() == 0 {
+            self.thin.pop_front();
+        }
+        self.thin_len -= 1;
+        self.front_seq += 1;
+    }
+
+    /// The block holding thin point `i` (0: the oldest stored), and its index in it.
+    pub(super) fn thin_at(&self, mut i: usize) -> Option<(&Block, usize)> {
+        for b in &self.thin {
+            if i < b.len() {
+                return Some((b, i));
+            }
+            i -= b.len();
+        }
+        None
+    }
+
+    /// Thin points at or before `t_ms`.
+    pub(super) fn thin_until(&self, t_ms: i64) -> usize {
+        let mut n = 0;
+        for b in &self.thin {
+            if b.last_t() <= t_ms {
+                n += b.len();
+                continue;
+            }
+            return n + (0..b.len()).take_while(|&k| b.t(k) <= t_ms).count();
+        }
+        n
     }
 }

@@ -37,7 +37,7 @@ use super::{EvalConfig, KvThresholds, RateMode};
 use super::{Thin, Thinning};
 use crate::duration::Window;
 use crate::report::ModelReport;
-use crate::window::{Column, Layout, TargetWindows};
+use crate::window::{Layout, TargetWindows};
 
 #[cfg(doc)]
 use super::promql::RangeAcc;
@@ -123,7 +123,7 @@ impl Incremental {
         }
         // The last point read is the one read (if the store still has it).
         match (self.next_seq.checked_sub(1).and_then(|s| store.point_at(s)), self.head_t) {
-            (Some((t, _, _)), Some(h)) => t == h,
+            (Some((t, _)), Some(h)) => t == h,
             (Some(_), None) => false,
             (None, _) => true,
         }
@@ -166,11 +166,11 @@ impl Incremental {
         let end = store.seq_range().end;
         let mut gauges = Vec::new();
         while self.next_seq < end {
-            let Some((t, layout, column)) = store.point_at(self.next_seq) else { break };
+            let Some((t, layout)) = store.point_at(self.next_seq) else { break };
             if t > now_ms {
                 break;
             }
-            if !decode_next(store, self.next_seq, layout, column, self.head_layout.as_ref(), &mut self.head_values) {
+            if !store.decode_next(self.next_seq, self.head_layout.as_ref(), &mut self.head_values) {
                 // Cannot happen with columns the store built; start over rather than read garbage.
                 self.reset(store);
                 store.release_dropped();
@@ -235,24 +235,6 @@ impl Incremental {
     }
 }
 
-/// Decodes point `seq` (its `layout` and `column`) into `values`, which hold the point
-/// before it as decoded with layout `prev`. A delta is from the stored form of that point;
-/// if it was thinned since (its layout is no longer `prev`), decode from the keyframe.
-pub(super) fn decode_next(
-    store: &TargetWindows,
-    seq: u64,
-    layout: &Arc<Layout>,
-    column: &Column,
-    prev: Option<&Arc<Layout>>,
-    values: &mut Vec<f64>,
-) -> bool {
-    if column.is_raw() || prev.is_some_and(|p| Arc::ptr_eq(p, layout)) {
-        column.decode_into(values)
-    } else {
-        store.decode_at(seq, values)
-    }
-}
-
 /// Rebuilds one window from the store: the points already read that are in its range.
 fn refill(
     w: &mut WindowState,
@@ -265,10 +247,16 @@ fn refill(
     w.clear();
     let first = store.seq_after(now_ms.saturating_sub(w.range_ms));
     let mut values = Vec::new();
+    let mut prev: Option<Arc<Layout>> = None;
     let mut gauges = Vec::new();
     for seq in first..next_seq {
-        let Some((t, layout, column)) = store.point_at(seq) else { break };
-        let decoded = if seq == first { store.decode_at(seq, &mut values) } else { column.decode_into(&mut values) };
+        let Some((t, layout)) = store.point_at(seq) else { break };
+        let decoded = if seq == first {
+            store.decode_at(seq, &mut values)
+        } else {
+            store.decode_next(seq, prev.as_ref(), &mut values)
+        };
+        prev = Some(layout.clone());
         if !decoded {
             w.clear();
             return;

@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use super::decode_next;
 use super::gauge::GaugeState;
 use super::plan::{Catalog, Feed, Plan};
 use crate::canonical::GaugeKind;
@@ -301,11 +300,11 @@ impl WindowState {
             self.clear();
             return true;
         }
-        let Some((t1, layout1, column1)) = store.point_at(seq + 1) else { return false };
+        let Some((t1, layout1)) = store.point_at(seq + 1) else { return false };
         let plan1 = catalog.plan(layout1);
         let orders = self.orders(catalog, &plan1);
         let Some(tail) = self.tail.as_mut() else { return false };
-        if !decode_next(store, seq + 1, layout1, column1, Some(&tail.layout), &mut tail.values) {
+        if !store.decode_next(seq + 1, Some(&tail.layout), &mut tail.values) {
             return false;
         }
         (tail.seq, tail.t_ms, tail.plan) = (seq + 1, t1, plan1.clone());
@@ -363,8 +362,8 @@ impl WindowState {
         let (mut values, mut prev) = (tail.values.clone(), tail.layout.clone());
         let mut gauges = Vec::new();
         for seq in tail.seq + 1..=self.last_seq {
-            let Some((t, layout, column)) = store.point_at(seq) else { return false };
-            if !decode_next(store, seq, layout, column, Some(&prev), &mut values) {
+            let Some((t, layout)) = store.point_at(seq) else { return false };
+            if !store.decode_next(seq, Some(&prev), &mut values) {
                 return false;
             }
             if !Arc::ptr_eq(&prev, layout) {
