@@ -27,7 +27,7 @@
 mod gauge;
 mod plan;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod window;
 
 use std::sync::Arc;
