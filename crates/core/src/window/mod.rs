@@ -13,6 +13,10 @@
 //! older than the longest window are dropped on every push, and the ring never holds
 //! more than [`MAX_POINTS`] scrapes whatever the interval.
 //!
+//! Beyond the longest configured window only the alert-only windows read a scrape, and
+//! only a few of its series: the evaluation has the store re-encode such scrapes thin
+//! ([`TargetWindows::thin_before`], `thin`), in blocks that cost a few bytes per scrape.
+//!
 //! Points carry sequence numbers ([`TargetWindows::seq_range`]) so that the incremental
 //! evaluation (`evaluate::incremental`) reads each one once as it enters a window and
 //! again as it leaves; the points a push drops wait for it ([`TargetWindows::keep_dropped`]).

@@ -70,9 +70,12 @@ impl Kept {
 #[derive(Debug, Clone)]
 pub(super) struct ThinRule {
     kept: Kept,
-    /// A full layout, the columns it keeps and its thin layout: consecutive scrapes share one.
-    projection: Option<(Arc<Layout>, Arc<[u32]>, Arc<Layout>)>,
+    /// The last full layout projected: consecutive scrapes share one.
+    projection: Option<Projection>,
 }
+
+/// A full layout, the columns it keeps and its thin layout.
+type Projection = (Arc<Layout>, Arc<[u32]>, Arc<Layout>);
 
 impl ThinRule {
     /// The thin layout of `layout` and the columns it keeps. A projection equal to `last`

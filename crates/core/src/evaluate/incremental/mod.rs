@@ -23,6 +23,15 @@
 //! dropped before they were read), or the ring dropped more than one point a window still
 //! held (a window longer than `MAX_POINTS` scrapes), it starts over from the store: one
 //! from-scratch pass, then incremental again.
+//!
+//! At the end of each advance the state has the store thin what no configured window can
+//! hold any more ([`Thinning`]: everything at or before `now − longest configured window`).
+//! Only the alert-only windows longer than that see thin points, and a thin point carries
+//! every series they keep with the same values and restart markers, so a point entered
+//! whole and taken out thin (or the other way) changes nothing they hold; its columns
+//! map to the same series ids through the catalog. What a point's delta is based on may
+//! have been thinned since it was decoded: [`TargetWindows::decode_next`] then decodes it
+//! from its keyframe.
 
 mod gauge;
 mod plan;

@@ -137,7 +137,7 @@ fn snapshot(counts: &[Counts; 4], step: &Step, process_start: f64) -> Snapshot {
             m.gauges.entry(kind).or_default().push(Shard { key: key.clone(), created: None, value });
         }
     }
-    if step.changes[3].tokens % 4 == 0 {
+    if step.changes[3].tokens.is_multiple_of(4) {
         let c = &counts[3];
         let m = models.entry(LONE.to_string()).or_default();
         m.counters.entry(CounterKind::PromptTokens).or_default().push(Shard {
