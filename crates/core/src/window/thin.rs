@@ -114,10 +114,18 @@ pub(super) struct Block {
     times: Vec<i64>,
     /// Scrapes dropped from the front.
     skip: usize,
-    /// Scrapes 1.. as differences from `base`: one column for all of them once the block
-    /// is full, one per scrape while it fills.
-    pub(super) sealed: Option<Column>,
+    /// Scrapes 1.. as differences: one column for all of them once the block is full
+    /// (from the trend through `base`, see [`Block::predicted`]), one per scrape from
+    /// `base` while it fills.
+    pub(super) sealed: Option<(Column, Column)>,
     open: Vec<Column>,
+}
+
+/// Integers up to this magnitude are exact in an `f64`.
+const EXACT: f64 = 9_007_199_254_740_992.0;
+
+fn integral(v: f64) -> bool {
+    v.fract() == 0.0 && v.abs() <= EXACT
 }
 
 impl Block {
@@ -155,9 +163,30 @@ impl Block {
             }
             all.extend_from_slice(&cur);
         }
-        let bases: Vec<f64> = self.base.iter().copied().cycle().take(all.len()).collect();
-        self.sealed = Some(Column::encode(&all, Some(&bases)));
+        // Counters climb at a steady pace: differences from the block's average step are
+        // a byte where differences from its first scrape would be two.
+        let width = self.base.len();
+        let steps = (self.times.len() - 1) as f64;
+        let last = &all[all.len() - width..];
+        let slopes: Vec<f64> = (self.base.iter().zip(last))
+            .map(|(&b, &l)| if integral(b) && integral(l) { ((l - b) / steps).round() + 0.0 } else { 0.0 })
+            .collect();
+        let trend = Column::encode(&slopes, Some(&vec![0.0; width]));
+        let predicted = Self::predicted(&self.base, &slopes, self.times.len());
+        self.sealed = Some((Column::encode(&all, Some(&predicted)), trend));
         self.open = Vec::new();
+    }
+
+    /// Scrapes 1..`n` on the line from `base` with integer `slopes` (where it stays exact).
+    fn predicted(base: &[f64], slopes: &[f64], n: usize) -> Vec<f64> {
+        let mut out = Vec::with_capacity((n - 1) * base.len());
+        for m in 1..n {
+            out.extend(base.iter().zip(slopes).map(|(&b, &s)| {
+                let p = b + m as f64 * s;
+                if integral(p) { p } else { b }
+            }));
+        }
+        out
     }
 
     /// Calls `f(k, t_ms, values)` for the stored scrapes from `k = from` on, oldest first;
@@ -170,8 +199,12 @@ impl Block {
         }
         let first = first.max(1);
         let mut cur = Vec::new();
-        if let Some(sealed) = &self.sealed {
-            cur.extend(self.base.iter().copied().cycle().take((self.times.len() - 1) * width));
+        if let Some((sealed, trend)) = &self.sealed {
+            let mut slopes = vec![0.0; width];
+            if !trend.decode_into(&mut slopes) {
+                return false;
+            }
+            cur = Self::predicted(&self.base, &slopes, self.times.len());
             if !sealed.decode_into(&mut cur) {
                 return false;
             }
@@ -211,7 +244,7 @@ impl Block {
         use std::mem::size_of;
         self.base.len() * size_of::<f64>()
             + self.times.capacity() * size_of::<i64>()
-            + self.sealed.as_ref().map_or(0, Column::heap_bytes)
+            + self.sealed.as_ref().map_or(0, |(s, t)| s.heap_bytes() + t.heap_bytes())
             + self.open.iter().map(Column::heap_bytes).sum::<usize>()
             + self.open.capacity() * size_of::<Column>()
     }
