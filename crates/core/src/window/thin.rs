@@ -267,6 +267,11 @@ impl TargetWindows {
                 break;
             }
         }
+        // A store filled whole first (restored from a snapshot) keeps the ring it grew to.
+        let len = self.points.len();
+        if self.points.capacity() > 2 * len + 64 {
+            self.points.shrink_to(len + len / 4 + 16);
+        }
     }
 
     /// Scrapes in the thin part (the oldest ones).
