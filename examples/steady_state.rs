@@ -7,7 +7,9 @@
 //! vLLM engine), then times the per-target costs the daemon pays: ingesting one scrape
 //! (parse + adapt + push) per interval, and one evaluation tick over the full windows,
 //! both as the daemon does it (incremental: the new scrape in, the oldest out, every
-//! report) and from scratch (`evaluate_target`, re-reading every stored point).
+//! report) and from scratch (`evaluate_target`, re-reading every stored point). The store
+//! is measured as the daemon keeps it (thin beyond the longest configured window, once the
+//! evaluation has run) and with every scrape whole (what it kept before).
 //!
 //! ```sh
 //! cargo run --release --example steady_state -- [--template scrape.prom] --interval 1 [--config FILE]
@@ -97,6 +99,8 @@ fn main() {
         models = std::hint::black_box(evaluate_target(&store, now_ms, &eval)).len();
         scratch_times.push(began.elapsed());
     }
+    // Every scrape whole, as the store was before any evaluation thinned it.
+    let unthinned = store.clone();
     // The daemon's tick: one new scrape per interval, the windows advanced over it.
     let mut inc = Incremental::new(&eval);
     inc.advance(&mut store, now_ms);
@@ -124,7 +128,16 @@ fn main() {
         scratch.as_secs_f64() * 1e3,
         scratch.as_secs_f64() / evaluate.as_secs_f64()
     );
-    println!("window store heap      {:.2} MiB", store.heap_bytes() as f64 / (1 << 20) as f64);
+    let mib = |b: usize| b as f64 / (1 << 20) as f64;
+    println!(
+        "window store heap      {:.3} MiB ({} thin scrapes of {} series, {} full of {}; {:.3} MiB with every scrape whole)",
+        mib(store.heap_bytes()),
+        store.thin_points(),
+        store.stored_points().next().map_or(0, |p| p.1.keys.len()),
+        store.len() - store.thin_points(),
+        store.stored_points().last().map_or(0, |p| p.1.keys.len()),
+        mib(unthinned.heap_bytes()),
+    );
     println!("incremental state heap {:.1} KiB", inc.heap_bytes() as f64 / 1024.0);
     // The same windows, every one kept whole: what the alert-only windows save.
     let whole = goodput::evaluate::EvalConfig { alert_only: Vec::new(), ..eval.clone() };

@@ -31,7 +31,7 @@ use crate::window::{LATENCY_HISTOGRAMS, Quantity, TargetWindows};
 
 pub use promql::RateMode;
 use range::{ModelRange, RangeView};
-pub use thin::{AlertWindow, Thin};
+pub use thin::{AlertWindow, Thin, Thinning};
 
 // The band limits live beside the bands they define, in the report, which every output
 // reads; evaluation only applies them.

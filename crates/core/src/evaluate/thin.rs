@@ -6,12 +6,15 @@
 //! and output-token rates, preemptions, the queue at the window's start, and the p99s a
 //! latency rule compares), so it keeps the series those need ([`Thin`]) and its report
 //! carries only them; the rest of its report is empty and nothing else is exported for it.
+//!
+//! The store keeps full scrapes only as long as the longest configured window, and beyond
+//! it only the series some alert-only window keeps ([`Thinning`]).
 
 use super::EvalConfig;
 use super::slo::histogram_of;
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 use crate::duration::Window;
-use crate::window::Quantity;
+use crate::window::{Kept, Quantity};
 
 /// A window in [`EvalConfig::windows`] that only the alert rules read.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,5 +66,40 @@ impl Thin {
     /// TTFT with the requests in flight at the window's start.
     pub fn keeps_gauge(&self, k: GaugeKind) -> bool {
         matches!(k, GaugeKind::Running | GaugeKind::Waiting)
+    }
+}
+
+/// How a target's store thins (`TargetWindows::thin_before`): full scrapes for the longest
+/// configured window, beyond it only the series some alert-only window keeps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thinning {
+    /// The longest window that is not alert-only (0 when every window is).
+    pub full_ms: i64,
+    /// The union of [`Thin::keeps`] over the alert-only windows.
+    pub kept: Kept,
+}
+
+impl Thinning {
+    /// What `cfg` (one target's config) lets its store drop; `None` when no alert-only
+    /// window reaches past every configured one.
+    pub fn of(cfg: &EvalConfig) -> Option<Thinning> {
+        let configured = cfg.windows.iter().filter(|w| cfg.alert_window(**w).is_none());
+        let full_ms = configured.map(|w| w.millis()).max().unwrap_or(0);
+        // The alert-only windows no longer than that never reach a thin point.
+        let thins: Vec<Thin> =
+            cfg.windows.iter().filter(|w| w.millis() > full_ms).filter_map(|&w| Thin::of(cfg, w)).collect();
+        if thins.is_empty() {
+            return None;
+        }
+        let any = |q: Quantity| thins.iter().any(|t| t.keeps(q));
+        Some(Thinning {
+            full_ms,
+            kept: Kept {
+                histograms: HistogramKind::ALL.iter().copied().filter(|&k| any(Quantity::Sum(k))).collect(),
+                counters: CounterKind::ALL.iter().copied().filter(|&k| any(Quantity::Counter(k, None))).collect(),
+                gauges: GaugeKind::ALL.iter().copied().filter(|&k| any(Quantity::Gauge(k))).collect(),
+                spec_accepted: any(Quantity::SpecAccepted(0)),
+            },
+        })
     }
 }

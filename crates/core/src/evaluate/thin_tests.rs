@@ -1,5 +1,5 @@
-//! Alert-only windows: what they export, what their state keeps, and that a configured
-//! window still exports everything.
+//! Alert-only windows: what they export, what their state keeps, that a configured
+//! window still exports everything, and what the store keeps beyond the configured windows.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -186,4 +186,69 @@ fn an_alert_only_window_reports_the_full_windows_values_for_what_it_keeps() {
     assert_eq!(s_lean[0], s_wide[0], "the configured window keeps every series");
     assert!(s_lean[1] * 2 < s_wide[1], "thin {s_lean:?} vs full {s_wide:?}");
     assert!(lean.heap_bytes() < wide.heap_bytes());
+}
+
+#[test]
+fn the_store_thins_to_what_the_alert_only_windows_longer_than_every_configured_one_keep() {
+    // 1m configured, 2m and 3m alert-only: full scrapes for 1m, the union of what 2m and 3m
+    // keep beyond it (3m's latency rule adds TPOT to the SLO's TTFT).
+    let t = Thinning::of(&cfg(true)).expect("thins");
+    assert_eq!(t.full_ms, 60_000);
+    let (two, three) = (Thin::of(&cfg(true), secs(120)).unwrap(), Thin::of(&cfg(true), secs(180)).unwrap());
+    let mut quantities = vec![Quantity::SpecAccepted(0), Quantity::SpecAccepted(3)];
+    for &k in HistogramKind::ALL {
+        quantities.extend([Quantity::bucket(k, 0.5), Quantity::Sum(k), Quantity::Count(k)]);
+    }
+    for &k in CounterKind::ALL {
+        quantities.extend([Quantity::Counter(k, None), Quantity::Counter(k, Some(FinishReason::Abort))]);
+    }
+    quantities.extend(GaugeKind::ALL.iter().map(|&k| Quantity::Gauge(k)));
+    for q in quantities {
+        assert_eq!(t.kept.keeps(q), two.keeps(q) || three.keeps(q), "{q:?}");
+    }
+    assert!(t.kept.keeps(Quantity::Sum(HistogramKind::Tpot)) && !t.kept.keeps(Quantity::Sum(HistogramKind::E2e)));
+    // Nothing to thin when a configured window is the longest, or no window is alert-only.
+    assert_eq!(Thinning::of(&cfg(false)), None);
+    let longest_configured = EvalConfig { windows: vec![secs(60), secs(120), secs(180), secs(240)], ..cfg(true) };
+    assert_eq!(Thinning::of(&longest_configured), None);
+    // An alert-only window inside the full part adds nothing to what is kept.
+    let inside = EvalConfig {
+        windows: vec![secs(60), secs(120), secs(180), secs(240)],
+        alert_only: vec![
+            AlertWindow { window: secs(60), quantiles: vec![0.99] },
+            AlertWindow { window: secs(240), quantiles: vec![] },
+        ],
+        ..cfg(true)
+    };
+    let t = Thinning::of(&inside).unwrap();
+    assert_eq!(t.full_ms, 180_000);
+    assert!(!t.kept.keeps(Quantity::Sum(HistogramKind::Tpot)));
+}
+
+#[test]
+fn a_thinned_store_reports_what_a_whole_one_does() {
+    // Ten minutes at 5 s, evaluated every tick: everything older than 1m is thin, and the
+    // 2m and 3m windows read thin scrapes as they leave. A reset at 400 s, and the E2E
+    // histogram (kept by no window) gone for a minute.
+    let cfg = cfg(true);
+    let (mut store, mut whole) =
+        (TargetWindows::new(Duration::from_secs(180)), TargetWindows::new(Duration::from_secs(180)));
+    let mut inc = Incremental::new(&cfg);
+    for i in 0..120u32 {
+        let t = 1_000_000 + i64::from(i) * 5_000;
+        let mut snap = (*scrape(if i >= 80 { i - 80 } else { i })).clone();
+        if (40..52).contains(&i) {
+            snap.models.values_mut().for_each(|m| drop(m.histograms.remove(&HistogramKind::E2e)));
+        }
+        let snap = Arc::new(snap);
+        store.push(t, snap.clone());
+        whole.push(t, snap);
+        let want = evaluate_target(&whole, t, &cfg);
+        super::incremental::tests::assert_same(&want, &inc.evaluate(&mut store, t, &cfg), &format!("tick {i}"));
+        super::incremental::tests::assert_same(&want, &evaluate_target(&store, t, &cfg), &format!("reference {i}"));
+    }
+    assert_eq!(store.len(), whole.len());
+    assert_eq!(store.thin_points(), store.len() - 12, "older than 1m");
+    let keys = |w: &TargetWindows| w.stored_points().next().map(|(_, l, _)| l.keys.len());
+    assert!(keys(&store) < keys(&whole), "{:?} vs {:?} series", keys(&store), keys(&whole));
 }

@@ -13,6 +13,10 @@
 //! older than the longest window are dropped on every push, and the ring never holds
 //! more than [`MAX_POINTS`] scrapes whatever the interval.
 //!
+//! Beyond the longest configured window only the alert-only windows read a scrape, and
+//! only a few of its series: the evaluation has the store re-encode such scrapes thin
+//! ([`TargetWindows::thin_before`], `thin`), in blocks that cost a few bytes per scrape.
+//!
 //! Points carry sequence numbers ([`TargetWindows::seq_range`]) so that the incremental
 //! evaluation (`evaluate::incremental`) reads each one once as it enters a window and
 //! again as it leaves; the points a push drops wait for it ([`TargetWindows::keep_dropped`]).
@@ -24,6 +28,7 @@ mod layout;
 pub mod saved;
 #[cfg(test)]
 pub(crate) mod tests;
+mod thin;
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -37,6 +42,7 @@ pub use column::Column;
 pub use layout::{
     LATENCY_HISTOGRAMS, Layout, Quantity, STORED_COUNTERS, STORED_GAUGES, STORED_HISTOGRAMS, SeriesKey, stored_series,
 };
+pub use thin::{BLOCK, Kept};
 
 /// Hard cap on stored scrapes per target (e.g. 1 h at 100 ms). Beyond it the oldest go
 /// first, so a very long window at a very short interval loses its oldest part rather
@@ -60,17 +66,24 @@ struct Point {
     column: Column,
 }
 
-/// The scrapes of one target, oldest first, covering at least the longest window.
+/// The scrapes of one target, oldest first, covering at least the longest window: the
+/// thin part (older than the longest configured window, [`TargetWindows::thin_before`]),
+/// then the full part.
 ///
-/// Invariant: the oldest point is always a raw keyframe, and a delta point follows a
-/// point with the same layout.
+/// Invariant: the oldest full point is always a raw keyframe, a delta point follows a
+/// point with the same layout, and every thin block decodes on its own.
 ///
 /// A clone shares every point's layout and values: it costs a few words per stored
-/// scrape, so the daemon evaluates a clone and holds the target's lock only to take it.
+/// scrape.
 #[derive(Debug, Default, Clone)]
 pub struct TargetWindows {
     max_window_ms: i64,
+    /// The full part, oldest first.
     points: VecDeque<Point>,
+    /// The thin part, oldest first, older than `points`: `thin_len` scrapes in blocks.
+    thin: VecDeque<thin::Block>,
+    thin_len: usize,
+    thin_rule: Option<thin::ThinRule>,
     engine: Option<Engine>,
     /// The newest scrape's values, decoded: the base of the next delta.
     last_values: Vec<f64>,
@@ -86,6 +99,12 @@ pub struct TargetWindows {
     /// next tick, and needs their values to do so). Kept only once `keep_dropped` was called.
     dropped: VecDeque<Point>,
     keep_dropped: bool,
+}
+
+/// Where a numbered point is stored.
+enum Located<'a> {
+    Thin(&'a thin::Block, usize),
+    Point(&'a Point),
 }
 
 /// The next store's epoch; 0 is left to `TargetWindows::default()`.
@@ -131,7 +150,7 @@ impl TargetWindows {
         // Ranges are left-open (t−w, t] and evaluation never runs before the newest
         // scrape, so a point at or before t_new − w can never be inside a range again.
         let horizon = t_ms.saturating_sub(self.max_window_ms);
-        while self.points.front().is_some_and(|p| p.t_ms <= horizon) || self.points.len() > MAX_POINTS {
+        while self.oldest_t().is_some_and(|t| t <= horizon) || self.len() > MAX_POINTS {
             self.pop_oldest();
         }
     }
@@ -141,10 +160,28 @@ impl TargetWindows {
     /// fresh store with the same config through [`TargetWindows::push_values`] gives the
     /// same evaluations.
     pub fn stored_points(&self) -> impl Iterator<Item = (i64, Arc<Layout>, Vec<f64>)> + '_ {
+        let thin = self.thin.iter().flat_map(|b| {
+            let mut out = Vec::with_capacity(b.len());
+            b.for_each(0, |_, t, v| {
+                out.push((t, b.layout.clone(), v.to_vec()));
+                true
+            });
+            out
+        });
         let mut cur = Vec::new();
-        self.points
-            .iter()
-            .map_while(move |p| p.column.decode_into(&mut cur).then(|| (p.t_ms, p.layout.clone(), cur.clone())))
+        thin.chain(
+            self.points
+                .iter()
+                .map_while(move |p| p.column.decode_into(&mut cur).then(|| (p.t_ms, p.layout.clone(), cur.clone()))),
+        )
+    }
+
+    /// The oldest stored scrape's time.
+    fn oldest_t(&self) -> Option<i64> {
+        match self.thin.front() {
+            Some(b) => Some(b.t(0)),
+            None => self.points.front().map(|p| p.t_ms),
+        }
     }
 
     /// Sets the engine of the newest scrape: a restored store has values but no snapshot.
@@ -154,6 +191,10 @@ impl TargetWindows {
 
     /// Drops the oldest point; the next one becomes a keyframe if it was a delta.
     fn pop_oldest(&mut self) {
+        if self.thin_len > 0 {
+            self.pop_thin();
+            return;
+        }
         let Some(old) = self.points.pop_front() else { return };
         self.front_seq += 1;
         if let Some(next) = self.points.front_mut()
@@ -202,7 +243,7 @@ impl TargetWindows {
     }
 
     pub fn len(&self) -> usize {
-        self.points.len()
+        self.thin_len + self.points.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -218,6 +259,19 @@ impl TargetWindows {
         mut f: impl FnMut(i64, &'a Arc<Layout>, &[f64]),
     ) {
         let start = now_ms.saturating_sub(range_ms);
+        for b in self.thin.iter().filter(|b| b.last_t() > start) {
+            let mut newer = false;
+            b.for_each(0, |_, t, v| {
+                newer = t > now_ms;
+                if t > start && !newer {
+                    f(t, &b.layout, v);
+                }
+                !newer
+            });
+            if newer {
+                return;
+            }
+        }
         let first = self.points.partition_point(|p| p.t_ms <= start);
         // Decode from the keyframe at or before the first point in range.
         if first >= self.points.len() {
@@ -240,7 +294,7 @@ impl TargetWindows {
 
     /// Sequence numbers of the stored points: the oldest is `start`, the newest `end − 1`.
     pub fn seq_range(&self) -> Range<u64> {
-        self.front_seq..self.front_seq + self.points.len() as u64
+        self.front_seq..self.front_seq + self.len() as u64
     }
 
     /// Which store this is: two stores with the same epoch number their points alike.
@@ -248,28 +302,61 @@ impl TargetWindows {
         self.epoch
     }
 
-    /// The point numbered `seq`, stored or dropped but kept: its time, layout and value
-    /// column (raw, or deltas from the point before it).
-    pub fn point_at(&self, seq: u64) -> Option<(i64, &Arc<Layout>, &Column)> {
-        let p = match seq.checked_sub(self.front_seq) {
-            Some(i) => self.points.get(usize::try_from(i).ok()?)?,
+    /// Where point `seq` is: a thin block and its index there, or a full or dropped point.
+    fn locate(&self, seq: u64) -> Option<Located<'_>> {
+        match seq.checked_sub(self.front_seq) {
+            Some(i) => {
+                let i = usize::try_from(i).ok()?;
+                match i.checked_sub(self.thin_len) {
+                    None => self.thin_at(i).map(|(b, k)| Located::Thin(b, k)),
+                    Some(j) => self.points.get(j).map(Located::Point),
+                }
+            }
             None => {
                 let back = usize::try_from(self.front_seq - seq).ok()?;
-                self.dropped.len().checked_sub(back).and_then(|i| self.dropped.get(i))?
+                self.dropped.len().checked_sub(back).and_then(|i| self.dropped.get(i)).map(Located::Point)
             }
-        };
-        Some((p.t_ms, &p.layout, &p.column))
+        }
+    }
+
+    /// The point numbered `seq`, stored or dropped but kept: its time and layout (its
+    /// values: [`TargetWindows::decode_next`]).
+    pub fn point_at(&self, seq: u64) -> Option<(i64, &Arc<Layout>)> {
+        Some(match self.locate(seq)? {
+            Located::Thin(b, k) => (b.t(k), &b.layout),
+            Located::Point(p) => (p.t_ms, &p.layout),
+        })
+    }
+
+    /// Decodes point `seq` into `values`, which hold the point before it as decoded with
+    /// layout `prev` (`None`: unknown). A full point's delta is from the stored form of the
+    /// point before it; if that one was thinned since it was decoded (its layout is no
+    /// longer `prev`), this decodes from the keyframe instead.
+    pub fn decode_next(&self, seq: u64, prev: Option<&Arc<Layout>>, values: &mut Vec<f64>) -> bool {
+        match self.locate(seq) {
+            Some(Located::Thin(b, k)) => b.decode(k, values),
+            Some(Located::Point(p)) if p.column.is_raw() || prev.is_some_and(|l| Arc::ptr_eq(l, &p.layout)) => {
+                p.column.decode_into(values)
+            }
+            Some(Located::Point(_)) => self.decode_at(seq, values),
+            None => false,
+        }
     }
 
     /// The first sequence number whose point is newer than `t_ms`.
     pub fn seq_after(&self, t_ms: i64) -> u64 {
-        self.front_seq + self.points.partition_point(|p| p.t_ms <= t_ms) as u64
+        let thin = self.thin_until(t_ms);
+        let full = if thin < self.thin_len { 0 } else { self.points.partition_point(|p| p.t_ms <= t_ms) };
+        self.front_seq + (thin + full) as u64
     }
 
-    /// Decodes the point numbered `seq` into `out`, from the keyframe at or before it.
-    /// `false` when it is not stored.
+    /// Decodes the stored point numbered `seq` into `out`, from the keyframe at or before
+    /// it. `false` when it is not stored.
     pub fn decode_at(&self, seq: u64, out: &mut Vec<f64>) -> bool {
         let Some(i) = seq.checked_sub(self.front_seq).and_then(|i| usize::try_from(i).ok()) else { return false };
+        let Some(i) = i.checked_sub(self.thin_len) else {
+            return self.thin_at(i).is_some_and(|(b, k)| b.decode(k, out));
+        };
         if i >= self.points.len() {
             return false;
         }
@@ -290,14 +377,23 @@ impl TargetWindows {
     /// Bytes this store owns on the heap (ring slots, value columns, layouts counted once
     /// however many points share them). What the memory bound in docs/memory.md measures.
     pub fn heap_bytes(&self) -> usize {
-        let mut total = (self.points.capacity() + self.dropped.capacity()) * std::mem::size_of::<Point>();
-        let mut last: Option<&Arc<Layout>> = None;
-        for p in self.dropped.iter().chain(&self.points) {
-            total += p.column.heap_bytes();
-            if !last.is_some_and(|l| Arc::ptr_eq(l, &p.layout)) {
-                total += std::mem::size_of::<Layout>() + p.layout.heap_bytes();
-                last = Some(&p.layout);
+        let mut total = (self.points.capacity() + self.dropped.capacity()) * std::mem::size_of::<Point>()
+            + self.thin.capacity() * std::mem::size_of::<thin::Block>();
+        // Layouts counted once per run of points sharing one.
+        let layout = |l: &Arc<Layout>, last: &mut Option<*const Layout>| {
+            if *last != Some(Arc::as_ptr(l)) {
+                *last = Some(Arc::as_ptr(l));
+                std::mem::size_of::<Layout>() + l.heap_bytes()
+            } else {
+                0
             }
+        };
+        let mut seen: Option<*const Layout> = None;
+        for b in &self.thin {
+            total += b.heap_bytes() + layout(&b.layout, &mut seen);
+        }
+        for p in self.dropped.iter().chain(&self.points) {
+            total += p.column.heap_bytes() + layout(&p.layout, &mut seen);
         }
         total + self.last_values.capacity() * std::mem::size_of::<f64>()
     }

@@ -197,3 +197,173 @@ fn every_range_decodes_the_values_that_were_pushed() {
     assert!(deltas > 50 && deltas < w.len(), "{deltas} of {} points are deltas", w.len());
     assert!(w.points.front().unwrap().column.is_raw());
 }
+
+/// The default windows (1m, 5m, 15m, 1h configured; 30m and 6h alert-only), with `slos`.
+fn default_windows(slos: Vec<crate::slo::Slo>) -> crate::evaluate::EvalConfig {
+    use crate::duration::Window;
+    use crate::evaluate::{AlertWindow, EvalConfig};
+    let w = |s| Window::from_secs(s);
+    EvalConfig {
+        windows: vec![w(60), w(300), w(900), w(1800), w(3600), w(6 * 3600)],
+        alert_only: vec![
+            AlertWindow { window: w(1800), quantiles: Vec::new() },
+            AlertWindow { window: w(6 * 3600), quantiles: Vec::new() },
+        ],
+        slos,
+        ..EvalConfig::default()
+    }
+}
+
+#[test]
+fn six_hours_at_five_seconds_with_thin_alert_windows_stays_small() {
+    use crate::evaluate::Thinning;
+    use crate::slo::{Objective, Scope, Slo};
+    let slo = Slo {
+        name: "chat".into(),
+        ttft: Some(Duration::from_millis(500)),
+        tpot: None,
+        e2e: Some(Duration::from_secs(20)),
+        objective: Objective::new(0.99).unwrap(),
+        scope: Scope::all(),
+    };
+    // The full store's figure, then the thinned one's: 6 h + 10 min of scrapes, thinned at
+    // every push as the daemon thins at every tick.
+    let interval = 5_000;
+    let points = 6 * 720 + 120;
+    let mut full = TargetWindows::new(Duration::from_secs(6 * 3600));
+    for i in 0..points {
+        full.push(i * interval + 7, Arc::new(vllm_like(1, i as f64)));
+    }
+    let full_mib = full.heap_bytes() as f64 / (1 << 20) as f64;
+    // Without an SLO the thin scrapes keep 6 series of 141 (finished requests by reason,
+    // output tokens, preemptions, running); with TTFT and E2E clauses, 55.
+    for (slos, limit_mib, smaller) in [(Vec::new(), 0.3, 4.0), (vec![slo], 0.5, 2.0)] {
+        let thinning = Thinning::of(&default_windows(slos)).expect("6h reaches past 1h");
+        assert_eq!(thinning.full_ms, 3_600_000);
+        let mut w = TargetWindows::new(Duration::from_secs(6 * 3600));
+        for i in 0..points {
+            let t = i * interval + 7;
+            w.push(t, Arc::new(vllm_like(1, i as f64)));
+            w.thin_before(t - thinning.full_ms, &thinning.kept);
+        }
+        assert_eq!(w.len(), full.len());
+        assert_eq!(w.thin_points(), 5 * 720, "older than the hour: thin");
+        let mib = w.heap_bytes() as f64 / (1 << 20) as f64;
+        let (thin_layout, full_layout) = (w.stored_points().next().unwrap().1, w.stored_points().last().unwrap().1);
+        println!(
+            "{} series of {} kept: {mib:.3} MiB for 6 h at 5 s, against {full_mib:.3} MiB whole",
+            thin_layout.keys.len(),
+            full_layout.keys.len()
+        );
+        assert!(mib < limit_mib && mib * smaller < full_mib, "{mib:.3} MiB thin, {full_mib:.3} MiB whole");
+    }
+}
+
+/// Every stored point as (time, keys, value bits).
+type Bits = Vec<(i64, Box<[SeriesKey]>, Vec<u64>)>;
+
+fn bits(w: &TargetWindows) -> Bits {
+    w.stored_points().map(|(t, l, v)| (t, l.keys.clone(), v.iter().map(|x| x.to_bits()).collect())).collect()
+}
+
+#[test]
+fn thin_points_keep_the_kept_series_exactly_whatever_the_cadence() {
+    let kept = Kept {
+        histograms: vec![HistogramKind::Ttft],
+        counters: vec![CounterKind::RequestsFinished],
+        gauges: vec![GaugeKind::Running],
+        spec_accepted: false,
+    };
+    // Resets, a shard that comes and goes, a process restart, and a model that shows only
+    // series nobody keeps (one column of it stays, for the windows' spans).
+    let snap = |i: i64| {
+        let tick = if i % 97 == 50 { 0.0 } else { (i * i) as f64 };
+        let mut s = vllm_like(if (150..170).contains(&i) { 2 } else { 1 }, tick);
+        if (200..260).contains(&i) || i % 41 == 0 {
+            let mut lone = ModelSnapshot::default();
+            let value = CounterValue { value: tick, reason: None };
+            lone.counters.insert(CounterKind::PromptTokens, vec![Shard { key: String::new(), created: None, value }]);
+            s.models.insert("lora".into(), lone);
+        }
+        if i >= 300 {
+            s.process_start = Some(1.8e9);
+        }
+        Arc::new(s)
+    };
+    let window = Duration::from_secs(300);
+    let (mut every, mut seldom, mut whole) =
+        (TargetWindows::new(window), TargetWindows::new(window), TargetWindows::new(window));
+    for i in 0..600i64 {
+        let t = i * 1000 + 3;
+        for w in [&mut every, &mut seldom, &mut whole] {
+            w.push(t, snap(i));
+        }
+        every.thin_before(t - 100_000, &kept);
+        if i % 37 == 0 {
+            seldom.thin_before(t - 100_000, &kept);
+        }
+        assert!(every.points.front().unwrap().column.is_raw(), "the oldest full point is a keyframe");
+        assert!(
+            every
+                .points
+                .iter()
+                .zip(every.points.iter().skip(1))
+                .all(|(a, b)| b.column.is_raw() || Arc::ptr_eq(&a.layout, &b.layout))
+        );
+        assert_eq!(every.thin_points(), every.thin.iter().map(|b| b.len()).sum::<usize>());
+        assert_eq!(every.len(), whole.len());
+        if i % 50 != 49 {
+            continue;
+        }
+        // Each range holds the same scrapes; a thin one holds the full one's kept series.
+        for range in [50_000, 150_000, 299_000] {
+            let mut full = Vec::new();
+            whole.for_each_in_range(t, range, |ts, l, v| full.push((ts, l.clone(), v.to_vec())));
+            let mut k = 0;
+            every.for_each_in_range(t, range, |ts, l, v| {
+                let (ft, fl, fv) = &full[k];
+                k += 1;
+                assert_eq!(ts, *ft);
+                if **l == **fl {
+                    assert_eq!(
+                        v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                        fv.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+                    );
+                    return;
+                }
+                assert!(l.keys.len() < fl.keys.len() && l.process_start == fl.process_start);
+                for (c, key) in l.keys.iter().enumerate() {
+                    let j = fl.keys.iter().position(|x| x == key).expect("a thin key is a full key");
+                    assert_eq!((v[c].to_bits(), l.created[c]), (fv[j].to_bits(), fl.created[j]), "{key:?}");
+                    let first_of_model = fl.keys.iter().position(|x| x.model == key.model) == Some(j);
+                    assert!(kept.keeps(key.quantity) || first_of_model, "{key:?}");
+                }
+                for key in fl.keys.iter().filter(|x| kept.keeps(x.quantity)) {
+                    assert!(l.keys.contains(key), "{key:?} kept");
+                }
+            });
+            assert_eq!(k, full.len(), "t={t} range={range}");
+        }
+        // Numbered access agrees with the sequential decode.
+        let all = every.stored_points().collect::<Vec<_>>();
+        let mut values = Vec::new();
+        for (n, seq) in every.seq_range().enumerate() {
+            let (t, layout) = every.point_at(seq).unwrap();
+            assert!(t == all[n].0 && Arc::ptr_eq(layout, &all[n].1));
+            assert!(every.decode_at(seq, &mut values) && values == all[n].2);
+            assert_eq!(every.seq_after(t), seq + 1);
+        }
+    }
+    assert!(every.thin_points() > 150 && every.thin.iter().any(|b| b.sealed.is_some()));
+    // The same full points give the same thin points, however often the store was thinned.
+    seldom.thin_before(599_003 - 100_000, &kept);
+    assert_eq!(bits(&seldom), bits(&every));
+    // A thinned store's points, replayed into a fresh store, thin to the same points.
+    let mut replayed = TargetWindows::new(window);
+    for (t, layout, values) in every.stored_points() {
+        replayed.push_values(t, layout, values.into());
+    }
+    replayed.thin_before(599_003 - 100_000, &kept);
+    assert_eq!(bits(&replayed), bits(&every));
+    assert_eq!(replayed.thin_points(), every.thin_points());
+}

@@ -340,3 +340,40 @@ fn a_snapshot_file_is_read_a_section_at_a_time() {
     assert!(read[..whole - 1].iter().all(Result::is_ok));
     assert_eq!(read[whole - 1].as_ref().err(), Some(&format::Corrupt::Unreadable));
 }
+
+#[test]
+fn a_thinned_window_store_restores_point_for_point_and_evaluates_the_same() {
+    use crate::evaluate::RateMode;
+    use crate::evaluate::incremental::Incremental;
+    // Twelve and a half minutes at 5 s, evaluated as the daemon does at every scrape: beyond
+    // the longest configured window (5m) the store keeps only what the alert-only windows read.
+    let w = world(CONFIG);
+    let limits = crate::parse::Limits::default();
+    let cfg = w.config.eval_config().for_target("a");
+    let rt = w.sources.targets[0].clone();
+    let mut live = Incremental::new(&cfg);
+    let mut now = T0;
+    for i in 0..150u64 {
+        now = T0 + i as i64 * 5_000;
+        let body = body(i + 1);
+        let snap =
+            crate::scrape::ingest(body.as_bytes(), &limits, rt.config.cardinality, rt.config.engine, &rt.config.model)
+                .unwrap();
+        rt.record(now, Duration::from_millis(3), Ok(snap));
+        live.advance(&mut rt.lock().windows, now);
+    }
+    let thin = rt.lock().windows.thin_points();
+    assert!(thin > 80, "{thin} thin points");
+    let bytes = snapshot(&w);
+    let mut fresh = world(CONFIG);
+    let o = apply(&bytes, &fresh.config, &fresh.sources, &mut fresh.alerts, now + 1_000);
+    assert!(o.restored >= 1 && o.corrupt == 0, "{o:?}");
+    assert!(state_of(&w, "a")[0] == state_of(&fresh, "a")[0], "the points differ after the restore");
+    // The restored store evaluates as the live one, and goes on thinning as it did.
+    let restored = fresh.sources.targets[0].clone();
+    let mut again = Incremental::new(&cfg);
+    again.advance(&mut restored.lock().windows, now);
+    let reports = |inc: &Incremental| format!("{:?}", inc.reports(now, &cfg, RateMode::Prometheus));
+    assert_eq!(reports(&again), reports(&live));
+    assert_eq!(restored.lock().windows.thin_points(), thin);
+}

@@ -23,21 +23,30 @@
 //! dropped before they were read), or the ring dropped more than one point a window still
 //! held (a window longer than `MAX_POINTS` scrapes), it starts over from the store: one
 //! from-scratch pass, then incremental again.
+//!
+//! At the end of each advance the state has the store thin what no configured window can
+//! hold any more ([`Thinning`]: everything at or before `now − longest configured window`).
+//! Only the alert-only windows longer than that see thin points, and a thin point carries
+//! every series they keep with the same values and restart markers, so a point entered
+//! whole and taken out thin (or the other way) changes nothing they hold; its columns
+//! map to the same series ids through the catalog. What a point's delta is based on may
+//! have been thinned since it was decoded: [`TargetWindows::decode_next`] then decodes it
+//! from its keyframe.
 
 mod gauge;
 mod plan;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod window;
 
 use std::sync::Arc;
 
-use super::Thin;
 use super::range::RangeView;
 use super::{EvalConfig, KvThresholds, RateMode};
+use super::{Thin, Thinning};
 use crate::duration::Window;
 use crate::report::ModelReport;
-use crate::window::TargetWindows;
+use crate::window::{Layout, TargetWindows};
 
 #[cfg(doc)]
 use super::promql::RangeAcc;
@@ -51,12 +60,16 @@ pub struct Incremental {
     windows: Vec<(Window, WindowState)>,
     kv: KvThresholds,
     catalog: Catalog,
+    /// What the store may drop once the configured windows have let go of a point.
+    thinning: Option<Thinning>,
     /// The store followed, and the next point to enter.
     epoch: u64,
     next_seq: u64,
     /// The time of point `next_seq − 1` and its decoded values (the base of the next delta).
     head_t: Option<i64>,
     head_values: Vec<f64>,
+    /// The layout `head_values` were decoded with.
+    head_layout: Option<Arc<Layout>>,
     now_ms: i64,
     /// Times the state (or one window) started over, and forward searches for a
     /// series' next sample: the tests check the incremental path is the one taken.
@@ -74,10 +87,12 @@ impl Incremental {
             windows: cfg.windows.iter().map(|&w| (w, WindowState::new(w.millis(), Thin::of(cfg, w)))).collect(),
             kv: cfg.kv,
             catalog: Catalog::default(),
+            thinning: Thinning::of(cfg),
             epoch: 0,
             next_seq: 0,
             head_t: None,
             head_values: Vec::new(),
+            head_layout: None,
             now_ms: i64::MIN,
             #[cfg(test)]
             restarts: 0,
@@ -107,6 +122,7 @@ impl Incremental {
         self.next_seq = store.seq_range().start;
         self.head_t = None;
         self.head_values.clear();
+        self.head_layout = None;
     }
 
     /// Whether the state still follows `store` at `now_ms`.
@@ -116,7 +132,7 @@ impl Incremental {
         }
         // The last point read is the one read (if the store still has it).
         match (self.next_seq.checked_sub(1).and_then(|s| store.point_at(s)), self.head_t) {
-            (Some((t, _, _)), Some(h)) => t == h,
+            (Some((t, _)), Some(h)) => t == h,
             (Some(_), None) => false,
             (None, _) => true,
         }
@@ -159,11 +175,11 @@ impl Incremental {
         let end = store.seq_range().end;
         let mut gauges = Vec::new();
         while self.next_seq < end {
-            let Some((t, layout, column)) = store.point_at(self.next_seq) else { break };
+            let Some((t, layout)) = store.point_at(self.next_seq) else { break };
             if t > now_ms {
                 break;
             }
-            if !column.decode_into(&mut self.head_values) {
+            if !store.decode_next(self.next_seq, self.head_layout.as_ref(), &mut self.head_values) {
                 // Cannot happen with columns the store built; start over rather than read garbage.
                 self.reset(store);
                 store.release_dropped();
@@ -185,10 +201,18 @@ impl Incremental {
                 }
             }
             self.head_t = Some(t);
+            if !self.head_layout.as_ref().is_some_and(|l| Arc::ptr_eq(l, layout)) {
+                self.head_layout = Some(layout.clone());
+            }
             self.next_seq += 1;
         }
         // Every window has taken out the points older than the store's oldest.
         store.release_dropped();
+        // No configured window reaches back to `now − its length` any more, nor will at a
+        // later tick: beyond the longest, only the alert-only windows' series are read.
+        if let Some(t) = &self.thinning {
+            store.thin_before(now_ms.saturating_sub(t.full_ms), &t.kept);
+        }
     }
 
     /// Heap bytes of the state, roughly (docs/memory.md): per window and series a few
@@ -232,10 +256,16 @@ fn refill(
     w.clear();
     let first = store.seq_after(now_ms.saturating_sub(w.range_ms));
     let mut values = Vec::new();
+    let mut prev: Option<Arc<Layout>> = None;
     let mut gauges = Vec::new();
     for seq in first..next_seq {
-        let Some((t, layout, column)) = store.point_at(seq) else { break };
-        let decoded = if seq == first { store.decode_at(seq, &mut values) } else { column.decode_into(&mut values) };
+        let Some((t, layout)) = store.point_at(seq) else { break };
+        let decoded = if seq == first {
+            store.decode_at(seq, &mut values)
+        } else {
+            store.decode_next(seq, prev.as_ref(), &mut values)
+        };
+        prev = Some(layout.clone());
         if !decoded {
             w.clear();
             return;

@@ -3,6 +3,11 @@
 //! `_created` and process-start changes, NaN, layout changes, models and shards that
 //! vanish and return, irregular times and evaluations that lag the newest scrape; every
 //! report equal bit for bit at every tick, gauge means within 1e-12 relative.
+//!
+//! With alert-only windows longer than every configured one, the store the incremental
+//! state follows thins what the configured windows let go of (`TargetWindows::thin_before`);
+//! the reference then reads a second store fed the same scrapes and never thinned (what
+//! every window read before thinning), and the reference on the thinned store must agree.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -92,6 +97,10 @@ fn step() -> impl Strategy<Value = Step> {
 
 const MODELS: [&str; 2] = ["a", "b"];
 
+/// A model that now and then shows only series no alert-only window keeps: in a thin
+/// scrape it is one column, so that it still counts in the windows' spans.
+const LONE: &str = "c";
+
 fn snapshot(counts: &[Counts; 4], step: &Step, process_start: f64) -> Snapshot {
     let mut models: BTreeMap<String, ModelSnapshot> = BTreeMap::new();
     for (i, (c, ch)) in counts.iter().zip(&step.changes).enumerate() {
@@ -127,6 +136,17 @@ fn snapshot(counts: &[Counts; 4], step: &Step, process_start: f64) -> Snapshot {
         ] {
             m.gauges.entry(kind).or_default().push(Shard { key: key.clone(), created: None, value });
         }
+    }
+    if step.changes[3].tokens.is_multiple_of(4) {
+        let c = &counts[3];
+        let m = models.entry(LONE.to_string()).or_default();
+        m.counters.entry(CounterKind::PromptTokens).or_default().push(Shard {
+            key: String::new(),
+            created: Some(c.created),
+            value: CounterValue { value: c.tokens, reason: None },
+        });
+        let kv = Shard { key: String::new(), created: None, value: step.changes[3].kv };
+        m.gauges.entry(GaugeKind::KvCacheUsage).or_default().push(kv);
     }
     Snapshot {
         engine: Engine::Vllm,
@@ -181,6 +201,19 @@ fn config() -> EvalConfig {
     }
 }
 
+/// Configured 10s and 30s; alert-only 20s (inside the full part), 45s (with a latency
+/// rule) and 60s: the store keeps full scrapes for 30 s and thin ones up to 60 s.
+fn thin_config() -> EvalConfig {
+    EvalConfig {
+        alert_only: vec![
+            AlertWindow { window: Window::from_secs(20), quantiles: vec![0.99] },
+            AlertWindow { window: Window::from_secs(45), quantiles: vec![0.99] },
+            AlertWindow { window: Window::from_secs(60), quantiles: vec![] },
+        ],
+        ..config()
+    }
+}
+
 /// `a` and `b` within 1e-12 relative (or both NaN, or equal).
 fn close(a: f64, b: f64) -> bool {
     a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
@@ -219,12 +252,23 @@ pub(crate) fn assert_same(reference: &[ModelReport], incremental: &[ModelReport]
     }
 }
 
-/// Runs `steps` through both; returns the ticks evaluated and the forward searches made.
-fn run(steps: &[Step]) -> (usize, usize) {
-    let mut ticks = 0;
-    let cfg = config();
+/// What one run saw.
+#[derive(Debug, Default)]
+struct Seen {
+    ticks: usize,
+    /// Forward searches for a series' next sample.
+    searches: usize,
+    /// Ticks at which the store held thin points, and the most it held.
+    thin_ticks: usize,
+    most_thin: usize,
+}
+
+/// Runs `steps` through both under `cfg`.
+fn run(steps: &[Step], cfg: &EvalConfig) -> Seen {
+    let mut seen = Seen::default();
     let mut store = TargetWindows::new(Duration::from_secs(60));
-    let mut inc = Incremental::new(&cfg);
+    let mut whole = TargetWindows::new(Duration::from_secs(60));
+    let mut inc = Incremental::new(cfg);
     let mut counts = [Counts { created: 1.7e9, ..Counts::default() }; 4];
     let (mut t, mut now, mut process_start) = (1_000_000i64, i64::MIN, 1.7e9);
     for (i, s) in steps.iter().enumerate() {
@@ -233,17 +277,25 @@ fn run(steps: &[Step]) -> (usize, usize) {
             process_start += 1.0;
         }
         advance_counts(&mut counts, s);
-        store.push(t, Arc::new(snapshot(&counts, s, process_start)));
+        let snap = Arc::new(snapshot(&counts, s, process_start));
+        store.push(t, snap.clone());
+        whole.push(t, snap);
         let Some(lag) = s.eval_lag_ms else { continue };
         now = now.max(t - lag);
-        let want = evaluate_target(&store, now, &cfg);
-        let got = inc.evaluate(&mut store, now, &cfg);
-        assert_same(&want, &got, &format!("step {i}, t={t}, now={now}"));
-        ticks += 1;
+        let want = evaluate_target(&whole, now, cfg);
+        let at = format!("step {i}, t={t}, now={now}, {} thin", store.thin_points());
+        assert_same(&want, &evaluate_target(&store, now, cfg), &format!("reference on the thinned store, {at}"));
+        let got = inc.evaluate(&mut store, now, cfg);
+        assert_same(&want, &got, &at);
+        seen.ticks += 1;
+        seen.thin_ticks += usize::from(store.thin_points() > 0);
+        seen.most_thin = seen.most_thin.max(store.thin_points());
     }
     // The incremental path is the one tested: the state never starts over.
-    assert_eq!(inc.restarts, 0, "restarts in {ticks} ticks");
-    (ticks, inc.searches)
+    assert_eq!(inc.restarts, 0, "restarts in {} ticks", seen.ticks);
+    assert_eq!(whole.thin_points(), 0);
+    seen.searches = inc.searches;
+    seen
 }
 
 proptest! {
@@ -251,22 +303,40 @@ proptest! {
 
     #[test]
     fn incremental_windows_equal_the_reference(steps in prop::collection::vec(step(), 1..120)) {
-        run(&steps);
+        run(&steps, &config());
+    }
+
+    #[test]
+    fn incremental_windows_over_a_thinned_store_equal_the_reference(
+        steps in prop::collection::vec(step(), 1..120),
+    ) {
+        run(&steps, &thin_config());
     }
 }
 
 #[test]
 fn the_random_sequences_exercise_the_rare_paths() {
     // Series that vanish and return make the window search forward for their next sample.
+    // Points cross from the full part to the thin one while the alert-only windows hold
+    // them, and leave those windows in their thin form.
     let mut runner = proptest::test_runner::TestRunner::deterministic();
-    let (mut ticks, mut searches) = (0, 0);
-    for _ in 0..8 {
-        let steps = prop::collection::vec(step(), 100..120).new_tree(&mut runner).unwrap().current();
-        let (t, s) = run(&steps);
-        ticks += t;
-        searches += s;
+    for cfg in [config(), thin_config()] {
+        let mut all = Seen::default();
+        for _ in 0..8 {
+            let steps = prop::collection::vec(step(), 100..120).new_tree(&mut runner).unwrap().current();
+            let seen = run(&steps, &cfg);
+            all.ticks += seen.ticks;
+            all.searches += seen.searches;
+            all.thin_ticks += seen.thin_ticks;
+            all.most_thin = all.most_thin.max(seen.most_thin);
+        }
+        assert!(all.ticks > 400 && all.searches > 10, "{all:?}");
+        if crate::evaluate::Thinning::of(&cfg).is_some() {
+            assert!(all.thin_ticks * 2 > all.ticks && all.most_thin > 10, "{all:?}");
+        } else {
+            assert_eq!(all.thin_ticks, 0, "{all:?}");
+        }
     }
-    assert!(ticks > 400 && searches > 10, "{ticks} ticks, {searches} searches");
 }
 
 /// A constant-shape scrape whose counters move by `i`.
@@ -314,41 +384,81 @@ fn windows_longer_than_the_ring_cap_still_match() {
     assert_eq!(inc.restarts, 0, "the dropped points were taken out one by one");
 }
 
+/// The `i`th scrape of a deterministic sequence with absences, restarts and the lone model.
+fn scripted(i: u32, counts: &mut [Counts; 4]) -> Snapshot {
+    let s = Step {
+        dt_ms: 0,
+        changes: std::array::from_fn(|k| Change {
+            present: !(i + k as u32).is_multiple_of(11),
+            incs: [(i % 3) as u8, 1, (i % 2) as u8],
+            tokens: (i * 7 % 100) as u16,
+            restart: u8::from(i % 37 == 5),
+            nan_tokens: false,
+            kv: f64::from(i % 10) / 10.0,
+            running: (i % 5) as u8,
+        }),
+        process_restart: false,
+        eval_lag_ms: None,
+    };
+    advance_counts(counts, &s);
+    snapshot(counts, &s, 1.0)
+}
+
 #[test]
 fn replaying_the_stored_points_gives_the_same_evaluation() {
-    let cfg = config();
-    let mut store = TargetWindows::new(Duration::from_secs(60));
+    // Evaluated along the way, so that the store is thinned before it is taken apart.
+    let cfg = thin_config();
+    let (mut store, mut whole) =
+        (TargetWindows::new(Duration::from_secs(60)), TargetWindows::new(Duration::from_secs(60)));
+    let mut live = Incremental::new(&cfg);
     let mut counts = [Counts { created: 1.0, ..Counts::default() }; 4];
     let mut t = 0;
-    for i in 0..200u32 {
-        let s = Step {
-            dt_ms: 0,
-            changes: std::array::from_fn(|k| Change {
-                present: !(i + k as u32).is_multiple_of(11),
-                incs: [(i % 3) as u8, 1, (i % 2) as u8],
-                tokens: (i * 7 % 100) as u16,
-                restart: u8::from(i % 37 == 5),
-                nan_tokens: false,
-                kv: f64::from(i % 10) / 10.0,
-                running: (i % 5) as u8,
-            }),
-            process_restart: false,
-            eval_lag_ms: None,
-        };
-        advance_counts(&mut counts, &s);
-        t += 700 + i64::from(i % 5) * 300;
-        store.push(t, Arc::new(snapshot(&counts, &s, 1.0)));
+    let mut i = 0u32;
+    let mut push = |store: &mut TargetWindows, whole: &mut TargetWindows, t: &mut i64| {
+        let snap = Arc::new(scripted(i, &mut counts));
+        *t += 700 + i64::from(i % 5) * 300;
+        store.push(*t, snap.clone());
+        whole.push(*t, snap);
+        i += 1;
+    };
+    for k in 0..200 {
+        push(&mut store, &mut whole, &mut t);
+        if k % 5 == 0 {
+            live.evaluate(&mut store, t, &cfg);
+        }
     }
+    live.evaluate(&mut store, t, &cfg);
+    assert!(store.thin_points() > 10, "{} thin points", store.thin_points());
     let mut restored = TargetWindows::new(Duration::from_secs(60));
     for (t, layout, values) in store.stored_points() {
         restored.push_values(t, layout, values.into());
     }
+    let mut from_disk = crate::window::saved::SavedWindows::save(&store).restore(Duration::from_secs(60)).unwrap();
     assert_eq!(restored.len(), store.len());
-    let want = evaluate_target(&store, t, &cfg);
+    let want = evaluate_target(&whole, t, &cfg);
     assert!(!want.is_empty());
+    assert_same(&want, &evaluate_target(&store, t, &cfg), "reference on the thinned store");
     assert_same(&want, &evaluate_target(&restored, t, &cfg), "reference on the restored store");
     let mut inc = Incremental::new(&cfg);
     assert_same(&want, &inc.evaluate(&mut restored, t, &cfg), "incremental on the restored store");
+    // The restored store thins as the live one did: the same points, bit for bit.
+    let bits = |w: &TargetWindows| {
+        w.stored_points().map(|(t, l, v)| (t, l, v.iter().map(|x| x.to_bits()).collect::<Vec<_>>())).collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&restored), bits(&store));
     // The state follows the store it was built on and starts over on another.
     assert_same(&want, &inc.evaluate(&mut store, t, &cfg), "incremental moved to the original store");
+    // A snapshot's store goes on as the live one does.
+    let mut again = Incremental::new(&cfg);
+    for _ in 0..60 {
+        let before = t;
+        push(&mut store, &mut whole, &mut t);
+        let (_, layout, values) = store.stored_points().last().unwrap();
+        from_disk.push_values(t, layout, values.into());
+        assert!(t > before);
+        let want = evaluate_target(&whole, t, &cfg);
+        assert_same(&want, &again.evaluate(&mut from_disk, t, &cfg), "incremental on the snapshot's store");
+        assert_same(&want, &live.evaluate(&mut store, t, &cfg), "incremental on the live store");
+    }
+    assert_eq!(bits(&from_disk), bits(&store));
 }

@@ -31,6 +31,8 @@ pub(super) struct Entering<'a> {
 struct Cursor {
     seq: u64,
     t_ms: i64,
+    /// The layout `values` were decoded with (the point's full or thin form).
+    layout: Arc<Layout>,
     plan: Arc<Plan>,
     values: Vec<f64>,
 }
@@ -39,9 +41,11 @@ struct Cursor {
 struct SeriesState {
     first_t: i64,
     first_v: f64,
-    /// The column of the first sample: with `first_t`, the order the reference meets the
-    /// series in, which is the order sums over shards add in.
-    first_col: u32,
+    /// Where the first sample sits among its scrape's columns: with `first_t`, the order
+    /// the reference meets the series in, which is the order sums over shards add in. The
+    /// column for a whole window; for a thin one, the rank among the columns it keeps,
+    /// which is the same in a scrape's full and thin forms.
+    first_order: u32,
     last_t: i64,
     last_v: f64,
     last_col: u32,
@@ -55,11 +59,11 @@ struct SeriesState {
 }
 
 impl SeriesState {
-    fn new(t_ms: i64, v: f64, col: usize, layout: &Arc<Layout>) -> Self {
+    fn new(t_ms: i64, v: f64, col: usize, order: u32, layout: &Arc<Layout>) -> Self {
         SeriesState {
             first_t: t_ms,
             first_v: v,
-            first_col: col as u32,
+            first_order: order,
             last_t: t_ms,
             last_v: v,
             last_col: col as u32,
@@ -85,10 +89,10 @@ impl SeriesState {
         self.n += 1;
     }
 
-    fn set_first(&mut self, t_ms: i64, v: f64, col: usize) {
+    fn set_first(&mut self, t_ms: i64, v: f64, order: u32) {
         self.first_t = t_ms;
         self.first_v = v;
-        self.first_col = col as u32;
+        self.first_order = order;
         // A reset at a sample no newer than the first is no longer between two samples
         // of the range.
         if let Some(resets) = &mut self.resets {
@@ -139,6 +143,11 @@ pub(super) struct WindowState {
     /// pays four bytes per catalog id instead of a slot.
     local: Vec<u32>,
     ids: Vec<u32>,
+}
+
+/// Where column `c` sits in the order of [`WindowState::orders`].
+fn order_of(orders: &Option<Vec<u32>>, c: usize) -> u32 {
+    orders.as_ref().map_or(c as u32, |o| o[c])
 }
 
 const NOT_KEPT: u32 = u32::MAX;
@@ -210,6 +219,23 @@ impl WindowState {
         self.thin.as_ref().is_none_or(|t| t.keeps_gauge(catalog.group_kind(group)))
     }
 
+    /// For a thin window, each column's rank among the columns of `plan` it keeps (what
+    /// `SeriesState::first_order` holds); `None` for a whole window, which uses the column.
+    fn orders(&mut self, catalog: &Catalog, plan: &Plan) -> Option<Vec<u32>> {
+        self.thin.as_ref()?;
+        let mut rank = 0;
+        let mut out = Vec::with_capacity(plan.feeds.len());
+        for feed in plan.feeds.iter() {
+            out.push(rank);
+            if let Feed::Series(id) = *feed
+                && self.slot_of(catalog, id).is_some()
+            {
+                rank += 1;
+            }
+        }
+        Some(out)
+    }
+
     /// The oldest point's sequence number and time.
     pub fn oldest(&self) -> Option<(u64, i64)> {
         self.tail.as_ref().map(|c| (c.seq, c.t_ms))
@@ -217,16 +243,25 @@ impl WindowState {
 
     pub fn enter(&mut self, p: &Entering<'_>, catalog: &Catalog, kv: &KvThresholds) {
         if self.tail.is_none() {
-            self.tail = Some(Cursor { seq: p.seq, t_ms: p.t_ms, plan: p.plan.clone(), values: p.values.to_vec() });
+            self.tail = Some(Cursor {
+                seq: p.seq,
+                t_ms: p.t_ms,
+                layout: p.layout.clone(),
+                plan: p.plan.clone(),
+                values: p.values.to_vec(),
+            });
         }
         self.last_seq = p.seq;
+        let mut rank = 0;
         for (col, feed) in p.plan.feeds.iter().enumerate() {
             let Feed::Series(id) = *feed else { continue };
             let Some(i) = self.slot_of(catalog, id) else { continue };
+            let order = if self.thin.is_some() { rank } else { col as u32 };
+            rank += 1;
             let v = p.values[col];
             match slot(&mut self.series, i as u32) {
                 Some(s) => s.push(p.t_ms, v, col, p.layout),
-                s @ None => *s = Some(SeriesState::new(p.t_ms, v, col, p.layout)),
+                s @ None => *s = Some(SeriesState::new(p.t_ms, v, col, order, p.layout)),
             }
         }
         for (&g, &v) in p.plan.groups.iter().zip(p.gauges) {
@@ -257,7 +292,7 @@ impl WindowState {
         kv: &KvThresholds,
         searches: &mut usize,
     ) -> bool {
-        let Some(tail) = self.tail.as_mut() else { return true };
+        let Some(tail) = self.tail.as_ref() else { return true };
         let (seq, old_plan) = (tail.seq, tail.plan.clone());
         let mut leaving = Vec::new();
         old_plan.gauge_values(catalog, &tail.values, &mut leaving);
@@ -265,12 +300,17 @@ impl WindowState {
             self.clear();
             return true;
         }
-        let Some((t1, layout1, column1)) = store.point_at(seq + 1) else { return false };
-        if !column1.decode_into(&mut tail.values) {
+        let Some((t1, layout1)) = store.point_at(seq + 1) else { return false };
+        let plan1 = catalog.plan(layout1);
+        let orders = self.orders(catalog, &plan1);
+        let Some(tail) = self.tail.as_mut() else { return false };
+        if !store.decode_next(seq + 1, Some(&tail.layout), &mut tail.values) {
             return false;
         }
-        let plan1 = catalog.plan(layout1);
         (tail.seq, tail.t_ms, tail.plan) = (seq + 1, t1, plan1.clone());
+        if !Arc::ptr_eq(&tail.layout, layout1) {
+            tail.layout = layout1.clone();
+        }
         let mut next_gauges = Vec::new();
         plan1.gauge_values(catalog, &tail.values, &mut next_gauges);
         let mut pending = Pending::default();
@@ -281,7 +321,7 @@ impl WindowState {
             if s.n == 0 {
                 self.series[i] = None;
             } else if let Some(c) = plan1.column_of(id) {
-                s.set_first(t1, tail.values[c], c);
+                s.set_first(t1, tail.values[c], order_of(&orders, c));
             } else {
                 pending.series.push(id);
             }
@@ -319,21 +359,25 @@ impl WindowState {
     /// for a while and return). Rare; decodes forward.
     fn resolve(&mut self, mut pending: Pending, store: &TargetWindows, catalog: &mut Catalog) -> bool {
         let Some(tail) = self.tail.as_ref() else { return true };
-        let mut values = tail.values.clone();
+        let (mut values, mut prev) = (tail.values.clone(), tail.layout.clone());
         let mut gauges = Vec::new();
         for seq in tail.seq + 1..=self.last_seq {
-            let Some((t, layout, column)) = store.point_at(seq) else { return false };
-            if !column.decode_into(&mut values) {
+            let Some((t, layout)) = store.point_at(seq) else { return false };
+            if !store.decode_next(seq, Some(&prev), &mut values) {
                 return false;
             }
+            if !Arc::ptr_eq(&prev, layout) {
+                prev = layout.clone();
+            }
             let plan = catalog.plan(layout);
+            let orders = if pending.series.is_empty() { None } else { self.orders(catalog, &plan) };
             pending.series.retain(|&id| match plan.column_of(id) {
                 Some(c) => {
                     if let Some(s) = index(self.thin.is_some(), &self.local, id)
                         .and_then(|i| self.series.get_mut(i))
                         .and_then(Option::as_mut)
                     {
-                        s.set_first(t, values[c], c);
+                        s.set_first(t, values[c], order_of(&orders, c));
                     }
                     false
                 }
@@ -393,7 +437,7 @@ impl WindowState {
         for (i, s) in self.series.iter().enumerate() {
             if let Some(s) = s {
                 let id = self.id_at(i);
-                order[catalog.series_model[id as usize] as usize].push((s.first_t, s.first_col, i as u32));
+                order[catalog.series_model[id as usize] as usize].push((s.first_t, s.first_order, i as u32));
             }
         }
         for (model, mut ids) in order.into_iter().enumerate() {

@@ -1,0 +1,363 @@
+//! The thin part of a window store: scrapes older than the longest configured window,
+//! re-encoded with only the series some alert-only window reads
+//! (docs/memory.md#thin-scrapes-beyond-the-configured-windows).
+//!
+//! The 6 h burn-rate window of the default alert rules reads a few dozen series per rank;
+//! every configured window is an hour at most. So the evaluation that owns a store tells it,
+//! at each tick, where the configured windows end ([`TargetWindows::thin_before`]), and the
+//! store projects every older scrape onto the series that [`Kept`] names. The projection is
+//! a pure function of the scrape and the kept set (the same full scrape always gives the
+//! same thin scrape) and keeps what resets and coverage read: each kept series' `_created`,
+//! the process start, and per model at least one column, so a model that only carried
+//! series nobody keeps still counts in a window's span.
+//!
+//! A thin scrape is a few bytes, so a slot and an allocation per scrape (what a full one
+//! costs, 40 and 32 bytes) would cost more than its values. Thin scrapes are kept in
+//! [`Block`]s instead: up to [`BLOCK`] consecutive scrapes of one thin layout, the first
+//! raw, the others as one [`Column`] of differences from it. Every block decodes on its
+//! own, so the oldest stored scrape always decodes without a base, and the full part's
+//! oldest scrape is a keyframe: no decode crosses from one part to the other.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::{Column, Layout, MAX_DROPPED, Point, Quantity, TargetWindows};
+use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
+
+/// Thin scrapes per block: decoding one costs decoding its block (`BLOCK` × kept series).
+pub const BLOCK: usize = 32;
+
+/// The series the thin part of a store keeps: what the alert-only windows read, together.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Kept {
+    /// Buckets, `_sum` and `_count` of these histograms.
+    pub histograms: Vec<HistogramKind>,
+    /// These counters, every finish reason.
+    pub counters: Vec<CounterKind>,
+    pub gauges: Vec<GaugeKind>,
+    /// Spec-decode acceptances per draft position.
+    pub spec_accepted: bool,
+}
+
+impl Kept {
+    /// Whether a thin scrape keeps series of `q`.
+    pub fn keeps(&self, q: Quantity) -> bool {
+        match q {
+            Quantity::Bucket(k, _) | Quantity::Sum(k) | Quantity::Count(k) => self.histograms.contains(&k),
+            Quantity::Counter(k, _) => self.counters.contains(&k),
+            Quantity::SpecAccepted(_) => self.spec_accepted,
+            Quantity::Gauge(k) => self.gauges.contains(&k),
+        }
+    }
+
+    /// The columns of `layout` a thin scrape keeps, in order: every kept series, and the
+    /// first column of each model that has none.
+    fn columns(&self, layout: &Layout) -> Vec<u32> {
+        let mut cols: Vec<u32> =
+            (0..layout.keys.len() as u32).filter(|&c| self.keeps(layout.keys[c as usize].quantity)).collect();
+        let mut carried: HashSet<&str> = cols.iter().map(|&c| &*layout.keys[c as usize].model).collect();
+        let lone: Vec<u32> =
+            (0..layout.keys.len() as u32).filter(|&c| carried.insert(&*layout.keys[c as usize].model)).collect();
+        if !lone.is_empty() {
+            cols.extend(lone);
+            cols.sort_unstable();
+        }
+        cols
+    }
+}
+
+/// The rule the thin part follows and the projection of the last full layout thinned.
+#[derive(Debug, Clone)]
+pub(super) struct ThinRule {
+    kept: Kept,
+    /// The last full layout projected: consecutive scrapes share one.
+    projection: Option<Projection>,
+}
+
+/// A full layout, the columns it keeps and its thin layout.
+type Projection = (Arc<Layout>, Arc<[u32]>, Arc<Layout>);
+
+impl ThinRule {
+    /// The thin layout of `layout` and the columns it keeps. A projection equal to `last`
+    /// (the newest thin scrape's layout) shares it, so thin scrapes of different full
+    /// layouts (a series nobody keeps appeared) still share a block.
+    fn project(&mut self, layout: &Arc<Layout>, last: Option<&Arc<Layout>>) -> (Arc<[u32]>, Arc<Layout>) {
+        if let Some((full, cols, thin)) = &self.projection
+            && Arc::ptr_eq(full, layout)
+        {
+            return (cols.clone(), thin.clone());
+        }
+        let cols: Arc<[u32]> = self.kept.columns(layout).into();
+        let fresh = Layout {
+            keys: cols.iter().map(|&c| layout.keys[c as usize].clone()).collect(),
+            created: cols.iter().map(|&c| layout.created[c as usize]).collect(),
+            process_start: layout.process_start,
+        };
+        let thin = match last {
+            Some(l) if **l == fresh => l.clone(),
+            // Nothing to drop (it was thin already, e.g. restored from a snapshot).
+            _ if cols.len() == layout.keys.len() => layout.clone(),
+            _ => Arc::new(fresh),
+        };
+        self.projection = Some((layout.clone(), cols.clone(), thin.clone()));
+        (cols, thin)
+    }
+}
+
+/// Consecutive thin scrapes of one layout.
+#[derive(Debug, Clone)]
+pub(super) struct Block {
+    pub(super) layout: Arc<Layout>,
+    /// The first scrape's values (kept after it is dropped): every other scrape's base.
+    base: Arc<[f64]>,
+    /// Every scrape's time, the first included.
+    times: Vec<i64>,
+    /// Scrapes dropped from the front.
+    skip: usize,
+    /// Scrapes 1.. as differences: one column for all of them once the block is full
+    /// (from the trend through `base`, see [`Block::predicted`]), one per scrape from
+    /// `base` while it fills.
+    pub(super) sealed: Option<(Column, Column)>,
+    open: Vec<Column>,
+}
+
+/// Integers up to this magnitude are exact in an `f64`.
+const EXACT: f64 = 9_007_199_254_740_992.0;
+
+fn integral(v: f64) -> bool {
+    v.fract() == 0.0 && v.abs() <= EXACT
+}
+
+impl Block {
+    fn new(layout: Arc<Layout>, t_ms: i64, values: &[f64]) -> Block {
+        Block { layout, base: values.into(), times: vec![t_ms], skip: 0, sealed: None, open: Vec::new() }
+    }
+
+    /// Scrapes still stored.
+    pub(super) fn len(&self) -> usize {
+        self.times.len() - self.skip
+    }
+
+    /// The time of stored scrape `k` (0: the oldest).
+    pub(super) fn t(&self, k: usize) -> i64 {
+        self.times[self.skip + k]
+    }
+
+    pub(super) fn last_t(&self) -> i64 {
+        self.times.last().copied().unwrap_or(i64::MIN)
+    }
+
+    fn push(&mut self, t_ms: i64, values: &[f64]) {
+        self.open.push(Column::encode(values, Some(&self.base)));
+        self.times.push(t_ms);
+        if self.times.len() < BLOCK {
+            return;
+        }
+        let mut all = Vec::with_capacity((self.times.len() - 1) * self.base.len());
+        let mut cur = Vec::new();
+        for c in &self.open {
+            cur.clear();
+            cur.extend_from_slice(&self.base);
+            if !c.decode_into(&mut cur) {
+                return; // cannot happen with columns built by `Column::encode`: stay open
+            }
+            all.extend_from_slice(&cur);
+        }
+        // Counters climb at a steady pace: differences from the block's average step are
+        // a byte where differences from its first scrape would be two.
+        let width = self.base.len();
+        let steps = (self.times.len() - 1) as f64;
+        let last = &all[all.len() - width..];
+        let slopes: Vec<f64> = (self.base.iter().zip(last))
+            .map(|(&b, &l)| if integral(b) && integral(l) { ((l - b) / steps).round() + 0.0 } else { 0.0 })
+            .collect();
+        let trend = Column::encode(&slopes, Some(&vec![0.0; width]));
+        let predicted = Self::predicted(&self.base, &slopes, self.times.len());
+        self.sealed = Some((Column::encode(&all, Some(&predicted)), trend));
+        self.open = Vec::new();
+    }
+
+    /// Scrapes 1..`n` on the line from `base` with integer `slopes` (where it stays exact).
+    fn predicted(base: &[f64], slopes: &[f64], n: usize) -> Vec<f64> {
+        let mut out = Vec::with_capacity((n - 1) * base.len());
+        for m in 1..n {
+            out.extend(base.iter().zip(slopes).map(|(&b, &s)| {
+                let p = b + m as f64 * s;
+                if integral(p) { p } else { b }
+            }));
+        }
+        out
+    }
+
+    /// Calls `f(k, t_ms, values)` for the stored scrapes from `k = from` on, oldest first;
+    /// stops at the first `false` from `f`. `false` if a column does not decode.
+    pub(super) fn for_each(&self, from: usize, mut f: impl FnMut(usize, i64, &[f64]) -> bool) -> bool {
+        let width = self.base.len();
+        let first = self.skip + from;
+        if first == 0 && !f(0, self.times[0], &self.base) {
+            return true;
+        }
+        let first = first.max(1);
+        let mut cur = Vec::new();
+        if let Some((sealed, trend)) = &self.sealed {
+            let mut slopes = vec![0.0; width];
+            if !trend.decode_into(&mut slopes) {
+                return false;
+            }
+            cur = Self::predicted(&self.base, &slopes, self.times.len());
+            if !sealed.decode_into(&mut cur) {
+                return false;
+            }
+            for j in first..self.times.len() {
+                if !f(j - self.skip, self.times[j], &cur[(j - 1) * width..j * width]) {
+                    break;
+                }
+            }
+            return true;
+        }
+        for j in first..self.times.len() {
+            cur.clear();
+            cur.extend_from_slice(&self.base);
+            if !self.open[j - 1].decode_into(&mut cur) {
+                return false;
+            }
+            if !f(j - self.skip, self.times[j], &cur) {
+                break;
+            }
+        }
+        true
+    }
+
+    /// Decodes stored scrape `k` into `out`.
+    pub(super) fn decode(&self, k: usize, out: &mut Vec<f64>) -> bool {
+        let mut found = false;
+        let ok = self.for_each(k, |_, _, v| {
+            out.clear();
+            out.extend_from_slice(v);
+            found = true;
+            false
+        });
+        ok && found
+    }
+
+    pub(super) fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.base.len() * size_of::<f64>()
+            + self.times.capacity() * size_of::<i64>()
+            + self.sealed.as_ref().map_or(0, |(s, t)| s.heap_bytes() + t.heap_bytes())
+            + self.open.iter().map(Column::heap_bytes).sum::<usize>()
+            + self.open.capacity() * size_of::<Column>()
+    }
+}
+
+impl TargetWindows {
+    /// Re-encodes every full point at or before `horizon_ms` (but never the newest) into its
+    /// thin form under `kept`. The evaluation calls this with `now − longest configured
+    /// window` once its windows have taken out what left them: from then on no configured
+    /// window can hold those points, and the alert-only windows read only kept series.
+    ///
+    /// A changed `kept` applies to the points thinned from then on; thin points stay as
+    /// they are (their series cannot come back).
+    pub fn thin_before(&mut self, horizon_ms: i64, kept: &Kept) {
+        if self.thin_rule.as_ref().is_none_or(|t| t.kept != *kept) {
+            self.thin_rule = Some(ThinRule { kept: kept.clone(), projection: None });
+        }
+        while self.points.len() > 1 && self.points[0].t_ms <= horizon_ms {
+            if !self.thin_one() {
+                break;
+            }
+        }
+        // A store filled whole first (restored from a snapshot) keeps the ring it grew to.
+        let len = self.points.len();
+        if self.points.capacity() > 2 * len + 64 {
+            self.points.shrink_to(len + len / 4 + 16);
+        }
+    }
+
+    /// Scrapes in the thin part (the oldest ones).
+    pub fn thin_points(&self) -> usize {
+        self.thin_len
+    }
+
+    /// Thins the oldest full point (a keyframe); the full point after it becomes one.
+    fn thin_one(&mut self) -> bool {
+        let (Some(rule), Some(point)) = (self.thin_rule.as_mut(), self.points.front()) else { return false };
+        let mut full = Vec::new();
+        if !point.column.decode_into(&mut full) || full.len() != point.layout.keys.len() {
+            return false;
+        }
+        // Decode the next point before anything changes: it is a delta from these values.
+        let next = match self.points.get(1).map(|p| &p.column) {
+            Some(c) if !c.is_raw() => {
+                let mut cur = full.clone();
+                if !c.decode_into(&mut cur) {
+                    // Cannot happen with columns built by `Column::encode`; leave it full.
+                    return false;
+                }
+                Some(cur)
+            }
+            _ => None,
+        };
+        let (cols, layout) = rule.project(&point.layout, self.thin.back().map(|b| &b.layout));
+        let values: Vec<f64> = cols.iter().map(|&c| full[c as usize]).collect();
+        let t_ms = point.t_ms;
+        match self.thin.back_mut() {
+            Some(b) if Arc::ptr_eq(&b.layout, &layout) && b.times.len() < BLOCK => b.push(t_ms, &values),
+            _ => self.thin.push_back(Block::new(layout, t_ms, &values)),
+        }
+        self.points.pop_front();
+        self.thin_len += 1;
+        if let (Some(cur), Some(p)) = (next, self.points.front_mut()) {
+            p.column = Column::Raw(cur.into());
+        }
+        true
+    }
+
+    /// Drops the oldest thin point, kept aside for the incremental evaluation if asked.
+    pub(super) fn pop_thin(&mut self) {
+        let Some(block) = self.thin.front_mut() else {
+            self.thin_len = 0;
+            return;
+        };
+        if self.keep_dropped {
+            let mut values = Vec::new();
+            if block.decode(0, &mut values) {
+                let column = Column::Raw(values.into());
+                self.dropped.push_back(Point { t_ms: block.t(0), layout: block.layout.clone(), column });
+                if self.dropped.len() > MAX_DROPPED {
+                    self.dropped.pop_front();
+                }
+            }
+        }
+        block.skip += 1;
+        if block.len() == 0 {
+            self.thin.pop_front();
+        }
+        self.thin_len -= 1;
+        self.front_seq += 1;
+    }
+
+    /// The block holding thin point `i` (0: the oldest stored), and its index in it.
+    pub(super) fn thin_at(&self, mut i: usize) -> Option<(&Block, usize)> {
+        for b in &self.thin {
+            if i < b.len() {
+                return Some((b, i));
+            }
+            i -= b.len();
+        }
+        None
+    }
+
+    /// Thin points at or before `t_ms`.
+    pub(super) fn thin_until(&self, t_ms: i64) -> usize {
+        let mut n = 0;
+        for b in &self.thin {
+            if b.last_t() <= t_ms {
+                n += b.len();
+                continue;
+            }
+            return n + (0..b.len()).take_while(|&k| b.t(k) <= t_ms).count();
+        }
+        n
+    }
+}
