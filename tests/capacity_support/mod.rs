@@ -55,9 +55,8 @@ pub fn truth(cfg: &SimConfig) -> f64 {
     if let Some(t) = KNOWN.lock().expect("truth cache").get(&key) {
         return *t;
     }
-    let t = true_capacity(cfg, &target(), &Sweep::default())
-        .expect("sweep runs")
-        .expect("some rate meets the objective");
+    let t =
+        true_capacity(cfg, &target(), &Sweep::default()).expect("sweep runs").expect("some rate meets the objective");
     KNOWN.lock().expect("truth cache").insert(key, t);
     t
 }

@@ -184,10 +184,10 @@ mod tests {
     fn pooled_seeds_give_the_profile_one_truth_whatever_the_runs_seed() {
         let t = Target { ttft_s: Some(0.5), tpot_s: Some(0.05), e2e_s: None, objective: 0.95 };
         let sweep = Sweep { warmup_s: 30.0, measure_s: 150.0, rates: &[3.0, 4.0, 5.0], refine: 2, seeds: &[7, 8] };
-        let (a, b) = (SimConfig { seed: 1, ..SimConfig::profile(Profile::Ramp) }, SimConfig {
-            seed: 2,
-            ..SimConfig::profile(Profile::Ramp)
-        });
+        let (a, b) = (
+            SimConfig { seed: 1, ..SimConfig::profile(Profile::Ramp) },
+            SimConfig { seed: 2, ..SimConfig::profile(Profile::Ramp) },
+        );
         assert_eq!(true_capacity(&a, &t, &sweep).unwrap(), true_capacity(&b, &t, &sweep).unwrap());
         // The pooled attainment lies between the runs' own.
         let at = |seeds: &'static [u64]| attainment_at(&a, &t, 4.0, &Sweep { seeds, ..sweep }).unwrap();
@@ -205,7 +205,8 @@ mod tests {
         assert_eq!(at_level(&SimConfig::profile(Profile::Ramp), 2.0).arrivals.pattern, Pattern::Steady);
         // At the same mean rate, bursts queue requests that steady arrivals would not.
         let t = Target { ttft_s: Some(0.5), tpot_s: Some(0.05), e2e_s: None, objective: 0.95 };
-        let sweep = Sweep { warmup_s: 60.0, measure_s: 600.0, rates: &[1.0, 2.0, 3.0, 4.0, 5.0], refine: 3, seeds: &[] };
+        let sweep =
+            Sweep { warmup_s: 60.0, measure_s: 600.0, rates: &[1.0, 2.0, 3.0, 4.0, 5.0], refine: 3, seeds: &[] };
         let steady = SimConfig::profile(Profile::Steady);
         let (b, s) =
             (true_capacity(&burst, &t, &sweep).unwrap().unwrap(), true_capacity(&steady, &t, &sweep).unwrap().unwrap());

@@ -56,7 +56,7 @@ impl CapacityBook {
                 for (k, c) in cells.iter().enumerate() {
                     let new = c.iter().flat_map(|c| c.iter()).filter(|c| last_ms.is_none_or(|l| c.finished_ms >= l));
                     series.pending.extend(new.map(|cell| Pending {
-                        t_ms: cell.arrived_ms + ARRIVAL_SLOT_MS / 2 + w.window.millis() as i64 / 2,
+                        t_ms: cell.arrived_ms + ARRIVAL_SLOT_MS / 2 + w.window.millis() / 2,
                         slo: k,
                         judged: Judged {
                             total: cell.population as f32,

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 use super::compact::Compact;
 use super::judge::{CLAUSES, ClauseCounts, Judgement, SloCounts, Verdict, judge};
 use super::report::{
-    ARRIVAL_SLOT_MS, ArrivalCell, Basis, FINISH_SLOT_MS, DataSource, QuantileMethod, RequestPathReport, RequestQuantile, RequestSlo, RequestWindow, SeriesCounters,
+    ARRIVAL_SLOT_MS, ArrivalCell, Basis, DataSource, FINISH_SLOT_MS, QuantileMethod, RequestPathReport,
+    RequestQuantile, RequestSlo, RequestWindow, SeriesCounters,
 };
 use super::ring::{Sketches, edge};
 use super::sketch::{RELATIVE_ERROR, Sketch, nearest_rank};
@@ -145,7 +146,8 @@ fn count_arrival(cells: &mut BTreeMap<(i64, i64), ArrivalCell>, c: &Compact, v: 
     }
     let slot = |t: f64, width: i64| ((t * 1000.0).floor() as i64).div_euclid(width) * width;
     let (arrived_ms, finished_ms) = (slot(c.started(), ARRIVAL_SLOT_MS), slot(c.finished, FINISH_SLOT_MS));
-    let cell = cells.entry((arrived_ms, finished_ms)).or_insert(ArrivalCell { arrived_ms, finished_ms, ..Default::default() });
+    let cell =
+        cells.entry((arrived_ms, finished_ms)).or_insert(ArrivalCell { arrived_ms, finished_ms, ..Default::default() });
     cell.population += 1;
     cell.good_lower += u32::from(v == Verdict::Good);
     cell.good_upper += u32::from(matches!(v, Verdict::Good | Verdict::Maybe));
