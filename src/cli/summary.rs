@@ -286,6 +286,7 @@ mod tests {
                     objective: 0.99,
                     status: SloStatus::Evaluated(values(joint, 3.0, 104.0)),
                     counts: BTreeMap::new(),
+                    by_arrival: Vec::new(),
                 }],
                 ttft_gap: None,
             });

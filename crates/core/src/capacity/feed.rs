@@ -4,10 +4,10 @@
 
 use super::history::{History, Identity, Interval, Judged};
 use super::saturation::{self, TREND_INTERVALS};
-use super::{CapacityBook, CapacityReport, MAX_MODELS_PER_TARGET, SPACING, assess};
+use super::{CapacityBook, CapacityReport, MAX_MODELS_PER_TARGET, MAX_PENDING, Pending, SPACING, assess};
 use crate::canonical::{FinishReason, HistogramKind};
 use crate::report::{Report, SloStatus, WindowReport};
-use crate::request::DataSource;
+use crate::request::{ARRIVAL_SLOT_MS, ArrivalCell, Basis, DataSource};
 use crate::slo::{Bounded, Clause, Slo};
 
 impl CapacityBook {
@@ -35,12 +35,41 @@ impl CapacityBook {
                 let slos: Vec<&Slo> = self.slos.iter().filter(|s| s.applies_to(&t.target, &m.model)).collect();
                 if series.slos.len() != slos.len() || series.slos.iter().zip(&slos).any(|(a, b)| *a != b.name) {
                     series.history = History::default();
+                    series.pending.clear();
                     series.slos = slos.iter().map(|s| s.name.clone()).collect();
                 }
                 let window_ms = w.window.millis() as f64;
                 let new_share = last_ms.map_or(1.0, |l| ((report.t_ms - l) as f64 / window_ms).min(1.0));
-                let Some(iv) = interval(report.t_ms, w, &slos, new_share) else { continue };
+                let Some(mut iv) = interval(report.t_ms, w, &slos, new_share) else { continue };
+                // With the window's requests one by one, each is counted once (those finished
+                // since the previous interval), at the interval whose window is centred on
+                // its arrival, not the one it finished in: on a rising load a request that
+                // queued at the knee finishes in a later, busier window. That interval may
+                // not exist yet: the request waits for it (docs/capacity.md#history).
+                let cells: Vec<Option<&[ArrivalCell]>> = slos.iter().map(|s| by_arrival(w, s)).collect();
+                for (j, c) in iv.slos.iter_mut().zip(&cells) {
+                    if c.is_some() {
+                        *j = Judged { exact: true, ..Judged::default() };
+                    }
+                }
                 series.history.push(identity, iv);
+                for (k, c) in cells.iter().enumerate() {
+                    let new = c.iter().flat_map(|c| c.iter()).filter(|c| last_ms.is_none_or(|l| c.finished_ms >= l));
+                    series.pending.extend(new.map(|cell| Pending {
+                        t_ms: cell.arrived_ms + ARRIVAL_SLOT_MS / 2 + w.window.millis() / 2,
+                        slo: k,
+                        judged: Judged {
+                            total: cell.population as f32,
+                            good_lower: cell.good_lower as f32,
+                            good_upper: cell.good_upper as f32,
+                            exact: true,
+                        },
+                    }));
+                }
+                let history = &mut series.history;
+                series.pending.retain(|p| !history.attribute(p.t_ms, p.slo, p.judged));
+                let excess = series.pending.len().saturating_sub(MAX_PENDING);
+                series.pending.drain(..excess);
                 let reasons = saturation::reasons(&series.history.recent(TREND_INTERVALS), self.cfg.kv_critical);
                 series.saturation.update(reasons);
                 series.latest = Some(assess(&t.target, &m.model, series, &slos, report.t_ms, &self.cfg));
@@ -94,6 +123,15 @@ fn interval(t_ms: i64, w: &WindowReport, slos: &[&Slo], new_share: f64) -> Optio
         mean_output_tokens: if output_asked { f(w.mean_output_tokens) } else { f32::NAN },
         slos: judged,
     })
+}
+
+/// The window's requests by arrival, when a request source judged every one of them
+/// (evaluated from its records, not from time slots).
+fn by_arrival<'a>(w: &'a WindowReport, slo: &Slo) -> Option<&'a [ArrivalCell]> {
+    let r = crate::request::preferred(w)?;
+    let s = r.slos.iter().find(|s| s.slo == slo.name)?;
+    (r.source != DataSource::Metrics && r.basis == Basis::Records && !s.by_arrival.is_empty())
+        .then_some(s.by_arrival.as_slice())
 }
 
 /// One SLO over the window: exact from requests when a request source evaluated it, else

@@ -34,6 +34,14 @@ pub struct Judged {
     pub exact: bool,
 }
 
+impl Judged {
+    fn add(&mut self, o: Judged) {
+        self.total += o.total;
+        self.good_lower += o.good_lower;
+        self.good_upper += o.good_upper;
+    }
+}
+
 /// What one evaluation interval saw. Unknown values are NaN.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interval {
@@ -130,6 +138,17 @@ impl History {
 
     pub fn last(&self) -> Option<&Interval> {
         self.intervals.back()
+    }
+
+    /// Adds `j` to SLO `k` of the first interval at or after `t_ms`; `false` (and
+    /// nothing added) when there is none yet.
+    pub fn attribute(&mut self, t_ms: i64, k: usize, j: Judged) -> bool {
+        let i = self.intervals.partition_point(|i| i.t_ms < t_ms);
+        let Some(iv) = self.intervals.get_mut(i) else { return false };
+        if let Some(s) = iv.slos.get_mut(k) {
+            s.add(j);
+        }
+        true
     }
 
     /// The newest `n` intervals, oldest first.

@@ -145,9 +145,25 @@ pub struct CapacityReport {
     pub intervals: usize,
 }
 
+/// Requests judged exactly but not yet counted, per series: at most this many cells
+/// (one per SLO, 5 s of arrivals and 1 s of finishes), far more than the interval a
+/// request waits for (half a window) holds.
+const MAX_PENDING: usize = 4_096;
+
+/// Exactly judged requests that wait for the interval of their arrival: the first at or
+/// after `t_ms`.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    t_ms: i64,
+    slo: usize,
+    judged: Judged,
+}
+
 /// One target and model.
 #[derive(Debug, Default)]
 struct Series {
+    /// Exactly judged requests whose interval is yet to come.
+    pending: Vec<Pending>,
     history: History,
     /// SLO names in the order of each interval's `slos`.
     slos: Vec<String>,

@@ -162,3 +162,71 @@ fn aborts_under_overload_do_not_make_the_overloaded_intervals_another_workload()
     assert!(!e.censored && !e.below_data && (4.5..6.0).contains(&e.p50), "{e:?}");
     assert_eq!(last[0].slos[0].intervals_used, 120);
 }
+
+/// [`report`] with the window's requests also judged one by one from engine spans:
+/// `cells` of (arrived s, finished s, requests, good).
+fn exact_report(t_s: i64, rate: f64, cells: &[(i64, i64, u32, u32)]) -> Report {
+    use crate::request::{ArrivalCell, Basis, DataSource, RequestSlo, RequestWindow};
+    let mut r = report(t_s, rate, (0.0, 1.0), 0.0, 1.0);
+    let (n, good) = cells.iter().fold((0, 0), |(n, g), c| (n + c.2, g + c.3));
+    let joint = Bounded::exact(good as f64 / n.max(1) as f64);
+    let values = SloValues {
+        attainment: BTreeMap::from([(Clause::Joint, joint)]),
+        burn_rate: joint,
+        goodput_requests_per_second: None,
+        goodput_tokens_per_second: None,
+        requests: n as f64,
+        failed: 0.0,
+    };
+    let by_arrival = cells
+        .iter()
+        .map(|&(a, f, n, g)| ArrivalCell {
+            arrived_ms: a * 1000,
+            finished_ms: f * 1000,
+            population: n,
+            good_lower: g,
+            good_upper: g,
+        })
+        .collect();
+    r.targets[0].models[0].windows[0].requests.push(RequestWindow {
+        source: DataSource::Otlp,
+        coverage: 1.0,
+        basis: Basis::Records,
+        from_unix: (t_s - 60) as f64,
+        to_unix: t_s as f64,
+        requests: n as u64,
+        failed: 0,
+        requests_per_second: rate,
+        output_tokens_per_second: 0.0,
+        inexact_token_counts: 0,
+        mean_ttft_seconds: None,
+        latency: Vec::new(),
+        slos: vec![RequestSlo {
+            slo: "chat".into(),
+            objective: 0.95,
+            status: SloStatus::Evaluated(values),
+            counts: BTreeMap::new(),
+            by_arrival,
+        }],
+        ttft_gap: None,
+    });
+    r
+}
+
+#[test]
+fn exact_requests_count_once_at_the_interval_centred_on_their_arrival() {
+    let mut book = CapacityBook::new(vec![slo()], CapacityConfig::default());
+    // 10 good requests arrive at 5 s, 60 bad ones at 20 s that queue until 44 s. A 1m
+    // window is centred on an arrival at 20 s (its slot's middle, 22.5 s) at 52.5 s: the
+    // interval at 60 s holds them, not the one at 45 s they finished in.
+    let cells = [(5, 10, 10, 10), (20, 44, 60, 0)];
+    for t in [15, 30, 45, 60, 75] {
+        let seen: Vec<_> = cells.iter().copied().filter(|c| c.1 <= t).collect();
+        book.feed(&exact_report(t, 1.0, &seen));
+    }
+    let series = book.series.values().next().expect("one series");
+    let counted: Vec<(i64, f32, f32)> =
+        series.history.recent(10).iter().map(|i| (i.t_ms / 1000, i.slos[0].total, i.slos[0].good_lower)).collect();
+    assert_eq!(counted, [(15, 0.0, 0.0), (30, 0.0, 0.0), (45, 10.0, 10.0), (60, 60.0, 0.0), (75, 0.0, 0.0)]);
+    assert!(series.history.recent(10).iter().all(|i| i.slos[0].exact) && series.pending.is_empty());
+}

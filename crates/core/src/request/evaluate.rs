@@ -11,9 +11,11 @@
 
 use std::collections::BTreeMap;
 
-use super::judge::{CLAUSES, ClauseCounts, Judgement, SloCounts, judge};
+use super::compact::Compact;
+use super::judge::{CLAUSES, ClauseCounts, Judgement, SloCounts, Verdict, judge};
 use super::report::{
-    Basis, DataSource, QuantileMethod, RequestPathReport, RequestQuantile, RequestSlo, RequestWindow, SeriesCounters,
+    ARRIVAL_SLOT_MS, ArrivalCell, Basis, DataSource, FINISH_SLOT_MS, QuantileMethod, RequestPathReport,
+    RequestQuantile, RequestSlo, RequestWindow, SeriesCounters,
 };
 use super::ring::{Sketches, edge};
 use super::sketch::{RELATIVE_ERROR, Sketch, nearest_rank};
@@ -78,6 +80,7 @@ impl RequestStore {
         let lo = edge(now_ms - w.millis());
         let sketch = QuantileMethod::Sketch { relative_error: RELATIVE_ERROR };
         let mut latency = Vec::new();
+        let mut by_arrival = vec![BTreeMap::new(); slos.len()];
         let (basis, from, to, tally) = if lo >= s.complete_after {
             let hi = edge(now_ms);
             let (start, end) =
@@ -87,6 +90,9 @@ impl RequestStore {
             for c in s.raw.range(start..end) {
                 let js: Vec<Judgement> = slos.iter().map(|slo| judge(c, slo)).collect();
                 tally.add(c, &js);
+                for (cells, j) in by_arrival.iter_mut().zip(&js) {
+                    count_arrival(cells, c, j.joint);
+                }
                 values[0].extend(c.ttft());
                 values[1].extend(c.tpot());
                 values[3].push(c.e2e);
@@ -119,10 +125,32 @@ impl RequestStore {
             inexact_token_counts: tally.inexact_tokens,
             mean_ttft_seconds: tally.mean_ttft(),
             latency,
-            slos: slos.iter().zip(&tally.slos).map(|(slo, c)| slo_report(slo, c, &tally, seconds)).collect(),
+            slos: slos
+                .iter()
+                .zip(&tally.slos)
+                .zip(by_arrival)
+                .map(|((slo, c), cells)| RequestSlo {
+                    by_arrival: cells.into_values().collect(),
+                    ..slo_report(slo, c, &tally, seconds)
+                })
+                .collect(),
             ttft_gap: None,
         }
     }
+}
+
+/// Adds one request's joint verdict to the cell of its arrival and finish slots.
+fn count_arrival(cells: &mut BTreeMap<(i64, i64), ArrivalCell>, c: &Compact, v: Verdict) {
+    if v == Verdict::Unobservable {
+        return;
+    }
+    let slot = |t: f64, width: i64| ((t * 1000.0).floor() as i64).div_euclid(width) * width;
+    let (arrived_ms, finished_ms) = (slot(c.started(), ARRIVAL_SLOT_MS), slot(c.finished, FINISH_SLOT_MS));
+    let cell =
+        cells.entry((arrived_ms, finished_ms)).or_insert(ArrivalCell { arrived_ms, finished_ms, ..Default::default() });
+    cell.population += 1;
+    cell.good_lower += u32::from(v == Verdict::Good);
+    cell.good_upper += u32::from(matches!(v, Verdict::Good | Verdict::Maybe));
 }
 
 fn nearest(kind: HistogramKind, values: &mut [f64], quantiles: &[f64]) -> Vec<RequestQuantile> {
@@ -201,5 +229,5 @@ fn slo_report(slo: &Slo, c: &SloCounts, tally: &Tally, seconds: f64) -> RequestS
             failed: tally.failed as f64,
         })
     };
-    RequestSlo { slo: slo.name.clone(), objective: slo.objective.get(), status, counts }
+    RequestSlo { slo: slo.name.clone(), objective: slo.objective.get(), status, counts, by_arrival: Vec::new() }
 }

@@ -47,8 +47,8 @@ pub use judge::{CLAUSES, ClauseCounts, Judgement, SloCounts, Verdict, judge};
 pub use meter::{End, Meter, Unmeasured};
 pub use record::{EngineTimes, ItlGap, MAX_REQUEST_ID, RequestRecord, Source, Status, TokenCount, request_id};
 pub use report::{
-    Basis, DataSource, InboxCounts, QuantileMethod, RequestPathReport, RequestQuantile, RequestSlo, RequestWindow,
-    SeriesCounters, TtftGap,
+    ARRIVAL_SLOT_MS, ArrivalCell, Basis, DataSource, FINISH_SLOT_MS, InboxCounts, QuantileMethod, RequestPathReport,
+    RequestQuantile, RequestSlo, RequestWindow, SeriesCounters, TtftGap,
 };
 pub use ring::{SLOTS_PER_WINDOW, slots_for};
 pub use route::Route;

@@ -89,6 +89,31 @@ pub struct RequestSlo {
     pub status: SloStatus,
     /// The counts behind the attainment, per clause and `joint`.
     pub counts: BTreeMap<Clause, ClauseCounts>,
+    /// The joint outcomes by when the requests arrived and finished, for the capacity
+    /// book: it counts each request at the arrival rate of the moment it arrived
+    /// (docs/capacity.md#history). Only when the window was evaluated from its records
+    /// (empty from time slots, which do not keep arrival times); not exported.
+    #[serde(skip)]
+    pub by_arrival: Vec<ArrivalCell>,
+}
+
+/// Width of an [`ArrivalCell`]'s arrival slot: finer than the capacity book's spacing.
+pub const ARRIVAL_SLOT_MS: i64 = 5_000;
+/// Width of an [`ArrivalCell`]'s finish slot: fine enough that a book fed at any instant
+/// misses or repeats at most a second of requests between two intervals.
+pub const FINISH_SLOT_MS: i64 = 1_000;
+
+/// Requests of one window that arrived in one [`ARRIVAL_SLOT_MS`] slot and finished in
+/// one [`FINISH_SLOT_MS`] slot, judged jointly against one SLO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ArrivalCell {
+    /// Start of the arrival slot (finish − e2e), Unix ms.
+    pub arrived_ms: i64,
+    /// Start of the finish slot, Unix ms.
+    pub finished_ms: i64,
+    pub population: u32,
+    pub good_lower: u32,
+    pub good_upper: u32,
 }
 
 /// The client-side TTFT the tap measured, against the engine's own TTFT over the same

@@ -123,6 +123,15 @@ proptest! {
             let c = joint_counts(win, &s.name);
             prop_assert_eq!((c.population, c.good_lower, c.good_upper), (pop, lo, hi));
             let report = win.slos.iter().find(|x| x.slo == s.name).unwrap();
+            // The same requests by arrival and finish slot, for the capacity book.
+            let cells = &report.by_arrival;
+            let sum = cells.iter().fold((0, 0, 0), |a, c| {
+                (a.0 + u64::from(c.population), a.1 + u64::from(c.good_lower), a.2 + u64::from(c.good_upper))
+            });
+            prop_assert_eq!(sum, (pop, lo, hi));
+            prop_assert!(cells.iter().all(|c| c.arrived_ms % ARRIVAL_SLOT_MS == 0
+                && c.finished_ms % FINISH_SLOT_MS == 0
+                && c.arrived_ms <= c.finished_ms));
             if let SloStatus::Evaluated(v) = &report.status {
                 let j = v.attainment[&Clause::Joint];
                 prop_assert_eq!((j.lower, j.upper), (lo as f64 / pop as f64, hi as f64 / pop as f64));

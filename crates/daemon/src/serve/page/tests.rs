@@ -276,6 +276,7 @@ fn with_exact_tap_share(w: &mut crate::report::WindowReport, slo: &str, share: f
             objective: 0.99,
             status: SloStatus::Evaluated(values),
             counts: Default::default(),
+            by_arrival: Vec::new(),
         }],
         ttft_gap: None,
     });
