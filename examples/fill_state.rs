@@ -28,7 +28,7 @@ use goodput::daemon::target::TargetRuntime;
 use goodput::parse::Limits;
 use goodput::scrape::ingest;
 use goodput::state::format::{self, Part, Section};
-use goodput::state::{MAX_SNAPSHOT_BYTES, file, identity};
+use goodput::state::{file, identity};
 use goodput::window::saved::SavedWindows;
 
 #[path = "fake_targets/template.rs"]
@@ -115,14 +115,15 @@ fn main() {
             Section { target: t.name.clone(), identity: identity(t), part: Part::Windows(by_phase[phase].clone()) };
         format::frame(&section).unwrap_or_else(|| fail(format!("target {}: cannot encode its windows", t.name)))
     });
-    let written = file::write_atomic(&state.dir, &format::header(args.to_ms), frames, MAX_SNAPSHOT_BYTES)
+    let written = file::write_atomic(&state.dir, &format::header(args.to_ms), frames, state.max_size)
         .unwrap_or_else(|e| fail(format!("cannot write the snapshot to {}: {e}", state.dir.display())));
     if written.left_out > 0 {
         fail(format!(
-            "{} of {} targets' windows left out: the snapshot would pass its {} MiB bound",
+            "{} of {} targets' windows left out: the snapshot would pass state_max_size ({} MiB); raise it in {}",
             written.left_out,
             config.targets.len(),
-            MAX_SNAPSHOT_BYTES >> 20
+            state.max_size >> 20,
+            args.config
         ));
     }
     eprintln!(

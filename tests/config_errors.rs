@@ -308,3 +308,18 @@ fn a_rejected_url_is_quoted_without_its_credentials() {
         assert!(!e.to_string().contains("SECRET"), "{e}");
     }
 }
+
+#[test]
+fn state_max_size_is_a_size_of_at_least_a_mebibyte() {
+    let with = |size: &str| format!("{OK_TARGETS}state_dir: /var/lib/goodput\nstate_max_size: {size}\n");
+    one_error(&with("12 parsecs"), 5, 17, &["state_max_size: ", "unknown size unit \"parsecs\""]);
+    one_error(&with("100KiB"), 5, 17, &["state_max_size: \"100KiB\" is under 1MiB", "the default is 512MiB"]);
+    let state = |yaml: &str| config::from_str(yaml, "config.yaml").unwrap().config.state.unwrap();
+    assert_eq!(state(&with("2GiB")).max_size, 2 << 30);
+    assert_eq!(state(&format!("{OK_TARGETS}state_dir: /var/lib/goodput\n")).max_size, 512 << 20);
+    // Without state_dir there is nothing to bound: a warning, not an error.
+    let loaded = config::from_str(&format!("{OK_TARGETS}state_max_size: 2GiB\n"), "config.yaml").unwrap();
+    assert!(loaded.config.state.is_none());
+    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+    assert!(loaded.warnings[0].message.starts_with("state_max_size has no effect without state_dir"));
+}

@@ -32,6 +32,7 @@ pub struct RawConfig {
     pub otlp: Option<S<RawOtlp>>,
     pub state_dir: Option<S<String>>,
     pub state_snapshot_interval: Option<S<String>>,
+    pub state_max_size: Option<S<String>>,
 }
 
 /// `otlp:`, the engine-trace receiver.

@@ -1,4 +1,4 @@
-//! Meaning checks for `state_dir` and `state_snapshot_interval`: where the daemon keeps the
+//! Meaning checks for `state_dir`, `state_snapshot_interval` and `state_max_size`: where the daemon keeps the
 //! snapshot that lets its windows, alert states, request records and error budgets survive
 //! a restart (docs/config.md#state_dir).
 
@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::error::Diagnostics;
+use super::parse_bytes;
 use super::raw::S;
 use crate::duration::parse_positive_duration;
 
@@ -16,17 +17,28 @@ pub const DEFAULT_STATE_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(60);
 /// The shortest interval accepted: each snapshot writes every target's windows.
 pub const MIN_STATE_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Where and how often the state is saved.
+/// The largest snapshot written when `state_max_size` is not set: 512 MiB, so that it and
+/// its temporary copy fit the 1 GiB `emptyDir` of the shipped manifests.
+pub const DEFAULT_STATE_MAX_SIZE: u64 = 512 << 20;
+
+/// The smallest `state_max_size` accepted: below it a single busy target's windows would
+/// not fit.
+pub const MIN_STATE_MAX_SIZE: u64 = 1 << 20;
+
+/// Where and how often the state is saved, and how large the file may grow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateConfig {
     pub dir: PathBuf,
     pub snapshot_interval: Duration,
+    /// Sections that would take the file past this are left out (docs/config.md#state_dir).
+    pub max_size: u64,
 }
 
 pub(super) fn state_section(
     d: &mut Diagnostics,
     dir: Option<&S<String>>,
     interval: Option<&S<String>>,
+    size: Option<&S<String>>,
 ) -> Option<StateConfig> {
     let snapshot_interval = match interval {
         None => DEFAULT_STATE_SNAPSHOT_INTERVAL,
@@ -42,12 +54,28 @@ pub(super) fn state_section(
             }
         },
     };
+    let max_size = match size {
+        None => DEFAULT_STATE_MAX_SIZE,
+        Some(s) => match parse_bytes(&s.value) {
+            Ok(v) if v as u64 >= MIN_STATE_MAX_SIZE => v as u64,
+            Ok(_) => {
+                d.error(s.pos, format!("state_max_size: {:?} is under 1MiB, too small for one target's windows; give a size like 2GiB (the default is 512MiB)", s.value));
+                DEFAULT_STATE_MAX_SIZE
+            }
+            Err(e) => {
+                d.error(s.pos, format!("state_max_size: {e}"));
+                DEFAULT_STATE_MAX_SIZE
+            }
+        },
+    };
     let Some(dir) = dir else {
-        if let Some(s) = interval {
-            d.warn(
-                s.pos,
-                "state_snapshot_interval has no effect without state_dir, the directory the snapshot is written to",
-            );
+        for (key, s) in [("state_snapshot_interval", interval), ("state_max_size", size)] {
+            if let Some(s) = s {
+                d.warn(
+                    s.pos,
+                    format!("{key} has no effect without state_dir, the directory the snapshot is written to"),
+                );
+            }
         }
         return None;
     };
@@ -56,5 +84,5 @@ pub(super) fn state_section(
         d.error(dir.pos, "state_dir is empty; give a directory the daemon may write (e.g. /var/lib/goodput), or remove the key to keep state in memory only");
         return None;
     }
-    Some(StateConfig { dir: PathBuf::from(path), snapshot_interval })
+    Some(StateConfig { dir: PathBuf::from(path), snapshot_interval, max_size })
 }

@@ -67,7 +67,12 @@ pub(crate) fn validate(read: Read, file: &str, env: &dyn Fn(&str) -> Option<Stri
     let alerting = alerting_section(&mut d, raw.alerting.as_ref(), &slos, &windows);
     let spec_draft_cost_ratio = spec_decode_section(&mut d, raw.spec_decode.as_ref());
     let otlp = super::otlp::otlp_section(&mut d, raw.otlp.as_ref(), listen, raw.targets.as_ref());
-    let state = super::state::state_section(&mut d, raw.state_dir.as_ref(), raw.state_snapshot_interval.as_ref());
+    let state = super::state::state_section(
+        &mut d,
+        raw.state_dir.as_ref(),
+        raw.state_snapshot_interval.as_ref(),
+        raw.state_max_size.as_ref(),
+    );
     // `gpu` and `cost` check their values as they are read (src/gpu/config.rs).
     let gpu = raw.gpu.map(|g| g.value);
     let cost = raw.cost.map(|c| c.value);

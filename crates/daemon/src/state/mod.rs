@@ -30,12 +30,6 @@ use crate::window::saved::SavedWindows;
 use format::{Part, Section};
 use metrics::{SnapshotError, StateStats};
 
-/// Largest snapshot written: 1 GiB, the `emptyDir` size limit of the shipped manifests
-/// less room for the temporary copy. Sections are written alerts first, then budgets,
-/// request series and windows; one that would take the file past the bound is left out
-/// (that part of that target restarts empty) and counted as `too_large`.
-pub const MAX_SNAPSHOT_BYTES: u64 = 512 << 20;
-
 /// Identifies what a target scrapes, without writing its URL (which may carry
 /// credentials) to disk.
 pub fn identity(t: &Target) -> u32 {
@@ -119,12 +113,15 @@ impl Keeper {
         if let Some(running) = &self.running {
             sources.targets = running();
         }
-        let (ids, dir) = (self.identities.clone(), self.cfg.dir.clone());
+        let (ids, dir, max_size) = (self.identities.clone(), self.cfg.dir.clone(), self.cfg.max_size);
         let (stats, busy, failing) = (self.stats.clone(), self.busy.clone(), self.failing.clone());
         let work = tokio::task::spawn_blocking(move || {
             let frames = capture(&sources, &ids, alerts);
-            let result = file::write_atomic(&dir, &format::header(now_ms), frames, MAX_SNAPSHOT_BYTES);
-            report(&dir, result, now_ms, &stats, &failing);
+            // Sections are written alerts first, then budgets, request series and windows; one
+            // that would take the file past `state_max_size` is left out (that part of that
+            // target restarts empty) and counted as `too_large`.
+            let result = file::write_atomic(&dir, &format::header(now_ms), frames, max_size);
+            report(&dir, result, max_size, now_ms, &stats, &failing);
             busy.store(false, Ordering::Release);
         });
         if wait {
@@ -137,6 +134,7 @@ impl Keeper {
 fn report(
     dir: &std::path::Path,
     result: std::io::Result<file::Written>,
+    max_size: u64,
     now_ms: i64,
     stats: &StateStats,
     failing: &AtomicBool,
@@ -148,8 +146,8 @@ fn report(
                 stats.failed(SnapshotError::TooLarge);
                 tracing::warn!(
                     sections = w.left_out,
-                    max_bytes = MAX_SNAPSHOT_BYTES,
-                    "state snapshot reached its size bound; the sections left out (window stores first) will start empty after a restart"
+                    max_bytes = max_size,
+                    "state snapshot reached state_max_size; the sections left out (window stores first) will start empty after a restart: raise state_max_size (and the state_dir volume's size) to keep them"
                 );
             }
             if failing.swap(false, Ordering::AcqRel) {
