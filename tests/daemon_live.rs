@@ -109,6 +109,18 @@ targets:
 
     check_metrics(&base).await;
 
+    // One target's view: the same shape, only its entries; an unknown name is a 404.
+    let (status, body) = get(&format!("{base}/api/v1/report?target=garbage")).await;
+    assert_eq!(status, 200);
+    let one: serde_json::Value = serde_json::from_str(&body).expect("report is JSON");
+    let names: Vec<_> = one["targets"].as_array().unwrap().iter().map(|t| t["target"].clone()).collect();
+    assert_eq!(names, vec!["garbage"], "{one}");
+    assert_eq!(target(&one, "garbage")["health"]["up"], false, "{one}");
+    assert!(one["t_ms"].as_i64().is_some_and(|t| t > 0) && one["alert_readiness"].is_array(), "{one}");
+    let (status, body) = get(&format!("{base}/api/v1/report?target=nosuch")).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("nosuch"), "{body}");
+
     // Shutdown completes promptly even with a scrape hanging in flight.
     tokio::time::timeout(Duration::from_secs(5), d.shutdown()).await.expect("graceful shutdown within 5 s");
     assert!(tokio::net::TcpStream::connect(&base[7..]).await.is_err(), "server still accepting after shutdown");

@@ -3,18 +3,27 @@
 # each N given. The targets come from examples/fake_targets.rs, one process, one port,
 # sharing this machine's CPUs with the daemon (its CPU share is printed separately).
 #
-#   cargo build --release --bin goodput --example fake_targets
+#   cargo build --release --bin goodput --example fake_targets [--example fill_state]
 #   scripts/bench/aggregator.sh [N ...]          # default: 250 500 1000 2000
+#   HISTORY=21900 scripts/bench/aggregator.sh N  # full windows: the daemon starts from a
+#                                                # snapshot holding HISTORY seconds of the past
 #
 # "Keeps up" at N means, over DURATION seconds after WARMUP:
 #   - every target was scraped, each at most 1.5 intervals after its previous scrape
 #     (counted by the fake server, outside the daemon),
 #   - llm_slo_target_up is 1 for all N and llm_slo_scrape_errors_total did not move,
-#   - /api/v1/report advanced on every evaluation tick (polled twice per interval).
+#   - the report advanced on every evaluation tick (`/api/v1/report?target=t0`, polled twice
+#     per interval; the whole report is ~14 KB per target).
 # rss_mib is the daemon's RSS before one final GET /metrics, hwm_mib its peak after it.
 #
+# With HISTORY > 0, examples/fill_state writes a state_dir snapshot of the fake targets' past
+# (ingested as live scrapes are) and the daemon restores it: its windows are full from the
+# start. The snapshot is then written every SNAPSHOT (default 60s, the config's default), and
+# state_max_size is raised to fit the fleet.
+#
 # Env: WARMUP (s, default 30), DURATION (s, default 120), INTERVAL (s, default 5),
-#      BIN, FAKE (binaries), PORT (daemon, 19465), FAKE_PORT (19100), FAKE_THREADS (1).
+#      HISTORY (s, default 0), SNAPSHOT (default 60s),
+#      BIN, FAKE, FILL (binaries), PORT (daemon, 19465), FAKE_PORT (19100), FAKE_THREADS (1).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/bench/lib.sh
@@ -28,6 +37,9 @@ FAKE=${FAKE:-target/release/examples/fake_targets}
 PORT=${PORT:-19465}
 FAKE_PORT=${FAKE_PORT:-19100}
 FAKE_THREADS=${FAKE_THREADS:-1}
+HISTORY=${HISTORY:-0}
+SNAPSHOT=${SNAPSHOT:-60s}
+FILL=${FILL:-target/release/examples/fill_state}
 require_bin "$BIN" "cargo build --release --bin goodput"
 require_bin "$FAKE" "cargo build --release --example fake_targets"
 
@@ -45,23 +57,39 @@ errors_sum() { awk '/^llm_slo_scrape_errors_total\{/ { s += $2 } END { print s +
 up_count() { awk '/^llm_slo_target_up\{/ && $2 == 1 { n++ } END { print n + 0 }' <<<"$1"; }
 pct() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / (t1 - t0) * 100 }'; }
 
-echo "# nproc $(nproc), $(uname -sr), interval ${INTERVAL}s, warm-up ${WARMUP}s, measured ${DURATION}s, fake server threads $FAKE_THREADS"
+[ "$HISTORY" -eq 0 ] || require_bin "$FILL" "cargo build --release --example fill_state"
+echo "# nproc $(nproc), $(uname -sr), interval ${INTERVAL}s, warm-up ${WARMUP}s, measured ${DURATION}s, fake server threads $FAKE_THREADS, history ${HISTORY}s"
 printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s\n' \
   N ok cpu_pct fake_pct rss_mib hwm_mib min_scr max_gap up errors ticks report_s metrics_s load_start load_end
 for n in "${NS[@]}"; do
-  "$FAKE" --listen "127.0.0.1:$FAKE_PORT" --targets "$n" --template "$template" --threads "$FAKE_THREADS" \
-    >"$work/fake.log" 2>&1 &
-  fake_pid=$!
-  wait_http "http://127.0.0.1:$FAKE_PORT/stats"
+  now=$(date +%s%3N)
+  anchor=$((now - HISTORY * 1000))
+  rm -rf "$work/state"
   {
     echo "listen: 127.0.0.1:$PORT"
     echo "scrape: {interval: ${INTERVAL}s}"
+    if [ "$HISTORY" -gt 0 ]; then
+      echo "state_dir: $work/state"
+      echo "state_snapshot_interval: $SNAPSHOT"
+      echo "state_max_size: $((n / 1000 + 1))GiB"
+    fi
     echo "targets:"
     for ((i = 0; i < n; i++)); do echo "  - {name: t$i, url: 'http://127.0.0.1:$FAKE_PORT/t/$i/metrics'}"; done
   } >"$work/config.yaml"
+  if [ "$HISTORY" -gt 0 ]; then
+    fill_t0=$(now_s)
+    "$FILL" --config "$work/config.yaml" --template "$template" --anchor-unix-ms "$anchor" --to-unix-ms "$now" \
+      --step-ms $((INTERVAL * 1000))
+    echo "# $n: fill_state took $(awk -v a="$fill_t0" -v b="$(now_s)" 'BEGIN { printf "%.0f", b - a }') s," \
+      "snapshot $(du -sm "$work/state" | cut -f1) MiB"
+  fi
+  "$FAKE" --listen "127.0.0.1:$FAKE_PORT" --targets "$n" --template "$template" --threads "$FAKE_THREADS" \
+    --anchor-unix-ms "$anchor" >"$work/fake.log" 2>&1 &
+  fake_pid=$!
+  wait_http "http://127.0.0.1:$FAKE_PORT/stats"
   "$BIN" run --config "$work/config.yaml" >"$work/daemon.log" 2>&1 &
   daemon_pid=$!
-  wait_http "http://127.0.0.1:$PORT/healthz"
+  wait_http "http://127.0.0.1:$PORT/healthz" 600
   sleep "$WARMUP"
 
   m0=$(curl -fsS --max-time 10 "http://127.0.0.1:$PORT/metrics")
@@ -73,7 +101,7 @@ for n in "${NS[@]}"; do
   end=$(awk -v t="$t0" -v d="$DURATION" 'BEGIN { printf "%d", t + d }')
   while [ "$(date +%s)" -lt "$end" ]; do
     if curl -fsS -o "$work/report.json" -w '%{time_total}\n' --max-time "$INTERVAL" \
-      "http://127.0.0.1:$PORT/api/v1/report" >>"$work/report_s"; then
+      "http://127.0.0.1:$PORT/api/v1/report?target=t0" >>"$work/report_s"; then
       grep -o '"t_ms":[0-9]*' "$work/report.json" | head -n 1 | cut -d: -f2 >>"$work/ticks" || true
     fi
     sleep "$(awk -v i="$INTERVAL" 'BEGIN { print i / 2 }')"

@@ -39,6 +39,38 @@ pub struct Report {
     pub capacity: Vec<crate::capacity::CapacityReport>,
 }
 
+impl Report {
+    /// The report as one target's reader sees it: the same JSON shape, with only the
+    /// entries about `target` (the GPUs and request path are the daemon's own, kept
+    /// whole). `None` when no target has that name.
+    pub fn for_target(&self, target: &str) -> Option<TargetView<'_>> {
+        let report = self.targets.iter().find(|t| t.target == target)?;
+        Some(TargetView {
+            t_ms: self.t_ms,
+            targets: std::slice::from_ref(report),
+            alerts: self.alerts.iter().filter(|a| a.labels.get("target").is_some_and(|t| t == target)).collect(),
+            alert_readiness: self.alert_readiness.iter().filter(|r| r.target == target).collect(),
+            gpus: &self.gpus,
+            request_path: self.request_path.as_ref(),
+            budgets: self.budgets.iter().filter(|b| b.target == target).collect(),
+            capacity: self.capacity.iter().filter(|c| c.target == target).collect(),
+        })
+    }
+}
+
+/// [`Report::for_target`]: a fleet's report is megabytes, one target's a few kilobytes.
+#[derive(Debug, Serialize)]
+pub struct TargetView<'a> {
+    pub t_ms: i64,
+    pub targets: &'a [TargetReport],
+    pub alerts: Vec<&'a AlertJson>,
+    pub alert_readiness: Vec<&'a RuleReadiness>,
+    pub gpus: &'a [crate::gpu::reading::GpuReading],
+    pub request_path: Option<&'a crate::request::RequestPathReport>,
+    pub budgets: Vec<&'a crate::budget::BudgetReport>,
+    pub capacity: Vec<&'a crate::capacity::CapacityReport>,
+}
+
 /// The configured SLOs (thresholds, objective, scope) and KV-cache band limits, so that
 /// /metrics can export them beside the values measured against them: a dashboard then
 /// draws the line the config sets, not a copy of it.
@@ -403,4 +435,42 @@ pub struct AlertJson {
     pub active_at: String,
     /// The measured value, as a string like Prometheus does (JSON has no NaN).
     pub value: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(name: &str) -> TargetReport {
+        TargetReport { target: name.into(), engine: None, health: Health::default(), models: vec![] }
+    }
+
+    fn alert(target: &str) -> AlertJson {
+        AlertJson {
+            labels: BTreeMap::from([("alertname".into(), "X".into()), ("target".into(), target.into())]),
+            annotations: BTreeMap::new(),
+            state: "firing",
+            active_at: String::new(),
+            value: "1".into(),
+        }
+    }
+
+    #[test]
+    fn one_targets_view_keeps_only_its_entries() {
+        let report = Report {
+            t_ms: 7,
+            targets: vec![target("a"), target("b"), target("ab")],
+            alerts: vec![alert("a"), alert("b"), alert("ab")],
+            ..Report::default()
+        };
+        let view = report.for_target("b").expect("b is in the report");
+        assert_eq!(view.t_ms, 7);
+        assert_eq!(view.targets.iter().map(|t| t.target.as_str()).collect::<Vec<_>>(), ["b"]);
+        assert_eq!(view.alerts.iter().map(|a| a.labels["target"].as_str()).collect::<Vec<_>>(), ["b"]);
+        assert!(report.for_target("c").is_none());
+        let json = serde_json::to_value(&view).unwrap();
+        let whole = serde_json::to_value(&report).unwrap();
+        let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&json), keys(&whole), "the same shape as the whole report");
+    }
 }

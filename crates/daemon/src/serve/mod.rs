@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arc_swap::ArcSwap;
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -280,9 +280,26 @@ async fn alerts(State(s): State<Shared>) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }
 
-async fn report(State(s): State<Shared>) -> Response {
+/// `GET /api/v1/report[?target=NAME]`.
+#[derive(serde::Deserialize)]
+struct ReportQuery {
+    target: Option<String>,
+}
+
+/// The whole report, or with `?target=NAME` the same shape holding only that target's entries
+/// (docs/config.md#http-endpoints): a fleet's report is megabytes.
+async fn report(State(s): State<Shared>, Query(q): Query<ReportQuery>) -> Response {
     let report = s.report.load_full();
-    match serde_json::to_vec(report.as_ref()) {
+    let body = match q.target.as_deref() {
+        None => serde_json::to_vec(report.as_ref()),
+        Some(name) => match report.for_target(name) {
+            Some(view) => serde_json::to_vec(&view),
+            None => {
+                return (StatusCode::NOT_FOUND, format!("no target named {name:?} in the report\n")).into_response();
+            }
+        },
+    };
+    match body {
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot encode the report: {e}\n")).into_response(),
     }
