@@ -7,7 +7,8 @@
 //! Each configured target whose URL ends in `/t/<i>/metrics` gets fake target `i`'s
 //! expositions every `--step-ms` from the anchor to `--to-unix-ms`, ingested and recorded
 //! exactly as a live scrape is (`scrape::ingest`, `TargetRuntime::record`), so the store
-//! is the one the daemon would have built. Targets `i` and `i + PHASES` are served the
+//! is the one the daemon would have built, thinned beyond the longest configured window
+//! as its evaluations would have left it. Targets `i` and `i + PHASES` are served the
 //! same values (`template::PHASES`), so each phase's past is ingested once and its store
 //! saved for every target of that phase: a fleet of thousands costs 97 targets' ingest
 //! (the fleet's targets are assumed to share their scrape settings, as
@@ -25,6 +26,7 @@ use std::time::Duration;
 use goodput::adapt::EngineHint;
 use goodput::config::Cardinality;
 use goodput::daemon::target::TargetRuntime;
+use goodput::evaluate::Thinning;
 use goodput::parse::Limits;
 use goodput::scrape::ingest;
 use goodput::state::format::{self, Part, Section};
@@ -85,6 +87,7 @@ fn main() {
     // The window store keeps what the longest evaluated window needs; older scrapes would
     // be dropped on push anyway.
     let from_ms = args.anchor_ms.max(args.to_ms - config.max_window().as_millis() as i64);
+    let thinning = Thinning::of(&config.eval_config());
     let mut scrapes = 0u64;
     let mut by_phase: HashMap<usize, SavedWindows> = HashMap::new();
     let mut phases = Vec::with_capacity(config.targets.len());
@@ -106,7 +109,12 @@ fn main() {
                 scrapes += 1;
                 at += args.step_ms;
             }
-            SavedWindows::save(&rt.lock().windows)
+            // Thinned as a daemon running that long would have left it (docs/memory.md).
+            let mut held = rt.lock();
+            if let Some(thin) = &thinning {
+                held.windows.thin_before(args.to_ms - thin.full_ms, &thin.kept);
+            }
+            SavedWindows::save(&held.windows)
         });
     }
     // Framed as they are written: the file of a large fleet is not held in memory.
