@@ -17,9 +17,7 @@ use goodput::gpu::derive::{BandwidthSource, Bounds, Derived, FlopsSource, Hbm, M
 use goodput::gpu::reading::GpuReading;
 use goodput::parse::{Limits, vllm_like_exposition};
 use goodput::report::{AlertJson, Health, ModelReport, Report, RuleReadiness, TargetReport};
-use goodput::request::{
-    DataSource, RequestRecord, RequestStore, Source, Status, StoreConfig, TokenCount, attach,
-};
+use goodput::request::{DataSource, RequestRecord, RequestStore, Source, Status, StoreConfig, TokenCount, attach};
 use goodput::scrape::ingest;
 use goodput::serve::page::sample;
 use goodput::slo::Bounded;
@@ -184,11 +182,13 @@ fn enrich(report: &mut Report, models: &[ModelReport]) {
     let consumed = Bounded { lower: 0.5, estimate: 0.75, upper: 1.5 };
     let remaining = Bounded { lower: -0.5, estimate: 0.25, upper: 0.5 };
     report.budgets = vec![
-        budget(DataSource::Metrics, Some(Values { requests: 1000.0, attainment: Bounded::exact(0.99), consumed, remaining })),
+        budget(
+            DataSource::Metrics,
+            Some(Values { requests: 1000.0, attainment: Bounded::exact(0.99), consumed, remaining }),
+        ),
         budget(DataSource::Tap, None),
     ];
-    report.capacity =
-        report.targets.iter().map(|t| sample::capacity(&t.target, &t.models[0].model, 0.9)).collect();
+    report.capacity = report.targets.iter().map(|t| sample::capacity(&t.target, &t.models[0].model, 0.9)).collect();
     let alert = |name: &str, state| AlertJson {
         labels: BTreeMap::from([
             ("alertname".to_string(), name.to_string()),
