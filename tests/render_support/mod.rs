@@ -125,7 +125,7 @@ fn enrich(report: &mut Report, models: &[ModelReport]) {
         ttft_s: Some(0.1 + f64::from(i % 7) * 0.1),
         tpot_s: Some(0.02 + f64::from(i % 3) * 0.02),
         prompt_tokens: Some(100),
-        output_tokens: Some(TokenCount { value: 50 + i, exact: i % 4 != 0 }),
+        output_tokens: Some(TokenCount { value: 50 + i, exact: !i.is_multiple_of(4) }),
         itl: Vec::new(),
         engine: None,
         request_id: None,
@@ -216,6 +216,7 @@ fn enrich(report: &mut Report, models: &[ModelReport]) {
 
 /// External labels as a config gives them, one of which a discovered target's info series
 /// carries itself.
+#[allow(dead_code)] // the tests' only, not the bench's
 pub fn external_labels() -> Vec<(String, String)> {
     vec![("cluster".to_string(), "prod \"east\"".to_string()), ("pod".to_string(), "goodput-7f".to_string())]
 }

@@ -89,7 +89,7 @@ pub fn emit_readings<'a>(readings: &'a [GpuReading], target: Option<&'a str>, ou
     for (name, field, _) in GPU_GAUGES {
         for (r, l) in readings.iter().zip(&all) {
             if let Some(v) = field(r) {
-                out.sample(*name, Labels::new(l, &[]), v);
+                out.sample(name, Labels::new(l, &[]), v);
             }
         }
     }

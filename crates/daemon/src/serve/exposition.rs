@@ -103,8 +103,9 @@ pub type Meta<'m> = &'m dyn Fn(&str) -> Option<(&'static str, &'static str)>;
 pub struct Families<'e> {
     external: &'e [(String, String)],
     meta: Meta<'e>,
-    /// A family's index in `families` by its name, and by the address of its name: the
-    /// report's names are constants, so most lookups hash a pointer rather than the string.
+    /// A family's index in `families` by its name, and by the address of its name where that
+    /// is a constant (the report's families), so that most lookups hash a pointer rather
+    /// than the string.
     by_name: HashMap<String, usize>,
     by_address: HashMap<(usize, usize), usize>,
     families: Vec<Family>,
@@ -153,22 +154,26 @@ impl<'e> Families<'e> {
 
     /// The index of the family `name`, made with its HELP and TYPE on its first sample.
     fn family(&mut self, name: &str) -> usize {
+        if let Some(&f) = self.by_name.get(name) {
+            return f;
+        }
+        let f = self.families.len();
+        let rank = (self.rank)(name).unwrap_or(export::UNRANKED + f);
+        let mut text = String::new();
+        header(&mut text, name, (self.meta)(name));
+        self.families.push(Family { order: (self.section, rank), text });
+        self.by_name.insert(name.to_string(), f);
+        f
+    }
+
+    /// [`Families::family`] for a name that lives as long as the program, so that its address
+    /// can stand for it: no other name will ever be at that address.
+    fn static_family(&mut self, name: &'static str) -> usize {
         let address = (name.as_ptr() as usize, name.len());
         if let Some(&f) = self.by_address.get(&address) {
             return f;
         }
-        let f = match self.by_name.get(name) {
-            Some(&f) => f,
-            None => {
-                let f = self.families.len();
-                let rank = (self.rank)(name).unwrap_or(export::UNRANKED + f);
-                let mut text = String::new();
-                header(&mut text, name, (self.meta)(name));
-                self.families.push(Family { order: (self.section, rank), text });
-                self.by_name.insert(name.to_string(), f);
-                f
-            }
-        };
+        let f = self.family(name);
         self.by_address.insert(address, f);
         f
     }
@@ -189,7 +194,7 @@ impl<'e> Families<'e> {
 
 impl Emit for Families<'_> {
     fn sample(&mut self, family: &'static str, labels: Labels<'_>, value: f64) {
-        let f = self.family(family);
+        let f = self.static_family(family);
         write_sample(&mut self.families[f].text, family, labels.len(), labels.iter(), self.external, value);
     }
 }
@@ -372,6 +377,39 @@ mod tests {
         assert_eq!(
             direct,
             "# TYPE x untyped\nx{target=\"t\\\"1\",pod=\"own\"} 1.0\nx{target=\"t2\",pod=\"p\"} 2.0\n# TYPE y untyped\ny{pod=\"own\"} 0.25\n"
+        );
+    }
+
+    #[test]
+    fn emitted_families_take_their_rank_within_their_section() {
+        fn rank(name: &str) -> Option<usize> {
+            ["a", "b"].iter().position(|n| *n == name)
+        }
+        let external = [("cluster".to_string(), "c".to_string())];
+        let meta = |_: &str| None;
+        let mut f = Families::new(&external, &meta);
+        f.section(rank);
+        let target = [("target", "t\"1")];
+        // Target by target, each family interleaved with the others; `b` before `a`, an
+        // unranked family first of all.
+        for t in ["x", "y"] {
+            f.sample("z", Labels::new(&[("target", t)], &[]), 3.0);
+            f.sample("b", Labels::new(&[("target", t)], &[("side", "lower")]), 2.0);
+            f.sample("a", Labels::new(&[("target", t)], &[]), 1.0);
+        }
+        f.sample("a", Labels::new(&target, &[]), 0.5);
+        f.section(rank);
+        f.sample("r", Labels::new(&[], &[]), 4.0);
+        f.sample("a2", Labels::new(&[], &[("cluster", "own")]), 5.0);
+        let chunks = f.finish();
+        assert_eq!(chunks.len(), 5, "{chunks:?}");
+        assert_eq!(
+            chunks.concat(),
+            "# TYPE a untyped\na{target=\"x\",cluster=\"c\"} 1.0\na{target=\"y\",cluster=\"c\"} 1.0\na{target=\"t\\\"1\",cluster=\"c\"} 0.5\n\
+             # TYPE b untyped\nb{target=\"x\",side=\"lower\",cluster=\"c\"} 2.0\nb{target=\"y\",side=\"lower\",cluster=\"c\"} 2.0\n\
+             # TYPE z untyped\nz{target=\"x\",cluster=\"c\"} 3.0\nz{target=\"y\",cluster=\"c\"} 3.0\n\
+             # TYPE r untyped\nr{cluster=\"c\"} 4.0\n\
+             # TYPE a2 untyped\na2{cluster=\"own\"} 5.0\n"
         );
     }
 
