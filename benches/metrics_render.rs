@@ -1,7 +1,8 @@
 //! Rendering /metrics for 200 targets built from the fake targets' template
 //! (tests/render_support): the once-per-tick cost of the report's families, and their size.
-//! `render_report` joins the families into one string as the tests read them; the daemon
-//! serves the chunks without joining them. Results in docs/benchmarks.md#metrics.
+//! `render_report` joins the families into one string as the tests read them (and as the
+//! daemon held them before it served the chunks); `render_report_chunks` is what the daemon
+//! does at the first GET after a tick. Results in docs/benchmarks.md#metrics.
 //!
 //! ```sh
 //! cargo bench --bench metrics_render
@@ -11,7 +12,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use goodput::serve::render_report;
+use goodput::serve::{render_report, render_report_chunks};
 
 #[path = "../tests/render_support/mod.rs"]
 mod render_support;
@@ -27,6 +28,9 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(8));
     g.bench_function("render_report", |b| b.iter(|| black_box(render_report(black_box(&report), &[])).len()));
+    g.bench_function("render_report_chunks", |b| {
+        b.iter(|| black_box(render_report_chunks(black_box(&report), &[])).len())
+    });
     g.finish();
 
     let mut t: Vec<Duration> = (0..9)
