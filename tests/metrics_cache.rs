@@ -1,8 +1,11 @@
-//! /metrics is rendered once per published report and served from those bytes
-//! (crates/daemon/src/serve/cache.rs, docs/metrics.md#how-metrics-is-served): the body a GET
-//! serves is the report rendered afresh plus the live counters; the gzip body decodes to the
-//! same bytes; GETs allocate a small fraction of the body and leave RSS flat; and a real
-//! Prometheus, which asks for gzip, reads every series of it.
+//! /metrics is rendered at most once per published report, by the first GET after it, and
+//! served from those bytes (crates/daemon/src/serve/cache.rs,
+//! docs/metrics.md#how-metrics-is-served): a report nobody fetches is never rendered; GETs
+//! arriving together share one rendering; the body a GET serves is the report rendered
+//! afresh plus the live counters; the gzip body decodes to the same bytes; later GETs
+//! allocate a small fraction of the body and leave RSS flat; the previous report's rendering
+//! is dropped when a new one is published; and a real Prometheus, which asks for gzip, reads
+//! every series of it.
 //!
 //! Allocations are counted by this binary's global allocator, so the tests take turns.
 
@@ -176,7 +179,7 @@ fn gets_neither_render_nor_copy_the_body_and_leave_rss_flat() {
     let shared = Shared::new();
     let report = sample::report(100, 0);
     shared.publish(report.clone());
-    let body_len = shared.metrics.load().report().len();
+    let body_len = shared.metrics.load().report_len();
     assert!(body_len > 1 << 20, "the sample report should render to megabytes, not {body_len}");
 
     // What a GET cost before the cache, as the yardstick the measure must be able to see.
@@ -205,6 +208,53 @@ fn gets_neither_render_nor_copy_the_body_and_leave_rss_flat() {
     assert!(per_get * 20 < body_len, "a GET allocates {per_get} B for a {body_len} B body: it copies or renders");
     assert!(per_get * 50 < render_cost, "a GET allocates {per_get} B, a render {render_cost} B");
     assert!(rss_growth < 4 << 20, "RSS grew {rss_growth} B over {gets} GETs");
+}
+
+#[test]
+fn a_report_is_rendered_by_its_first_get_once_however_many_arrive_together() {
+    let _turn = TURNS.lock().unwrap_or_else(|e| e.into_inner());
+    let shared = Shared::new();
+    let report = sample::report(100, 0);
+    // What one rendering allocates, as the yardstick.
+    shared.publish(report.clone());
+    let before = ALLOCATED.load(Ordering::Relaxed);
+    shared.metrics.load().prepare(false);
+    let render_cost = ALLOCATED.load(Ordering::Relaxed) - before;
+    let body_len = shared.metrics.load().report_len();
+    assert!(render_cost >= body_len, "a rendering allocates at least its text: {render_cost} of {body_len}");
+
+    // Publishing renders nothing: a tick nobody fetches costs nothing.
+    let next = report.clone();
+    let before = ALLOCATED.load(Ordering::Relaxed);
+    shared.publish(next);
+    let publish_cost = ALLOCATED.load(Ordering::Relaxed) - before;
+    assert!(!shared.metrics.load().is_rendered(), "publish rendered the report");
+    assert!(publish_cost * 10 < render_cost, "publishing allocated {publish_cost} B, a rendering {render_cost} B");
+
+    // Eight GETs at once of a report not yet rendered: one rendering for all of them.
+    let server = Server::start(&shared);
+    let old = std::sync::Arc::downgrade(&shared.metrics.load_full());
+    let before = ALLOCATED.load(Ordering::Relaxed);
+    // Read into a fixed buffer each, so that the clients allocate nothing.
+    let lens: Vec<usize> = std::thread::scope(|scope| {
+        let gets: Vec<_> = (0..8).map(|i| scope.spawn(move || get_discarding(server.port, i % 2 == 0))).collect();
+        gets.into_iter().map(|g| g.join().unwrap()).collect()
+    });
+    let gets_cost = ALLOCATED.load(Ordering::Relaxed) - before;
+    eprintln!("one rendering allocates {render_cost} B; 8 GETs together {gets_cost} B; publish {publish_cost} B");
+    assert!(lens.iter().all(|&n| n > 1000), "{lens:?}");
+    assert!(gets_cost < render_cost * 7 / 4, "8 GETs allocated {gets_cost} B, one rendering {render_cost} B");
+    assert!(shared.metrics.load().is_rendered() && shared.metrics.load().has_gzip());
+    let fresh = serve::render_report(&report, &[]);
+    let (_, plain) = get(server.port, false);
+    assert!(plain.starts_with(fresh.as_bytes()), "the body does not begin with the report's rendering");
+    assert!(gunzip(&get(server.port, true).1).starts_with(fresh.as_bytes()), "the gzip body differs");
+
+    // A new report drops the old one's rendering.
+    shared.publish(sample::report(100, 7));
+    assert!(old.upgrade().is_none(), "the previous report's rendering is still held");
+    let (_, body) = get(server.port, false);
+    assert!(body.starts_with(serve::render_report(&sample::report(100, 7), &[]).as_bytes()));
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The error-budget families: each SLO's budget over its period, per target, model and
 //! source (docs/metrics.md#error-budget-over-a-period).
 
-use super::ExportSample;
+use super::emit::Finite;
+use super::{Collect, Emit, ExportSample, Labels};
 use crate::budget::BudgetReport;
 use crate::duration::format_duration;
 
@@ -37,34 +38,31 @@ pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
 
 /// The samples of every budget, grouped by family.
 pub fn samples(budgets: &[BudgetReport]) -> Vec<ExportSample> {
-    let mut by_family: Vec<Vec<ExportSample>> = vec![Vec::new(); FAMILIES.len()];
+    let mut out = Collect::new(|name| FAMILIES.iter().position(|f| f.0 == name));
+    emit(budgets, &mut Finite(&mut out));
+    out.finish()
+}
+
+/// Emits every budget's samples, budget by budget.
+pub fn emit(budgets: &[BudgetReport], out: &mut impl Emit) {
     for b in budgets {
-        let labels = || {
-            vec![
-                ("target", b.target.clone()),
-                ("model", b.model.clone()),
-                ("slo", b.slo.clone()),
-                ("source", b.source.as_str().to_string()),
-                ("period", format_duration(b.period)),
-            ]
-        };
-        let mut emit = |i: usize, labels: Vec<(&'static str, String)>, value: f64| {
-            if value.is_finite() {
-                by_family[i].push(ExportSample { name: FAMILIES[i].0, labels, value });
-            }
-        };
-        emit(3, labels(), b.coverage);
+        let period = format_duration(b.period);
+        let labels = [
+            ("target", b.target.as_str()),
+            ("model", b.model.as_str()),
+            ("slo", b.slo.as_str()),
+            ("source", b.source.as_str()),
+            ("period", period.as_str()),
+        ];
+        out.sample(PERIOD_COVERAGE, Labels::new(&labels, &[]), b.coverage);
         let Some(v) = &b.values else { continue };
-        for (i, bounded) in [(0, v.remaining), (1, v.consumed)] {
+        for (family, bounded) in [(REMAINING, v.remaining), (CONSUMED, v.consumed)] {
             for (bound, value) in bounded.labelled() {
-                let mut l = labels();
-                l.push(("bound", bound.to_string()));
-                emit(i, l, value);
+                out.sample(family, Labels::new(&labels, &[("bound", bound)]), value);
             }
         }
-        emit(2, labels(), v.requests);
+        out.sample(PERIOD_REQUESTS, Labels::new(&labels, &[]), v.requests);
     }
-    by_family.into_iter().flatten().collect()
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The capacity families: each SLO's capacity with its spread, headroom, the data it rests
 //! on, and the saturation signal, per target and model (docs/metrics.md#capacity).
 
-use super::{ExportSample, QUANTILE_LABEL, quantile_label};
+use super::emit::Finite;
+use super::{Collect, Emit, ExportSample, Labels, QUANTILE_LABEL, quantile_label};
 use crate::capacity::{CapacityReport, Reason};
 
 pub const REQUEST_RATE: &str = "llm_slo_capacity_request_rate";
@@ -44,50 +45,47 @@ pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
 
 /// The samples of every target and model's capacity, grouped by family.
 pub fn samples(reports: &[CapacityReport]) -> Vec<ExportSample> {
-    let mut by_family: Vec<Vec<ExportSample>> = vec![Vec::new(); FAMILIES.len()];
-    let mut emit = |i: usize, labels: Vec<(&'static str, String)>, value: f64| {
-        if value.is_finite() {
-            by_family[i].push(ExportSample { name: FAMILIES[i].0, labels, value });
-        }
-    };
+    let mut out = Collect::new(|name| FAMILIES.iter().position(|f| f.0 == name));
+    emit(reports, &mut Finite(&mut out));
+    out.finish()
+}
+
+/// Emits every target and model's capacity, one after the other.
+pub fn emit(reports: &[CapacityReport], out: &mut impl Emit) {
     for r in reports {
-        let model = || vec![("target", r.target.clone()), ("model", r.model.clone())];
+        let model = [("target", r.target.as_str()), ("model", r.model.as_str())];
         for c in &r.slos {
-            let slo = || {
-                let mut l = model();
-                l.push(("slo", c.slo.clone()));
-                l
-            };
+            let slo = [model[0], model[1], ("slo", c.slo.as_str())];
             for e in &c.estimates {
                 for (q, v) in [(0.1, e.p10), (0.5, e.p50), (0.9, e.p90)] {
-                    let mut l = slo();
-                    l.push((QUANTILE_LABEL, quantile_label(q)));
-                    l.push(("method", c.method.as_str().to_string()));
-                    l.push(("censored", e.censored.to_string()));
-                    if let Some(end) = e.end {
-                        l.push(("bound", end.as_str().to_string()));
+                    let q = quantile_label(q);
+                    let censored = if e.censored { "true" } else { "false" };
+                    let own = [(QUANTILE_LABEL, q.as_str()), ("method", c.method.as_str()), ("censored", censored)];
+                    match e.end {
+                        Some(end) => {
+                            let own = [own[0], own[1], own[2], ("bound", end.as_str())];
+                            out.sample(REQUEST_RATE, Labels::new(&slo, &own), v);
+                        }
+                        None => out.sample(REQUEST_RATE, Labels::new(&slo, &own), v),
                     }
-                    emit(0, l, v);
                 }
             }
             if let Some(h) = c.headroom {
-                emit(1, slo(), h);
+                out.sample(HEADROOM, Labels::new(&slo, &[]), h);
             }
-            emit(2, slo(), c.intervals_used as f64);
+            out.sample(INTERVALS_USED, Labels::new(&slo, &[]), c.intervals_used as f64);
             if let Some(a) = c.age_seconds {
-                emit(3, slo(), a);
+                out.sample(AGE, Labels::new(&slo, &[]), a);
             }
         }
         if let Some(rate) = r.arrival_rate {
-            emit(4, model(), rate);
+            out.sample(ARRIVAL_RATE, Labels::new(&model, &[]), rate);
         }
         for reason in Reason::ALL {
-            let mut l = model();
-            l.push(("reason", reason.as_str().to_string()));
-            emit(5, l, if r.saturated && r.reasons.contains(&reason) { 1.0 } else { 0.0 });
+            let value = if r.saturated && r.reasons.contains(&reason) { 1.0 } else { 0.0 };
+            out.sample(SATURATED, Labels::new(&model, &[("reason", reason.as_str())]), value);
         }
     }
-    by_family.into_iter().flatten().collect()
 }
 
 #[cfg(test)]

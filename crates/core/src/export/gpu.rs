@@ -1,10 +1,11 @@
-//! GPU, MFU, HBM, TPOT-floor and cost families as [`ExportSample`]s, with their HELP/TYPE.
+//! GPU, MFU, HBM, TPOT-floor and cost families, with their HELP/TYPE.
 //!
 //! Per-GPU families carry `gpu` (index), `uuid` and `model_name` (the GPU product name, as
 //! dcgm-exporter's `modelName`), plus `target` when the caller joined the GPU to one. A reading
 //! the source could not give is simply absent: no sample, never a zero.
 
-use crate::export::ExportSample;
+use super::emit::Finite;
+use super::{Collect, Emit, ExportSample, Label, Labels};
 use crate::gpu::derive::Derived;
 use crate::gpu::reading::{GpuReading, THROTTLE_REASONS};
 
@@ -58,74 +59,77 @@ pub fn family_names() -> Vec<&'static str> {
     v
 }
 
-fn gpu_labels(r: &GpuReading, target: Option<&str>) -> Vec<(&'static str, String)> {
-    let mut l = Vec::with_capacity(4);
-    if let Some(t) = target {
-        l.push(("target", t.to_string()));
-    }
-    l.push(("gpu", r.index.clone()));
-    l.push(("uuid", r.uuid.clone()));
-    if !r.name.is_empty() {
-        l.push(("model_name", r.name.clone()));
-    }
-    l
+/// Where a per-GPU family comes among them: the gauges in table order, then throttling.
+pub fn reading_rank(name: &str) -> Option<usize> {
+    GPU_GAUGES.iter().position(|g| g.0 == name).or_else(|| (name == THROTTLE).then_some(GPU_GAUGES.len()))
 }
 
 /// Per-GPU samples, grouped by family, GPUs in the given order.
 pub fn gpu_samples(readings: &[GpuReading], target: Option<&str>) -> Vec<ExportSample> {
-    let mut out = Vec::new();
+    let mut out = Collect::new(reading_rank);
+    emit_readings(readings, target, &mut Finite(&mut out));
+    out.finish()
+}
+
+/// Emits [`gpu_samples`], family by family.
+pub fn emit_readings<'a>(readings: &'a [GpuReading], target: Option<&'a str>, out: &mut impl Emit) {
+    let labels = |r: &'a GpuReading| {
+        let mut l: Vec<Label<'a>> = Vec::with_capacity(5);
+        if let Some(t) = target {
+            l.push(("target", t));
+        }
+        l.push(("gpu", r.index.as_str()));
+        l.push(("uuid", r.uuid.as_str()));
+        if !r.name.is_empty() {
+            l.push(("model_name", r.name.as_str()));
+        }
+        l
+    };
+    let all: Vec<Vec<Label<'a>>> = readings.iter().map(labels).collect();
     for (name, field, _) in GPU_GAUGES {
-        for r in readings {
-            if let Some(v) = field(r).filter(|v| v.is_finite()) {
-                out.push(ExportSample { name, labels: gpu_labels(r, target), value: v });
+        for (r, l) in readings.iter().zip(&all) {
+            if let Some(v) = field(r) {
+                out.sample(name, Labels::new(l, &[]), v);
             }
         }
     }
-    for r in readings {
+    for (r, l) in readings.iter().zip(&all) {
         let Some(bits) = r.throttle_reasons else { continue };
         for (bit, reason) in THROTTLE_REASONS {
-            let mut labels = gpu_labels(r, target);
-            labels.push(("reason", (*reason).to_string()));
-            out.push(ExportSample { name: THROTTLE, labels, value: if bits & bit != 0 { 1.0 } else { 0.0 } });
+            let value = if bits & bit != 0 { 1.0 } else { 0.0 };
+            out.sample(THROTTLE, Labels::new(l, &[("reason", *reason)]), value);
         }
     }
-    out
 }
 
 /// The derived families for one target, model and window.
 pub fn derived_samples(target: &str, model: &str, window: &str, d: &Derived) -> Vec<ExportSample> {
-    let base = || vec![("target", target.to_string()), ("model", model.to_string()), ("window", window.to_string())];
-    let with = |extra: &[(&'static str, &str)]| {
-        let mut l = base();
-        l.extend(extra.iter().map(|(k, v)| (*k, (*v).to_string())));
-        l
-    };
-    let mut out = Vec::new();
+    let mut out = Collect::new(|_| None);
+    emit_derived(&[("target", target), ("model", model), ("window", window)], d, &mut Finite(&mut out));
+    out.finish()
+}
+
+/// Emits the derived families of one window; `base` is its target, model and window labels.
+pub fn emit_derived(base: &[Label<'_>], d: &Derived, out: &mut impl Emit) {
     if let Some(m) = d.mfu {
-        out.push(ExportSample { name: MFU, labels: with(&[("source", m.source.as_str())]), value: m.ratio });
+        out.sample(MFU, Labels::new(base, &[("source", m.source.as_str())]), m.ratio);
     }
     if let Some(h) = d.hbm {
-        out.push(ExportSample { name: HBM, labels: with(&[("source", h.source.as_str())]), value: h.ratio });
+        out.sample(HBM, Labels::new(base, &[("source", h.source.as_str())]), h.ratio);
     }
     if let Some(f) = d.decode_tpot_floor_seconds {
-        out.push(ExportSample { name: TPOT_FLOOR, labels: base(), value: f });
+        out.sample(TPOT_FLOOR, Labels::new(base, &[]), f);
     }
     if let Some(c) = d.cost_per_million_output {
-        out.push(ExportSample { name: COST, labels: with(&[("kind", "output"), ("bound", "estimate")]), value: c });
+        out.sample(COST, Labels::new(base, &[("kind", "output"), ("bound", "estimate")]), c);
     }
     if let Some(b) = d.cost_per_million_good_output {
         for (bound, v) in [("lower", b.lower), ("estimate", b.estimate), ("upper", b.upper)] {
             if let Some(v) = v {
-                out.push(ExportSample {
-                    name: COST,
-                    labels: with(&[("kind", "good_output"), ("bound", bound)]),
-                    value: v,
-                });
+                out.sample(COST, Labels::new(base, &[("kind", "good_output"), ("bound", bound)]), v);
             }
         }
     }
-    out.retain(|s| s.value.is_finite());
-    out
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! (`target`, `model`) pairs whose `llm_slo_evaluable{slo}` exists, and a query restricts
 //! a limit to a target with `and on (slo) llm_slo_evaluable{target="…"}`.
 
-use super::ExportSample;
+use super::{Collect, Emit, ExportSample, Labels};
 use crate::report::Limits;
 
 pub const OBJECTIVE: &str = "llm_slo_objective_ratio";
@@ -40,16 +40,20 @@ pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
 
 /// Every limit of the config, family by family, SLOs in config order.
 pub fn samples(limits: &Limits) -> Vec<ExportSample> {
-    let slo = |name: &str| ("slo", name.to_string());
-    let mut out: Vec<ExportSample> = limits
-        .slos
-        .iter()
-        .map(|s| ExportSample { name: OBJECTIVE, labels: vec![slo(&s.name)], value: s.objective.get() })
-        .collect();
+    let mut out = Collect::new(|name| FAMILIES.iter().position(|f| f.0 == name));
+    emit(limits, &mut out);
+    out.finish()
+}
+
+/// Emits every limit of the config, family by family, SLOs in config order.
+pub fn emit(limits: &Limits, out: &mut impl Emit) {
+    for s in &limits.slos {
+        out.sample(OBJECTIVE, Labels::new(&[("slo", s.name.as_str())], &[]), s.objective.get());
+    }
     for s in &limits.slos {
         for (clause, limit) in s.clauses() {
-            let labels = vec![slo(&s.name), ("clause", clause.as_str().to_string())];
-            out.push(ExportSample { name: THRESHOLD, labels, value: limit.as_secs_f64() });
+            let labels = [("slo", s.name.as_str()), ("clause", clause.as_str())];
+            out.sample(THRESHOLD, Labels::new(&labels, &[]), limit.as_secs_f64());
         }
     }
     let kv = &limits.kv;
@@ -59,7 +63,6 @@ pub fn samples(limits: &Limits) -> Vec<ExportSample> {
         ("target_high", kv.target_high),
         ("critical", kv.critical),
     ] {
-        out.push(ExportSample { name: KV_BAND_LIMIT, labels: vec![("limit", limit.to_string())], value });
+        out.sample(KV_BAND_LIMIT, Labels::new(&[("limit", limit)], &[]), value);
     }
-    out
 }

@@ -293,25 +293,19 @@ fn limits_are_exported_once_from_the_config() {
 }
 
 #[test]
-fn target_and_report_samples_are_the_reports_samples_split_in_two() {
+fn targets_emitted_a_slice_at_a_time_give_the_reports_samples() {
     let mut r = report();
     let mut b = r.targets[0].clone();
     b.target = "b".into();
     b.health.up = true;
     r.targets.push(b);
-    // Per family, in order: what rendering a slice of targets at a time writes.
-    type Family = Vec<(Vec<(&'static str, String)>, u64)>;
-    let by_family = |s: Vec<ExportSample>| {
-        let mut m: BTreeMap<&'static str, Family> = BTreeMap::new();
-        for x in s {
-            m.entry(x.name).or_default().push((x.labels, x.value.to_bits()));
-        }
-        m
-    };
-    let mut split = target_samples(&r.targets[..1]);
-    split.extend(target_samples(&r.targets[1..]));
-    split.extend(report_samples(&r));
+    // What rendering a slice of targets at a time emits.
+    let mut split = Collect::new(super::sample_rank);
+    emit_targets(&r.targets[..1], &mut split);
+    emit_targets(&r.targets[1..], &mut split);
+    emit_report_wide(&r, &mut split);
     let whole = samples(&r);
     assert!(whole.iter().any(|s| s.name == alerts::READY_FAMILY), "the fixture has report-wide samples");
-    assert_eq!(by_family(split), by_family(whole));
+    assert!(whole.iter().any(|s| s.name == TTFT && s.labels[0].1 == "b"), "the fixture has two targets");
+    assert_eq!(split.finish(), whole);
 }

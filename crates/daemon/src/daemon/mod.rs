@@ -295,7 +295,8 @@ async fn evaluate_loop(
         post.delivery.submit(&notifications);
         held.log_armed(&report);
         let now_ms = report.t_ms;
-        // Rendering /metrics for a large fleet takes milliseconds: not on the async workers.
+        // For a large fleet, the status page's point and freeing the previous report and its
+        // /metrics rendering take milliseconds: not on the async workers.
         let s = shared.clone();
         if let Err(e) = tokio::task::spawn_blocking(move || s.publish(report)).await {
             tracing::error!("cannot publish the report: {e}");

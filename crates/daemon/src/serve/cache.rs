@@ -1,18 +1,23 @@
-//! /metrics rendered once per evaluation tick (docs/metrics.md#how-metrics-is-served).
+//! /metrics rendered at most once per evaluation tick (docs/metrics.md#how-metrics-is-served).
 //!
 //! The report's families are the bulk of the body (megabytes at a hundred targets) and change
-//! only when a report is published, so [`Rendered`] holds them as bytes made at publish time;
-//! a GET hands out a reference to those bytes and never renders or copies them. The counters
-//! that move between ticks (HTTP connections, alert delivery, OTLP, taps, process) are a few
-//! kilobytes, rendered per GET and sent after the cached part, so they stay as live as they
-//! were before the cache.
+//! only when a report is published. Publishing stores a [`Rendered`] that has not rendered
+//! anything yet; the first GET after it renders the families (off the async workers, see
+//! super::metrics) and every later GET of that tick hands out references to the same bytes,
+//! never rendering or copying them. A tick nobody fetches costs nothing, and GETs that arrive
+//! together wait for one rendering ([`OnceLock`]). The bytes stay as the per-family buffers
+//! they were written into, sent as the body's chunks, so the text is never joined into a
+//! second copy. The counters that move between ticks (HTTP connections, alert delivery, OTLP,
+//! taps, process) are a few kilobytes, rendered per GET and sent after the cached part, so
+//! they stay as live as they were before the cache.
 //!
 //! The gzip body is one gzip member, not two concatenated ones (which some clients read only
-//! the first of): the cached part is deflated once, ending in a sync flush so that it stops on
-//! a byte boundary without closing the stream; per GET the live part follows as stored
-//! (uncompressed) deflate blocks, the last one final, and the trailer's CRC-32 is the cached
-//! part's combined with the live part's. The cached deflate is made on the first gzip GET after a tick rather than at the
-//! tick, so a daemon scraped less often than it evaluates compresses only what is fetched.
+//! the first of): the cached part is deflated once, across its chunks, ending in a sync flush
+//! so that it stops on a byte boundary without closing the stream; per GET the live part
+//! follows as stored (uncompressed) deflate blocks, the last one final, and the trailer's
+//! CRC-32 is the cached part's combined with the live part's. The cached deflate is made on
+//! the first gzip GET after a tick, so a daemon scraped less often than it evaluates
+//! compresses only what is fetched.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -33,10 +38,17 @@ const LEVEL: Compression = Compression::fast();
 /// A gzip header: deflate, no flags, no mtime, no extra flags, OS unknown (RFC 1952 §2.3).
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 
-/// One tick's rendering of the report's families.
+/// One tick's rendering of the report's families, made by its first GET.
 pub struct Rendered {
-    report: Bytes,
+    render: Box<dyn Fn() -> Vec<Bytes> + Send + Sync>,
+    report: OnceLock<Cached>,
     gzip: OnceLock<GzipHead>,
+}
+
+/// The report's families as their chunks, and their length in all.
+struct Cached {
+    chunks: Vec<Bytes>,
+    len: usize,
 }
 
 /// The gzip header and the cached part deflated up to a sync flush, with its CRC-32 and length.
@@ -47,45 +59,77 @@ struct GzipHead {
 }
 
 impl Rendered {
-    /// Takes the report's families as rendered (super::render_report).
-    pub fn new(report: String) -> Rendered {
-        Rendered { report: Bytes::from(report), gzip: OnceLock::new() }
+    /// A rendering that `render` makes when it is first needed (super::render_report_chunks).
+    pub fn new(render: impl Fn() -> Vec<Bytes> + Send + Sync + 'static) -> Rendered {
+        Rendered { render: Box::new(render), report: OnceLock::new(), gzip: OnceLock::new() }
     }
 
-    /// The cached part: every family of the report, in exposition format.
-    pub fn report(&self) -> &Bytes {
-        &self.report
+    /// A rendering already made, for tests and benchmarks.
+    pub fn of_text(text: String) -> Rendered {
+        let r = Rendered::new(Vec::new);
+        let _ = r.report.set(Cached { len: text.len(), chunks: vec![Bytes::from(text)] });
+        r
     }
 
-    /// Whether the gzip copy is made (its first GET after a tick makes it).
+    /// Whether the report's families are rendered (the first GET after a tick renders them).
+    pub fn is_rendered(&self) -> bool {
+        self.report.get().is_some()
+    }
+
+    /// Whether the gzip copy is made (its first gzip GET after a tick makes it).
     pub fn has_gzip(&self) -> bool {
         self.gzip.get().is_some()
     }
 
-    /// Makes the gzip copy now if it is not made yet; the first gzip GET after a tick calls it
-    /// off the async workers, since a large report takes milliseconds to deflate.
-    pub fn prepare_gzip(&self) {
-        self.head();
+    /// Renders the report's families, and deflates them if `gzip`, unless that is done:
+    /// a large report takes milliseconds to seconds, so the first GET after a tick calls this
+    /// off the async workers. GETs that call it together wait for one rendering.
+    pub fn prepare(&self, gzip: bool) {
+        self.cached();
+        if gzip {
+            self.head();
+        }
+    }
+
+    fn cached(&self) -> &Cached {
+        self.report.get_or_init(|| {
+            let chunks: Vec<Bytes> = (self.render)().into_iter().filter(|c| !c.is_empty()).collect();
+            Cached { len: chunks.iter().map(Bytes::len).sum(), chunks }
+        })
+    }
+
+    /// The length of the cached part (rendering it if need be).
+    pub fn report_len(&self) -> usize {
+        self.cached().len
+    }
+
+    /// The cached part's chunks, one per family (rendering them if need be).
+    pub fn report_chunks(&self) -> &[Bytes] {
+        &self.cached().chunks
     }
 
     fn head(&self) -> &GzipHead {
         self.gzip.get_or_init(|| {
-            let mut out = Vec::with_capacity(self.report.len() / 8 + 64);
+            let report = self.cached();
+            let mut out = Vec::with_capacity(report.len / 8 + 64);
             out.extend_from_slice(&GZIP_HEADER);
             let mut enc = DeflateEncoder::new(out, LEVEL);
-            // Writing to a Vec cannot fail.
-            enc.write_all(&self.report).expect("deflate into memory");
+            let mut crc = Crc::new();
+            for chunk in &report.chunks {
+                // Writing to a Vec cannot fail.
+                enc.write_all(chunk).expect("deflate into memory");
+                crc.update(chunk);
+            }
             enc.flush().expect("deflate into memory");
             let bytes = Bytes::from(std::mem::take(enc.get_mut()));
-            let mut crc = Crc::new();
-            crc.update(&self.report);
-            GzipHead { bytes, crc, len: self.report.len() }
+            GzipHead { bytes, crc, len: report.len }
         })
     }
 
     /// The plain body: the cached part, then `live`.
     pub fn plain(&self, live: String) -> Chunks {
-        Chunks::new([self.report.clone(), Bytes::from(live)])
+        let report = self.cached();
+        Chunks::new(report.chunks.iter().cloned().chain([Bytes::from(live)]))
     }
 
     /// The gzip body of the same bytes as [`Rendered::plain`], as one gzip member.
@@ -124,8 +168,8 @@ fn stored_blocks(data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A response body sent as the chunks it is made of, without joining them: the cached part
-/// is shared by reference with every GET of the tick. Its length is exact, so the response
+/// A response body sent as the chunks it is made of, without joining them: the cached part's
+/// chunks are shared by reference with every GET of the tick. Its length is exact, so the response
 /// carries a Content-Length.
 pub struct Chunks {
     chunks: VecDeque<Bytes>,
@@ -133,7 +177,7 @@ pub struct Chunks {
 }
 
 impl Chunks {
-    fn new<const N: usize>(chunks: [Bytes; N]) -> Chunks {
+    fn new(chunks: impl IntoIterator<Item = Bytes>) -> Chunks {
         let chunks: VecDeque<Bytes> = chunks.into_iter().filter(|c| !c.is_empty()).collect();
         let remaining = chunks.iter().map(|c| c.len() as u64).sum();
         Chunks { chunks, remaining }
@@ -217,9 +261,14 @@ mod tests {
     #[test]
     fn gzip_is_one_member_of_the_plain_bytes() {
         let report: String = (0..5000).map(|i| format!("llm_slo_x{{target=\"t{i}\"}} {i}.5\n")).collect();
-        let r = Rendered::new(report);
+        // In several chunks, as families are rendered.
+        let chunks: Vec<String> = report.split_inclusive("t4").map(str::to_string).collect();
+        assert!(chunks.len() > 100);
+        let r = Rendered::new(move || chunks.iter().map(|c| Bytes::from(c.clone())).collect());
+        assert!(!r.is_rendered(), "rendered before it was asked for");
         for live in ["", "process_open_fds 12.0\n", "a\n".repeat(70_000).as_str()] {
             let plain = r.plain(live.to_string()).to_vec();
+            assert_eq!(plain, [report.as_bytes(), live.as_bytes()].concat());
             let gz = r.gzip(live).to_vec();
             assert_eq!(gunzip(&gz), plain, "live part of {} bytes", live.len());
             // One member and nothing after it: a client that reads only the first member
@@ -236,12 +285,12 @@ mod tests {
 
     #[test]
     fn chunks_report_their_exact_length() {
-        let r = Rendered::new("abc\n".into());
+        let r = Rendered::of_text("abc\n".into());
         let c = r.plain("de\n".into());
         assert_eq!(c.len(), 7);
         assert_eq!(hyper::body::Body::size_hint(&c).exact(), Some(7));
         assert_eq!(c.to_vec(), b"abc\nde\n");
-        assert!(Rendered::new(String::new()).plain(String::new()).is_empty());
+        assert!(Rendered::of_text(String::new()).plain(String::new()).is_empty());
     }
 
     #[test]

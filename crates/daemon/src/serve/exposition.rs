@@ -9,6 +9,8 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use crate::export::{self, Emit, Labels};
+
 /// One sample to write.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Line<'a> {
@@ -79,76 +81,149 @@ pub fn write<S: Sample>(
     external: &[(String, String)],
     meta: impl Fn(&str) -> Option<(&'static str, &'static str)>,
 ) {
-    let mut families = Families::new(external);
+    let mut families = Families::new(external, &meta);
     families.add(samples);
-    families.finish_into(out, meta);
+    for chunk in families.finish() {
+        out.push_str(&chunk);
+    }
 }
 
-/// An exposition written a batch of samples at a time, as [`write`] writes one: each
-/// family's lines go to a buffer of their own, joined by [`Families::finish_into`] in the
-/// order the families first appeared. A report of thousands of targets is rendered a few
-/// targets at a time this way, so that only the text, never all of its samples, is held.
+/// HELP text and TYPE of a family, `None` for one to write as untyped.
+pub type Meta<'m> = &'m dyn Fn(&str) -> Option<(&'static str, &'static str)>;
+
+/// An exposition written a sample at a time, in any order: each family's text (its HELP and
+/// TYPE, then its lines) goes to a buffer of its own, and [`Families::finish`] hands the
+/// buffers over in family order. The report's families are written straight from the report
+/// through [`Emit`], a target at a time, so that neither a list of its samples nor a joined
+/// copy of the text is ever made (docs/footprint.md#b-aggregator).
+///
+/// Family order: a family's place is fixed when its first sample comes, by the rank of the
+/// current [`Families::section`] (its position in the exporter's table), or after the ranked
+/// ones in order of first appearance; sections follow one another.
 pub struct Families<'e> {
     external: &'e [(String, String)],
-    index: HashMap<String, usize>,
-    /// Each family's name and lines, in order of first appearance.
-    families: Vec<(String, String)>,
+    meta: Meta<'e>,
+    /// A family's index in `families` by its name, and by the address of its name where that
+    /// is a constant (the report's families), so that most lookups hash a pointer rather
+    /// than the string.
+    by_name: HashMap<String, usize>,
+    by_address: HashMap<(usize, usize), usize>,
+    families: Vec<Family>,
+    section: usize,
+    rank: fn(&str) -> Option<usize>,
+}
+
+struct Family {
+    /// Section, then the rank within it.
+    order: (usize, usize),
+    text: String,
+}
+
+fn unranked(_: &str) -> Option<usize> {
+    None
 }
 
 impl<'e> Families<'e> {
-    pub fn new(external: &'e [(String, String)]) -> Families<'e> {
-        Families { external, index: HashMap::new(), families: Vec::new() }
-    }
-
-    /// Writes `samples` into their families' lines.
-    pub fn add<S: Sample>(&mut self, samples: &[S]) {
-        let mut current: Option<usize> = None;
-        for s in samples {
-            let name = s.name();
-            // Samples come grouped: look a family up only where the name changes.
-            let f = match current {
-                Some(f) if self.families[f].0 == name => f,
-                _ => match self.index.get(name) {
-                    Some(&f) => f,
-                    None => {
-                        self.index.insert(name.to_string(), self.families.len());
-                        self.families.push((name.to_string(), String::new()));
-                        self.families.len() - 1
-                    }
-                },
-            };
-            current = Some(f);
-            write_sample(&mut self.families[f].1, s, self.external);
+    pub fn new(external: &'e [(String, String)], meta: Meta<'e>) -> Families<'e> {
+        Families {
+            external,
+            meta,
+            by_name: HashMap::new(),
+            by_address: HashMap::new(),
+            families: Vec::new(),
+            section: 0,
+            rank: unranked,
         }
     }
 
-    /// Appends every family, its HELP and TYPE (from `meta`, else untyped) and its lines.
-    pub fn finish_into(self, out: &mut String, meta: impl Fn(&str) -> Option<(&'static str, &'static str)>) {
-        let lines: usize = self.families.iter().map(|(_, l)| l.len()).sum();
-        out.reserve(lines + self.families.len() * 512);
-        for (name, lines) in self.families {
-            match meta(&name) {
-                Some((help, kind)) => {
-                    out.push_str("# HELP ");
-                    out.push_str(&name);
-                    out.push(' ');
-                    escape_help(out, help);
-                    out.push('\n');
-                    let _ = writeln!(out, "# TYPE {name} {kind}");
-                }
-                None => {
-                    let _ = writeln!(out, "# TYPE {name} untyped");
-                }
-            }
-            // Each family's buffer is freed as soon as it is copied.
-            out.push_str(&lines);
+    /// Starts a section: families first seen from here on come after those seen before,
+    /// in the order `rank` gives, those without a rank in order of first appearance.
+    pub fn section(&mut self, rank: fn(&str) -> Option<usize>) {
+        self.section += 1;
+        self.rank = rank;
+    }
+
+    /// Writes `samples` into their families' buffers.
+    pub fn add<S: Sample>(&mut self, samples: &[S]) {
+        for s in samples {
+            let f = self.family(s.name());
+            let n = s.label_count();
+            write_sample(&mut self.families[f].text, s.name(), n, (0..n).map(|i| s.label(i)), self.external, s.value());
+        }
+    }
+
+    /// The index of the family `name`, made with its HELP and TYPE on its first sample.
+    fn family(&mut self, name: &str) -> usize {
+        if let Some(&f) = self.by_name.get(name) {
+            return f;
+        }
+        let f = self.families.len();
+        let rank = (self.rank)(name).unwrap_or(export::UNRANKED + f);
+        let mut text = String::new();
+        header(&mut text, name, (self.meta)(name));
+        self.families.push(Family { order: (self.section, rank), text });
+        self.by_name.insert(name.to_string(), f);
+        f
+    }
+
+    /// [`Families::family`] for a name that lives as long as the program, so that its address
+    /// can stand for it: no other name will ever be at that address.
+    fn static_family(&mut self, name: &'static str) -> usize {
+        let address = (name.as_ptr() as usize, name.len());
+        if let Some(&f) = self.by_address.get(&address) {
+            return f;
+        }
+        let f = self.family(name);
+        self.by_address.insert(address, f);
+        f
+    }
+
+    /// Each family's text, HELP and TYPE first, in family order: the body's chunks.
+    pub fn finish(mut self) -> Vec<String> {
+        self.families.sort_by_key(|f| f.order);
+        self.families
+            .into_iter()
+            .map(|mut f| {
+                // Held for a whole tick: give back what the buffer grew beyond its text.
+                f.text.shrink_to_fit();
+                f.text
+            })
+            .collect()
+    }
+}
+
+impl Emit for Families<'_> {
+    fn sample(&mut self, family: &'static str, labels: Labels<'_>, value: f64) {
+        let f = self.static_family(family);
+        write_sample(&mut self.families[f].text, family, labels.len(), labels.iter(), self.external, value);
+    }
+}
+
+fn header(out: &mut String, name: &str, meta: Option<(&'static str, &'static str)>) {
+    match meta {
+        Some((help, kind)) => {
+            out.push_str("# HELP ");
+            out.push_str(name);
+            out.push(' ');
+            escape_help(out, help);
+            out.push('\n');
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+        }
+        None => {
+            let _ = writeln!(out, "# TYPE {name} untyped");
         }
     }
 }
 
-fn write_sample<S: Sample>(out: &mut String, s: &S, external: &[(String, String)]) {
-    out.push_str(s.name());
-    let n = s.label_count();
+fn write_sample<'k, 'v>(
+    out: &mut String,
+    name: &str,
+    n: usize,
+    labels: impl Iterator<Item = (&'k str, &'v str)> + Clone,
+    external: &[(String, String)],
+    value: f64,
+) {
+    out.push_str(name);
     if n > 0 || !external.is_empty() {
         out.push('{');
         let mut first = true;
@@ -162,19 +237,18 @@ fn write_sample<S: Sample>(out: &mut String, s: &S, external: &[(String, String)
             escape_label(out, v);
             out.push('"');
         };
-        for i in 0..n {
-            let (k, v) = s.label(i);
+        for (k, v) in labels.clone() {
             label(out, k, v);
         }
         for (k, v) in external {
-            if !(0..n).any(|i| s.label(i).0 == k) {
+            if !labels.clone().any(|(own, _)| own == k) {
                 label(out, k, v);
             }
         }
         out.push('}');
     }
     out.push(' ');
-    write_value(out, s.value());
+    write_value(out, value);
     out.push('\n');
 }
 
@@ -303,6 +377,39 @@ mod tests {
         assert_eq!(
             direct,
             "# TYPE x untyped\nx{target=\"t\\\"1\",pod=\"own\"} 1.0\nx{target=\"t2\",pod=\"p\"} 2.0\n# TYPE y untyped\ny{pod=\"own\"} 0.25\n"
+        );
+    }
+
+    #[test]
+    fn emitted_families_take_their_rank_within_their_section() {
+        fn rank(name: &str) -> Option<usize> {
+            ["a", "b"].iter().position(|n| *n == name)
+        }
+        let external = [("cluster".to_string(), "c".to_string())];
+        let meta = |_: &str| None;
+        let mut f = Families::new(&external, &meta);
+        f.section(rank);
+        let target = [("target", "t\"1")];
+        // Target by target, each family interleaved with the others; `b` before `a`, an
+        // unranked family first of all.
+        for t in ["x", "y"] {
+            f.sample("z", Labels::new(&[("target", t)], &[]), 3.0);
+            f.sample("b", Labels::new(&[("target", t)], &[("side", "lower")]), 2.0);
+            f.sample("a", Labels::new(&[("target", t)], &[]), 1.0);
+        }
+        f.sample("a", Labels::new(&target, &[]), 0.5);
+        f.section(rank);
+        f.sample("r", Labels::new(&[], &[]), 4.0);
+        f.sample("a2", Labels::new(&[], &[("cluster", "own")]), 5.0);
+        let chunks = f.finish();
+        assert_eq!(chunks.len(), 5, "{chunks:?}");
+        assert_eq!(
+            chunks.concat(),
+            "# TYPE a untyped\na{target=\"x\",cluster=\"c\"} 1.0\na{target=\"y\",cluster=\"c\"} 1.0\na{target=\"t\\\"1\",cluster=\"c\"} 0.5\n\
+             # TYPE b untyped\nb{target=\"x\",side=\"lower\",cluster=\"c\"} 2.0\nb{target=\"y\",side=\"lower\",cluster=\"c\"} 2.0\n\
+             # TYPE z untyped\nz{target=\"x\",cluster=\"c\"} 3.0\nz{target=\"y\",cluster=\"c\"} 3.0\n\
+             # TYPE r untyped\nr{cluster=\"c\"} 4.0\n\
+             # TYPE a2 untyped\na2{cluster=\"own\"} 5.0\n"
         );
     }
 

@@ -1,7 +1,8 @@
 //! The HTTP side of the daemon (axum): `/metrics`, `/healthz`, `/readyz`,
 //! `/api/v1/report` and the status page at `/` ([`page`]), all read from the latest
 //! published [`Report`] without blocking the evaluator. [`server`] serves them with timeouts
-//! and a connection cap. /metrics is rendered once per report ([`cache`]).
+//! and a connection cap. /metrics is rendered at most once per report, by its first GET
+//! ([`cache`]).
 
 pub mod cache;
 pub mod exposition;
@@ -38,7 +39,8 @@ use server::{Closed, ConnStats};
 #[derive(Clone)]
 pub struct Shared {
     pub report: Arc<ArcSwap<Report>>,
-    /// The report's families as /metrics serves them, rendered by [`Shared::publish`].
+    /// The report's families as /metrics serves them: stored by [`Shared::publish`], rendered
+    /// by the first GET after it.
     pub metrics: Arc<ArcSwap<Rendered>>,
     pub ready: Arc<AtomicBool>,
     pub delivery: Option<DeliveryMetrics>,
@@ -58,10 +60,10 @@ pub struct Shared {
 
 impl Shared {
     pub fn new() -> Shared {
-        let report = Report::default();
+        let report = Arc::new(Report::default());
         Shared {
-            metrics: Arc::new(ArcSwap::from_pointee(Rendered::new(render_report(&report, &[])))),
-            report: Arc::new(ArcSwap::from_pointee(report)),
+            metrics: Arc::new(ArcSwap::from_pointee(rendering(report.clone(), Arc::new([])))),
+            report: Arc::new(ArcSwap::new(report)),
             ready: Arc::new(AtomicBool::new(false)),
             delivery: None,
             http: Arc::default(),
@@ -78,17 +80,18 @@ impl Shared {
     pub fn set_external_labels(&mut self, labels: &[(String, String)]) {
         self.external_labels = labels.into();
         let report = self.report.load_full();
-        self.metrics.store(Arc::new(Rendered::new(render_report(&report, labels))));
+        self.metrics.store(Arc::new(rendering(report, self.external_labels.clone())));
     }
 
     /// Publishes a new report; readers see it on their next request. The status page's
     /// history takes its point first, so that a page never shows a report its charts lack.
-    /// Renders the report's /metrics families, which takes milliseconds for a large fleet:
-    /// the evaluation loop calls it off the async workers.
+    /// The report's /metrics families are rendered by the first GET that wants them, and the
+    /// previous report's rendering is dropped here (once the GETs sending it are done).
     pub fn publish(&self, report: Report) {
         self.page.record(&report);
-        self.metrics.store(Arc::new(Rendered::new(render_report(&report, &self.external_labels))));
-        self.report.store(Arc::new(report));
+        let report = Arc::new(report);
+        self.metrics.store(Arc::new(rendering(report.clone(), self.external_labels.clone())));
+        self.report.store(report);
         self.ready.store(true, Ordering::Release);
     }
 }
@@ -154,29 +157,39 @@ pub fn render_metrics(
     out
 }
 
-/// The report's families and the build info: everything on /metrics that changes only when a
-/// report is published, which [`Shared::publish`] renders once per tick.
+/// The report's families and the build info, joined: what a GET serves before the live part.
+/// Tests and benchmarks read it; the daemon serves [`render_report_chunks`] unjoined.
 pub fn render_report(report: &Report, external: &[(String, String)]) -> String {
-    let mut families = exposition::Families::new(external);
-    // A slice of targets at a time: at thousands of targets the report's samples, a few
-    // small strings each, take several times the memory of their text
-    // (docs/footprint.md#b-aggregator).
-    for targets in report.targets.chunks(TARGETS_PER_BATCH) {
-        families.add(&export::target_samples(targets));
+    let chunks = render_report_chunks(report, external);
+    let mut out = String::with_capacity(chunks.iter().map(|c| c.len()).sum());
+    for c in &chunks {
+        out.push_str(c);
     }
-    families.add(&export::report_samples(report));
-    let build =
-        Line { name: BUILD_INFO.0, labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)], value: 1.0 };
-    families.add(&[build]);
-    let mut out = String::new();
-    families.finish_into(&mut out, |name| {
-        export::family_meta(name).or_else(|| (name == BUILD_INFO.0).then_some((BUILD_INFO.1, "gauge")))
-    });
     out
 }
 
-/// Targets whose samples [`render_report`] holds at once.
-const TARGETS_PER_BATCH: usize = 64;
+/// The report's families and the build info, a buffer per family: everything on /metrics that
+/// changes only when a report is published. Written straight from the report
+/// (export::emit_targets), a sample's labels borrowed from it.
+pub fn render_report_chunks(report: &Report, external: &[(String, String)]) -> Vec<String> {
+    let meta =
+        |name: &str| export::family_meta(name).or_else(|| (name == BUILD_INFO.0).then_some((BUILD_INFO.1, "gauge")));
+    let mut families = exposition::Families::new(external, &meta);
+    families.section(export::target_rank);
+    export::emit_targets(&report.targets, &mut families);
+    families.section(export::report_rank);
+    export::emit_report_wide(report, &mut families);
+    families.section(|_| None);
+    let build =
+        Line { name: BUILD_INFO.0, labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)], value: 1.0 };
+    families.add(&[build]);
+    families.finish()
+}
+
+/// `report`'s /metrics families, to be rendered by the first GET that wants them.
+fn rendering(report: Arc<Report>, external: Arc<[(String, String)]>) -> Rendered {
+    Rendered::new(move || render_report_chunks(&report, &external).into_iter().map(bytes::Bytes::from).collect())
+}
 
 /// The families that change between ticks, rendered per GET: alert delivery, the HTTP
 /// server, the OTLP receiver, process metrics and the taps. None shares a name with a
@@ -223,7 +236,8 @@ pub fn render_taps(out: &mut String, taps: &TapMetrics, external: &[(String, Str
 }
 
 /// The cached report families plus the live ones, gzipped when the client accepts it. Only
-/// the first gzip GET after a tick deflates the cached part, on the blocking pool.
+/// the first GET after a tick renders the report's families, and the first gzip GET deflates
+/// them, on the blocking pool; GETs arriving meanwhile wait for that one rendering.
 async fn metrics(State(s): State<Shared>, headers: HeaderMap) -> Response {
     let rendered = s.metrics.load_full();
     let mut live = render_live(s.delivery.as_ref(), &s.http, s.otlp.as_deref(), &s.taps, &s.external_labels);
@@ -233,14 +247,14 @@ async fn metrics(State(s): State<Shared>, headers: HeaderMap) -> Response {
     s.reload.render(&mut live, &s.external_labels);
     let gzip = headers.get_all(header::ACCEPT_ENCODING).iter().any(|v| v.to_str().is_ok_and(cache::accepts_gzip));
     let vary = (header::VARY, "Accept-Encoding");
+    if !rendered.is_rendered() || (gzip && !rendered.has_gzip()) {
+        let r = rendered.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || r.prepare(gzip)).await {
+            return (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot render /metrics: {e}\n")).into_response();
+        }
+    }
     if !gzip {
         return ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT), vary], Body::new(rendered.plain(live))).into_response();
-    }
-    if !rendered.has_gzip() {
-        let r = rendered.clone();
-        if let Err(e) = tokio::task::spawn_blocking(move || r.prepare_gzip()).await {
-            return (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot compress /metrics: {e}\n")).into_response();
-        }
     }
     let body = Body::new(rendered.gzip(&live));
     ([(header::CONTENT_TYPE, CONTENT_TYPE_TEXT), (header::CONTENT_ENCODING, "gzip"), vary], body).into_response()
