@@ -227,10 +227,24 @@ impl Incremental {
     /// words, per gauge group its max deque, per series its newest sample, and the catalog
     /// of series ids.
     pub fn heap_bytes(&self) -> usize {
-        self.windows.iter().map(|(_, w)| w.heap_bytes()).sum::<usize>()
-            + self.catalog.heap_bytes()
-            + self.lasts.heap_bytes()
-            + self.head_values.capacity() * std::mem::size_of::<f64>()
+        self.heap_parts().iter().map(|p| p.1).sum()
+    }
+
+    /// [`Incremental::heap_bytes`] by part, named: what `examples/steady_state` prints.
+    pub fn heap_parts(&self) -> [(&'static str, usize); 6] {
+        let mut w = window::HeapParts::default();
+        for (_, s) in &self.windows {
+            let p = s.heap_parts();
+            (w.series, w.cursor, w.gauges) = (w.series + p.series, w.cursor + p.cursor, w.gauges + p.gauges);
+        }
+        [
+            ("windows' series", w.series),
+            ("windows' cursors", w.cursor),
+            ("windows' gauges", w.gauges),
+            ("newest samples", self.lasts.heap_bytes()),
+            ("catalog", self.catalog.heap_bytes()),
+            ("head", self.head_values.capacity() * std::mem::size_of::<f64>()),
+        ]
     }
 
     /// Each window's range, grouped by model, as [`RangeView::collect`] gives it.

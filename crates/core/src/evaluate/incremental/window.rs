@@ -79,6 +79,17 @@ fn trim(resets: &mut HashMap<u32, Resets>, slot: u32, first_t: i64) {
     }
 }
 
+/// Heap bytes of a window's state by part.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct HeapParts {
+    /// Per series: first sample, count, resets, and a thin window's slot map.
+    pub series: usize,
+    /// The oldest point, decoded.
+    pub cursor: usize,
+    /// Gauge statistics and model spans.
+    pub gauges: usize,
+}
+
 /// Where leaving points hand off what they carried.
 #[derive(Debug, Default)]
 struct Pending {
@@ -396,21 +407,22 @@ impl WindowState {
         false
     }
 
-    /// Heap bytes this window's state owns (the layouts it holds are the store's).
-    pub fn heap_bytes(&self) -> usize {
+    /// Heap bytes this window's state owns, by part (the layouts it holds are the store's).
+    pub fn heap_parts(&self) -> HeapParts {
         use std::mem::size_of;
         // A map slot per series with resets (key, deque, control byte), and the deques.
-        let series: usize = self.resets.capacity() * (size_of::<(u32, Resets)>() + 1)
+        let resets: usize = self.resets.capacity() * (size_of::<(u32, Resets)>() + 1)
             + self.resets.values().map(|r| r.capacity() * size_of::<(i64, f64)>()).sum::<usize>();
         let groups: usize = self.groups.iter().flatten().map(GaugeState::heap_bytes).sum();
-        let tail = self.tail.as_ref().map_or(0, |c| c.values.capacity() * size_of::<f64>());
-        series
-            + groups
-            + tail
-            + self.series.capacity() * size_of::<SeriesState>()
-            + (self.local.capacity() + self.ids.capacity()) * size_of::<u32>()
-            + self.groups.capacity() * size_of::<Option<GaugeState>>()
-            + self.spans.capacity() * size_of::<Option<Span>>()
+        HeapParts {
+            series: resets
+                + self.series.capacity() * size_of::<SeriesState>()
+                + (self.local.capacity() + self.ids.capacity()) * size_of::<u32>(),
+            cursor: self.tail.as_ref().map_or(0, |c| c.values.capacity() * size_of::<f64>()),
+            gauges: groups
+                + self.groups.capacity() * size_of::<Option<GaugeState>>()
+                + self.spans.capacity() * size_of::<Option<Span>>(),
+        }
     }
 
     /// The window's content as the reference [`RangeView::collect`] would group it.
