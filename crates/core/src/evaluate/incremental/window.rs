@@ -1,5 +1,6 @@
-//! One window's incremental state: per series its first and last sample, sample count
-//! and resets; per gauge group its running statistics; per model its span. A point
+//! One window's incremental state: per series its first sample and sample count (the
+//! newest sample is shared by every window, `last`), and its resets if it has any; per
+//! gauge group its running statistics; per model its span. A point
 //! entering costs its columns; a point leaving costs its columns plus one decode of the
 //! point after it (the window's new oldest point), whatever the window's length.
 
@@ -69,6 +70,10 @@ type Resets = VecDeque<(i64, f64)>;
 /// Drops the resets at a sample no newer than the series' new first one: they are no
 /// longer between two samples of the range.
 fn trim(resets: &mut HashMap<u32, Resets>, slot: u32, first_t: i64) {
+    // Most windows hold no reset: skip the hashing.
+    if resets.is_empty() {
+        return;
+    }
     if let Some(r) = resets.get_mut(&slot) {
         while r.front().is_some_and(|r| r.0 <= first_t) {
             r.pop_front();
@@ -313,7 +318,9 @@ impl WindowState {
             let Some(s) = self.series.get_mut(i).filter(|s| !s.is_empty()) else { continue };
             s.n -= 1;
             if s.n == 0 {
-                self.resets.remove(&(i as u32));
+                if !self.resets.is_empty() {
+                    self.resets.remove(&(i as u32));
+                }
             } else if let Some(c) = plan1.column_of(id) {
                 (s.first_t, s.first_v, s.first_order) = (t1, tail.values[c], order_of(&orders, c));
                 trim(&mut self.resets, i as u32, t1);
@@ -447,7 +454,8 @@ impl WindowState {
                     let s = &self.series[i as usize];
                     let id = self.id_at(i as usize);
                     let last = lasts.get(id)?;
-                    let correction = self.resets.get(&i).map_or(0.0, |r| r.iter().fold(0.0, |c, r| c + r.1));
+                    let resets = if self.resets.is_empty() { None } else { self.resets.get(&i) };
+                    let correction = resets.map_or(0.0, |r| r.iter().fold(0.0, |c, r| c + r.1));
                     let acc =
                         RangeAcc::from_parts((s.first_t, s.first_v), (last.t_ms, last.v), s.n as usize, correction);
                     Some((catalog.keys[id as usize].clone(), acc))
