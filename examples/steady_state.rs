@@ -139,6 +139,9 @@ fn main() {
         mib(unthinned.heap_bytes()),
     );
     println!("incremental state heap {:.1} KiB", inc.heap_bytes() as f64 / 1024.0);
+    for (part, bytes) in inc.heap_parts() {
+        println!("  {part:<22} {:.1} KiB", bytes as f64 / 1024.0);
+    }
     // The same windows, every one kept whole: what the alert-only windows save.
     let whole = goodput::evaluate::EvalConfig { alert_only: Vec::new(), ..eval.clone() };
     let mut wide = Incremental::new(&whole);

@@ -367,3 +367,27 @@ fn thin_points_keep_the_kept_series_exactly_whatever_the_cadence() {
     assert_eq!(bits(&replayed), bits(&every));
     assert_eq!(replayed.thin_points(), every.thin_points());
 }
+
+#[test]
+fn thin_scrapes_far_apart_keep_their_times() {
+    // A thin block keeps its times as u32 ms after its first scrape: a scrape 50 days on
+    // (a target down for that long, a window longer than that) starts another block.
+    let kept = Kept { counters: vec![CounterKind::RequestsFinished], ..Kept::default() };
+    let day = 86_400_000i64;
+    let mut w = TargetWindows::new(Duration::from_secs(200 * 86_400));
+    let times = [5, 1_000, 50 * day, 50 * day + 7, 120 * day, 120 * day + 1, 121 * day];
+    for (i, &t) in times.iter().enumerate() {
+        w.push(t, Arc::new(vllm_like(1, i as f64)));
+    }
+    let whole = bits(&w);
+    w.thin_before(120 * day + 1, &kept);
+    assert_eq!(w.thin_points(), 6);
+    assert_eq!(w.thin.len(), 3, "one block per span under u32::MAX ms");
+    let got: Vec<i64> = w.stored_points().map(|p| p.0).collect();
+    assert_eq!(got, times);
+    assert_eq!(w.times_in_range(121 * day, 71 * day), [50 * day + 7, 120 * day, 120 * day + 1, 121 * day]);
+    for (seq, &t) in w.seq_range().zip(&times) {
+        assert_eq!(w.point_at(seq).map(|p| p.0), Some(t));
+    }
+    assert_eq!(whole.len(), bits(&w).len());
+}

@@ -110,8 +110,11 @@ pub(super) struct Block {
     pub(super) layout: Arc<Layout>,
     /// The first scrape's values (kept after it is dropped): every other scrape's base.
     base: Arc<[f64]>,
-    /// Every scrape's time, the first included.
-    times: Vec<i64>,
+    /// The first scrape's time.
+    t0: i64,
+    /// Every scrape's time after `t0`, the first (0) included: a block spans at most
+    /// `u32::MAX` ms ([`Block::fits`]), and half of a thin scrape was its `i64` time.
+    times: Vec<u32>,
     /// Scrapes dropped from the front.
     skip: usize,
     /// Scrapes 1.. as differences: one column for all of them once the block is full
@@ -130,7 +133,23 @@ fn integral(v: f64) -> bool {
 
 impl Block {
     fn new(layout: Arc<Layout>, t_ms: i64, values: &[f64]) -> Block {
-        Block { layout, base: values.into(), times: vec![t_ms], skip: 0, sealed: None, open: Vec::new() }
+        Block { layout, base: values.into(), t0: t_ms, times: vec![0], skip: 0, sealed: None, open: Vec::new() }
+    }
+
+    /// Whether a scrape at `t_ms` (newer than the block's) can join it.
+    fn fits(&self, t_ms: i64) -> bool {
+        self.times.len() < BLOCK && t_ms.checked_sub(self.t0).is_some_and(|d| u32::try_from(d).is_ok())
+    }
+
+    /// The time of scrape `j`, counting those dropped from the front.
+    fn time(&self, j: usize) -> i64 {
+        self.t0 + i64::from(self.times[j])
+    }
+
+    /// Gives back what a block that will take no more scrapes over-allocated.
+    fn close(&mut self) {
+        self.times.shrink_to_fit();
+        self.open.shrink_to_fit();
     }
 
     /// Scrapes still stored.
@@ -140,16 +159,17 @@ impl Block {
 
     /// The time of stored scrape `k` (0: the oldest).
     pub(super) fn t(&self, k: usize) -> i64 {
-        self.times[self.skip + k]
+        self.time(self.skip + k)
     }
 
     pub(super) fn last_t(&self) -> i64 {
-        self.times.last().copied().unwrap_or(i64::MIN)
+        self.times.len().checked_sub(1).map_or(i64::MIN, |j| self.time(j))
     }
 
     fn push(&mut self, t_ms: i64, values: &[f64]) {
         self.open.push(Column::encode(values, Some(&self.base)));
-        self.times.push(t_ms);
+        // `fits` said the offset does.
+        self.times.push(u32::try_from(t_ms - self.t0).unwrap_or(u32::MAX));
         if self.times.len() < BLOCK {
             return;
         }
@@ -175,6 +195,7 @@ impl Block {
         let predicted = Self::predicted(&self.base, &slopes, self.times.len());
         self.sealed = Some((Column::encode(&all, Some(&predicted)), trend));
         self.open = Vec::new();
+        self.close();
     }
 
     /// Scrapes 1..`n` on the line from `base` with integer `slopes` (where it stays exact).
@@ -194,7 +215,7 @@ impl Block {
     pub(super) fn for_each(&self, from: usize, mut f: impl FnMut(usize, i64, &[f64]) -> bool) -> bool {
         let width = self.base.len();
         let first = self.skip + from;
-        if first == 0 && !f(0, self.times[0], &self.base) {
+        if first == 0 && !f(0, self.t0, &self.base) {
             return true;
         }
         let first = first.max(1);
@@ -209,7 +230,7 @@ impl Block {
                 return false;
             }
             for j in first..self.times.len() {
-                if !f(j - self.skip, self.times[j], &cur[(j - 1) * width..j * width]) {
+                if !f(j - self.skip, self.time(j), &cur[(j - 1) * width..j * width]) {
                     break;
                 }
             }
@@ -221,7 +242,7 @@ impl Block {
             if !self.open[j - 1].decode_into(&mut cur) {
                 return false;
             }
-            if !f(j - self.skip, self.times[j], &cur) {
+            if !f(j - self.skip, self.time(j), &cur) {
                 break;
             }
         }
@@ -243,7 +264,7 @@ impl Block {
     pub(super) fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         self.base.len() * size_of::<f64>()
-            + self.times.capacity() * size_of::<i64>()
+            + self.times.capacity() * size_of::<u32>()
             + self.sealed.as_ref().map_or(0, |(s, t)| s.heap_bytes() + t.heap_bytes())
             + self.open.iter().map(Column::heap_bytes).sum::<usize>()
             + self.open.capacity() * size_of::<Column>()
@@ -302,8 +323,13 @@ impl TargetWindows {
         let values: Vec<f64> = cols.iter().map(|&c| full[c as usize]).collect();
         let t_ms = point.t_ms;
         match self.thin.back_mut() {
-            Some(b) if Arc::ptr_eq(&b.layout, &layout) && b.times.len() < BLOCK => b.push(t_ms, &values),
-            _ => self.thin.push_back(Block::new(layout, t_ms, &values)),
+            Some(b) if Arc::ptr_eq(&b.layout, &layout) && b.fits(t_ms) => b.push(t_ms, &values),
+            last => {
+                if let Some(b) = last {
+                    b.close();
+                }
+                self.thin.push_back(Block::new(layout, t_ms, &values));
+            }
         }
         self.points.pop_front();
         self.thin_len += 1;

@@ -122,6 +122,7 @@ impl Keeper {
             // target restarts empty) and counted as `too_large`.
             let result = file::write_atomic(&dir, &format::header(now_ms), frames, max_size);
             report(&dir, result, max_size, now_ms, &stats, &failing);
+            restore::release_freed_memory();
             busy.store(false, Ordering::Release);
         });
         if wait {

@@ -75,11 +75,12 @@ pub fn restore(
     }
 }
 
-/// Hands the memory the restore freed back to the system. Each section's bytes and decoded
-/// form lay on the heap below the stores rebuilt from them; with one malloc arena
-/// (docs/footprint.md#memory) glibc returns freed memory only from the top of the heap
-/// unless asked, and the daemon would keep the restore's peak in its RSS for good.
-fn release_freed_memory() {
+/// Hands the memory a restore or a snapshot freed back to the system. A restore's sections
+/// (bytes and decoded form) lay on the heap below the stores rebuilt from them; a
+/// snapshot's copies of the budget ledgers and its framed sections are freed once written.
+/// With one malloc arena (docs/footprint.md#memory) glibc returns freed memory only from
+/// the top of the heap unless asked, and the daemon would keep each peak in its RSS.
+pub(super) fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free pages to the system; it touches no live allocation.
     unsafe {

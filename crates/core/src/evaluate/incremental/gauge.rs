@@ -21,13 +21,13 @@ use crate::kahan;
 pub(super) struct GaugeState {
     /// Only finite samples count (KV usage, as `kv::report` reads it); else all samples.
     finite_only: bool,
-    /// Samples in the window.
-    n: usize,
+    /// Samples in the window (a window holds at most `MAX_POINTS` + `MAX_DROPPED`).
+    n: u32,
     first: f64,
     last: f64,
-    nan: usize,
-    pos_inf: usize,
-    neg_inf: usize,
+    nan: u32,
+    pos_inf: u32,
+    neg_inf: u32,
     /// Running compensated sum of the finite samples.
     sum: f64,
     c: f64,
@@ -37,7 +37,7 @@ pub(super) struct GaugeState {
     /// The newest finite sample (KV's `last`).
     last_finite: Option<(u64, f64)>,
     /// Finite samples in each KV band, in `KvBand::ALL` order.
-    bands: [usize; 5],
+    bands: [u32; 5],
 }
 
 impl GaugeState {
@@ -66,7 +66,7 @@ impl GaugeState {
         self.n == 0
     }
 
-    fn finite(&self) -> usize {
+    fn finite(&self) -> u32 {
         self.n - self.nan - self.pos_inf - self.neg_inf
     }
 
@@ -160,7 +160,13 @@ impl GaugeState {
             .then(|| {
                 let (_, last) = self.last_finite?;
                 // The deque holds finite values only here: its front is the finite max.
-                Some(FiniteRange { samples: self.finite(), last, mean: self.finite_mean(), max, bands: self.bands })
+                Some(FiniteRange {
+                    samples: self.finite() as usize,
+                    last,
+                    mean: self.finite_mean(),
+                    max,
+                    bands: self.bands.map(|b| b as usize),
+                })
             })
             .flatten();
         // For KV usage the all-sample max would skip infinities too; only `finite` is read.

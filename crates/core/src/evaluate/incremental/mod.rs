@@ -34,6 +34,7 @@
 //! from its keyframe.
 
 mod gauge;
+mod last;
 mod plan;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -51,6 +52,7 @@ use crate::window::{Layout, TargetWindows};
 #[cfg(doc)]
 use super::promql::RangeAcc;
 
+use last::Lasts;
 use plan::Catalog;
 use window::{Entering, WindowState};
 
@@ -60,6 +62,8 @@ pub struct Incremental {
     windows: Vec<(Window, WindowState)>,
     kv: KvThresholds,
     catalog: Catalog,
+    /// Every series' newest sample, shared by the windows that hold it.
+    lasts: Lasts,
     /// What the store may drop once the configured windows have let go of a point.
     thinning: Option<Thinning>,
     /// The store followed, and the next point to enter.
@@ -87,6 +91,7 @@ impl Incremental {
             windows: cfg.windows.iter().map(|&w| (w, WindowState::new(w.millis(), Thin::of(cfg, w)))).collect(),
             kv: cfg.kv,
             catalog: Catalog::default(),
+            lasts: Lasts::default(),
             thinning: Thinning::of(cfg),
             epoch: 0,
             next_seq: 0,
@@ -118,6 +123,7 @@ impl Incremental {
             w.clear();
         }
         self.catalog = Catalog::default();
+        self.lasts = Lasts::default();
         self.epoch = store.epoch();
         self.next_seq = store.seq_range().start;
         self.head_t = None;
@@ -173,7 +179,7 @@ impl Incremental {
         // stored point is a keyframe, so reading resumes there without a base.
         self.next_seq = self.next_seq.max(front);
         let end = store.seq_range().end;
-        let mut gauges = Vec::new();
+        let (mut gauges, mut resets) = (Vec::new(), Vec::new());
         while self.next_seq < end {
             let Some((t, layout)) = store.point_at(self.next_seq) else { break };
             if t > now_ms {
@@ -187,6 +193,7 @@ impl Incremental {
             }
             let plan = self.catalog.plan(layout);
             plan.gauge_values(&self.catalog, &self.head_values, &mut gauges);
+            self.lasts.step(t, layout, &plan, &self.head_values, &mut resets);
             let p = Entering {
                 seq: self.next_seq,
                 t_ms: t,
@@ -194,6 +201,7 @@ impl Incremental {
                 plan: &plan,
                 values: &self.head_values,
                 gauges: &gauges,
+                resets: &resets,
             };
             for (_, w) in &mut self.windows {
                 if t > now_ms.saturating_sub(w.range_ms) {
@@ -215,17 +223,33 @@ impl Incremental {
         }
     }
 
-    /// Heap bytes of the state, roughly (docs/memory.md): per window and series a few
-    /// words, per gauge group its max deque, and the catalog of series ids.
+    /// Heap bytes of the state, roughly (docs/memory.md): per window and series three
+    /// words, per gauge group its max deque, per series its newest sample, and the catalog
+    /// of series ids.
     pub fn heap_bytes(&self) -> usize {
-        self.windows.iter().map(|(_, w)| w.heap_bytes()).sum::<usize>()
-            + self.catalog.heap_bytes()
-            + self.head_values.capacity() * std::mem::size_of::<f64>()
+        self.heap_parts().iter().map(|p| p.1).sum()
+    }
+
+    /// [`Incremental::heap_bytes`] by part, named: what `examples/steady_state` prints.
+    pub fn heap_parts(&self) -> [(&'static str, usize); 6] {
+        let mut w = window::HeapParts::default();
+        for (_, s) in &self.windows {
+            let p = s.heap_parts();
+            (w.series, w.cursor, w.gauges) = (w.series + p.series, w.cursor + p.cursor, w.gauges + p.gauges);
+        }
+        [
+            ("windows' series", w.series),
+            ("windows' cursors", w.cursor),
+            ("windows' gauges", w.gauges),
+            ("newest samples", self.lasts.heap_bytes()),
+            ("catalog", self.catalog.heap_bytes()),
+            ("head", self.head_values.capacity() * std::mem::size_of::<f64>()),
+        ]
     }
 
     /// Each window's range, grouped by model, as [`RangeView::collect`] gives it.
     pub fn views(&self) -> Vec<(Window, RangeView)> {
-        self.windows.iter().map(|(w, s)| (*w, s.view(&self.catalog))).collect()
+        self.windows.iter().map(|(w, s)| (*w, s.view(&self.catalog, &self.lasts))).collect()
     }
 
     /// Every model's report at the instant of the last [`Incremental::advance`].
@@ -257,7 +281,8 @@ fn refill(
     let first = store.seq_after(now_ms.saturating_sub(w.range_ms));
     let mut values = Vec::new();
     let mut prev: Option<Arc<Layout>> = None;
-    let mut gauges = Vec::new();
+    // The window's own newest samples, to find its resets; they end as the shared ones.
+    let (mut gauges, mut lasts, mut resets) = (Vec::new(), Lasts::default(), Vec::new());
     for seq in first..next_seq {
         let Some((t, layout)) = store.point_at(seq) else { break };
         let decoded = if seq == first {
@@ -272,6 +297,8 @@ fn refill(
         }
         let plan: Arc<_> = catalog.plan(layout);
         plan.gauge_values(catalog, &values, &mut gauges);
-        w.enter(&Entering { seq, t_ms: t, layout, plan: &plan, values: &values, gauges: &gauges }, catalog, kv);
+        lasts.step(t, layout, &plan, &values, &mut resets);
+        let p = Entering { seq, t_ms: t, layout, plan: &plan, values: &values, gauges: &gauges, resets: &resets };
+        w.enter(&p, catalog, kv);
     }
 }

@@ -1,12 +1,14 @@
-//! One window's incremental state: per series its first and last sample, sample count
-//! and resets; per gauge group its running statistics; per model its span. A point
+//! One window's incremental state: per series its first sample and sample count (the
+//! newest sample is shared by every window, `last`), and its resets if it has any; per
+//! gauge group its running statistics; per model its span. A point
 //! entering costs its columns; a point leaving costs its columns plus one decode of the
 //! point after it (the window's new oldest point), whatever the window's length.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::gauge::GaugeState;
+use super::last::Lasts;
 use super::plan::{Catalog, Feed, Plan};
 use crate::canonical::GaugeKind;
 use crate::evaluate::promql::RangeAcc;
@@ -23,6 +25,8 @@ pub(super) struct Entering<'a> {
     pub values: &'a [f64],
     /// Each of `plan.groups`' value at this point.
     pub gauges: &'a [f64],
+    /// Per column, the value before a reset at this point ([`Lasts::step`]).
+    pub resets: &'a [Option<f64>],
 }
 
 /// The window's oldest point, decoded: what leaves next, and the base for decoding the
@@ -37,7 +41,9 @@ struct Cursor {
     values: Vec<f64>,
 }
 
-#[derive(Debug)]
+/// One series in one window: what differs between windows (the newest sample is shared,
+/// see `last`). Empty when `n` is 0.
+#[derive(Debug, Clone, Copy)]
 struct SeriesState {
     first_t: i64,
     first_v: f64,
@@ -46,69 +52,47 @@ struct SeriesState {
     /// column for a whole window; for a thin one, the rank among the columns it keeps,
     /// which is the same in a scrape's full and thin forms.
     first_order: u32,
-    last_t: i64,
-    last_v: f64,
-    last_col: u32,
-    last_layout: Arc<Layout>,
     n: u32,
-    /// (time of the sample after a reset, value before it), oldest first: the correction
-    /// is their sum in this order, exactly as [`RangeAcc::push`] adds them. Boxed: most
-    /// series have none, and this state exists per series per window.
-    #[allow(clippy::box_collection)] // one pointer instead of a `VecDeque`'s four words
-    resets: Option<Box<VecDeque<(i64, f64)>>>,
 }
 
 impl SeriesState {
-    fn new(t_ms: i64, v: f64, col: usize, order: u32, layout: &Arc<Layout>) -> Self {
-        SeriesState {
-            first_t: t_ms,
-            first_v: v,
-            first_order: order,
-            last_t: t_ms,
-            last_v: v,
-            last_col: col as u32,
-            last_layout: layout.clone(),
-            n: 1,
-            resets: None,
-        }
-    }
+    const EMPTY: SeriesState = SeriesState { first_t: 0, first_v: 0.0, first_order: 0, n: 0 };
 
-    /// The reset rule of [`RangeAcc::push`], with the forced reset of `RangeView::collect`.
-    fn push(&mut self, t_ms: i64, v: f64, col: usize, layout: &Arc<Layout>) {
-        let same = Arc::ptr_eq(&self.last_layout, layout);
-        let forced = !same && layout.restarted_since(col, &self.last_layout, self.last_col as usize);
-        if v < self.last_v || forced {
-            self.resets.get_or_insert_default().push_back((t_ms, self.last_v));
-        }
-        self.last_t = t_ms;
-        self.last_v = v;
-        self.last_col = col as u32;
-        if !same {
-            self.last_layout = layout.clone();
-        }
-        self.n += 1;
+    fn is_empty(&self) -> bool {
+        self.n == 0
     }
+}
 
-    fn set_first(&mut self, t_ms: i64, v: f64, order: u32) {
-        self.first_t = t_ms;
-        self.first_v = v;
-        self.first_order = order;
-        // A reset at a sample no newer than the first is no longer between two samples
-        // of the range.
-        if let Some(resets) = &mut self.resets {
-            while resets.front().is_some_and(|r| r.0 <= t_ms) {
-                resets.pop_front();
-            }
-            if resets.is_empty() {
-                self.resets = None;
-            }
+/// (time of the sample after a reset, value before it), oldest first: the correction is
+/// their sum in this order, exactly as [`RangeAcc::push`] adds them.
+type Resets = VecDeque<(i64, f64)>;
+
+/// Drops the resets at a sample no newer than the series' new first one: they are no
+/// longer between two samples of the range.
+fn trim(resets: &mut HashMap<u32, Resets>, slot: u32, first_t: i64) {
+    // Most windows hold no reset: skip the hashing.
+    if resets.is_empty() {
+        return;
+    }
+    if let Some(r) = resets.get_mut(&slot) {
+        while r.front().is_some_and(|r| r.0 <= first_t) {
+            r.pop_front();
+        }
+        if r.is_empty() {
+            resets.remove(&slot);
         }
     }
+}
 
-    fn acc(&self) -> RangeAcc {
-        let correction = self.resets.iter().flat_map(|r| r.iter()).fold(0.0, |c, r| c + r.1);
-        RangeAcc::from_parts((self.first_t, self.first_v), (self.last_t, self.last_v), self.n as usize, correction)
-    }
+/// Heap bytes of a window's state by part.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct HeapParts {
+    /// Per series: first sample, count, resets, and a thin window's slot map.
+    pub series: usize,
+    /// The oldest point, decoded.
+    pub cursor: usize,
+    /// Gauge statistics and model spans.
+    pub gauges: usize,
 }
 
 /// Where leaving points hand off what they carried.
@@ -132,7 +116,9 @@ pub(super) struct WindowState {
     tail: Option<Cursor>,
     /// The newest point entered; meaningful while `tail` is set.
     last_seq: u64,
-    series: Vec<Option<SeriesState>>,
+    series: Vec<SeriesState>,
+    /// The resets of the series (by slot in `series`) that have any: most have none.
+    resets: HashMap<u32, Resets>,
     groups: Vec<Option<GaugeState>>,
     spans: Vec<Option<Span>>,
     /// For an alert-only window, the series it keeps; the others never enter its state.
@@ -161,6 +147,13 @@ fn index(thin: bool, local: &[u32], id: u32) -> Option<usize> {
     local.get(id as usize).filter(|&&l| l < UNSEEN).map(|&l| l as usize)
 }
 
+fn series_slot(v: &mut Vec<SeriesState>, i: usize) -> &mut SeriesState {
+    if v.len() <= i {
+        v.resize(i + 1, SeriesState::EMPTY);
+    }
+    &mut v[i]
+}
+
 fn slot<T>(v: &mut Vec<Option<T>>, id: u32) -> &mut Option<T> {
     let i = id as usize;
     if v.len() <= i {
@@ -176,6 +169,7 @@ impl WindowState {
             tail: None,
             last_seq: 0,
             series: Vec::new(),
+            resets: HashMap::new(),
             groups: Vec::new(),
             spans: Vec::new(),
             thin,
@@ -259,9 +253,14 @@ impl WindowState {
             let order = if self.thin.is_some() { rank } else { col as u32 };
             rank += 1;
             let v = p.values[col];
-            match slot(&mut self.series, i as u32) {
-                Some(s) => s.push(p.t_ms, v, col, p.layout),
-                s @ None => *s = Some(SeriesState::new(p.t_ms, v, col, order, p.layout)),
+            let s = series_slot(&mut self.series, i);
+            if s.is_empty() {
+                *s = SeriesState { first_t: p.t_ms, first_v: v, first_order: order, n: 1 };
+            } else {
+                s.n += 1;
+                if let Some(before) = p.resets[col] {
+                    self.resets.entry(i as u32).or_default().push_back((p.t_ms, before));
+                }
             }
         }
         for (&g, &v) in p.plan.groups.iter().zip(p.gauges) {
@@ -316,12 +315,15 @@ impl WindowState {
         let mut pending = Pending::default();
         for &(id, _) in old_plan.by_series.iter() {
             let Some(i) = index(self.thin.is_some(), &self.local, id) else { continue };
-            let Some(s) = self.series.get_mut(i).and_then(Option::as_mut) else { continue };
+            let Some(s) = self.series.get_mut(i).filter(|s| !s.is_empty()) else { continue };
             s.n -= 1;
             if s.n == 0 {
-                self.series[i] = None;
+                if !self.resets.is_empty() {
+                    self.resets.remove(&(i as u32));
+                }
             } else if let Some(c) = plan1.column_of(id) {
-                s.set_first(t1, tail.values[c], order_of(&orders, c));
+                (s.first_t, s.first_v, s.first_order) = (t1, tail.values[c], order_of(&orders, c));
+                trim(&mut self.resets, i as u32, t1);
             } else {
                 pending.series.push(id);
             }
@@ -373,11 +375,11 @@ impl WindowState {
             let orders = if pending.series.is_empty() { None } else { self.orders(catalog, &plan) };
             pending.series.retain(|&id| match plan.column_of(id) {
                 Some(c) => {
-                    if let Some(s) = index(self.thin.is_some(), &self.local, id)
-                        .and_then(|i| self.series.get_mut(i))
-                        .and_then(Option::as_mut)
+                    if let Some(i) = index(self.thin.is_some(), &self.local, id)
+                        && let Some(s) = self.series.get_mut(i).filter(|s| !s.is_empty())
                     {
-                        s.set_first(t, values[c], order_of(&orders, c));
+                        (s.first_t, s.first_v, s.first_order) = (t, values[c], order_of(&orders, c));
+                        trim(&mut self.resets, i as u32, t);
                     }
                     false
                 }
@@ -412,30 +414,30 @@ impl WindowState {
         false
     }
 
-    /// Heap bytes this window's state owns (the layouts it holds are the store's).
-    pub fn heap_bytes(&self) -> usize {
+    /// Heap bytes this window's state owns, by part (the layouts it holds are the store's).
+    pub fn heap_parts(&self) -> HeapParts {
         use std::mem::size_of;
-        let series: usize = (self.series.iter().flatten())
-            .filter_map(|s| s.resets.as_ref())
-            .map(|r| 32 + r.capacity() * size_of::<(i64, f64)>())
-            .sum();
+        // A map slot per series with resets (key, deque, control byte), and the deques.
+        let resets: usize = self.resets.capacity() * (size_of::<(u32, Resets)>() + 1)
+            + self.resets.values().map(|r| r.capacity() * size_of::<(i64, f64)>()).sum::<usize>();
         let groups: usize = self.groups.iter().flatten().map(GaugeState::heap_bytes).sum();
-        let tail = self.tail.as_ref().map_or(0, |c| c.values.capacity() * size_of::<f64>());
-        series
-            + groups
-            + tail
-            + self.series.capacity() * size_of::<Option<SeriesState>>()
-            + (self.local.capacity() + self.ids.capacity()) * size_of::<u32>()
-            + self.groups.capacity() * size_of::<Option<GaugeState>>()
-            + self.spans.capacity() * size_of::<Option<Span>>()
+        HeapParts {
+            series: resets
+                + self.series.capacity() * size_of::<SeriesState>()
+                + (self.local.capacity() + self.ids.capacity()) * size_of::<u32>(),
+            cursor: self.tail.as_ref().map_or(0, |c| c.values.capacity() * size_of::<f64>()),
+            gauges: groups
+                + self.groups.capacity() * size_of::<Option<GaugeState>>()
+                + self.spans.capacity() * size_of::<Option<Span>>(),
+        }
     }
 
     /// The window's content as the reference [`RangeView::collect`] would group it.
-    pub fn view(&self, catalog: &Catalog) -> RangeView {
+    pub fn view(&self, catalog: &Catalog, lasts: &Lasts) -> RangeView {
         let mut models: BTreeMap<Arc<str>, ModelRange> = BTreeMap::new();
         let mut order: Vec<Vec<(i64, u32, u32)>> = vec![Vec::new(); catalog.model_names.len()];
         for (i, s) in self.series.iter().enumerate() {
-            if let Some(s) = s {
+            if !s.is_empty() {
                 let id = self.id_at(i);
                 order[catalog.series_model[id as usize] as usize].push((s.first_t, s.first_order, i as u32));
             }
@@ -449,8 +451,14 @@ impl WindowState {
             m.series = ids
                 .into_iter()
                 .filter_map(|(_, _, i)| {
-                    let s = self.series[i as usize].as_ref()?;
-                    Some((catalog.keys[self.id_at(i as usize) as usize].clone(), s.acc()))
+                    let s = &self.series[i as usize];
+                    let id = self.id_at(i as usize);
+                    let last = lasts.get(id)?;
+                    let resets = if self.resets.is_empty() { None } else { self.resets.get(&i) };
+                    let correction = resets.map_or(0.0, |r| r.iter().fold(0.0, |c, r| c + r.1));
+                    let acc =
+                        RangeAcc::from_parts((s.first_t, s.first_v), (last.t_ms, last.v), s.n as usize, correction);
+                    Some((catalog.keys[id as usize].clone(), acc))
                 })
                 .collect();
         }
