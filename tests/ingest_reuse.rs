@@ -20,22 +20,22 @@ use goodput_sim::{Profile, Sim, SimConfig};
 
 const INTERVAL_MS: i64 = 5_000;
 
-/// Feeds `bodies` both ways; returns how many scrapes were reused.
-fn check_same(what: &str, bodies: &[String]) -> usize {
+/// Feeds `bodies` both ways; returns which scrapes were reused.
+fn check_same(what: &str, bodies: &[String]) -> Vec<bool> {
     let limits = Limits::default();
     let card = Cardinality { max_models: 50, max_series: 100_000 };
     let (hint, model) = (EngineHint::Auto, "m");
     let mut plain = TargetState::new(Duration::from_secs(3600));
     let mut reusing = TargetState::new(Duration::from_secs(3600));
     let mut reuse = Reuse::default();
-    let mut reused = 0;
+    let mut reused = Vec::new();
     let fail =
         |e: goodput::scrape::ScrapeError| ScrapeFailure { reason: e.reason().into(), message: e.message().into() };
     for (i, body) in bodies.iter().enumerate() {
         let t = (i as i64 + 1) * INTERVAL_MS;
         let a = ingest(body.as_bytes(), &limits, card, hint, model).map(Arc::new).map_err(fail);
         let b = ingest_reusing(body.as_bytes(), &limits, card, hint, model, &mut reuse).map_err(fail);
-        reused += usize::from(matches!(b, Ok(Scraped::Values(_))));
+        reused.push(matches!(b, Ok(Scraped::Values(_))));
         let (ta, tb) = (plain.observe(t, None, a), reusing.observe_scraped(t, None, b));
         assert_eq!(ta, tb, "{what}, scrape {i}: transition");
         if reuse.wants_layout() {
@@ -170,7 +170,7 @@ fn the_simulators_scrapes_are_stored_as_without_reuse() {
             sim.render()
         })
         .collect();
-    let reused = check_same("sim", &bodies);
+    let reused = check_same("sim", &bodies).into_iter().filter(|&r| r).count();
     eprintln!("sim: {reused} of 40 reused");
     // The series settle once traffic has reached every bucket; from then on most scrapes
     // are reused.
@@ -194,9 +194,27 @@ fn every_real_fixture_is_stored_as_without_reuse() {
     for path in files {
         let body = std::fs::read_to_string(&path).expect("a fixture reads");
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let n = check_same(&name, &variants(&body));
+        let n = check_same(&name, &variants(&body)).into_iter().filter(|&r| r).count();
         eprintln!("{name}: {n} reused");
         total += n;
     }
     assert!(total >= 50, "only {total} fixture scrapes reused");
+}
+
+/// After an engine restart (a new process start time from then on) or a counter created
+/// anew, scrapes are reused again from the second one on: the structure is learnt afresh.
+#[test]
+fn reuse_resumes_after_a_restart_and_a_new_created_time() {
+    let body = tools::real_fixture("vllm-v1-0.13ish-dynamo-worker-full.prom");
+    let body = std::fs::read_to_string(body).expect("the fixture reads");
+    let body = format!("{body}\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1000\n");
+    let restarted = map_values(&body, |name, _, v| match name {
+        "process_start_time_seconds" => "2000".into(),
+        n if n.ends_with("_created") => "3000".into(),
+        _ => v.into(),
+    });
+    let bodies: Vec<String> =
+        (0..6).map(|k| moved(&body, k as f64)).chain((0..6).map(|k| moved(&restarted, k as f64))).collect();
+    let reused = check_same("restart", &bodies);
+    assert_eq!(reused, [false, false, true, true, true, true, false, true, true, true, true, true], "{reused:?}");
 }

@@ -53,6 +53,11 @@ pub struct Reuse {
     /// seen twice in a row, so that a target whose series change every scrape pays the
     /// fingerprint only, not the extra adapting.
     last: Option<u64>,
+    /// Structures learnt in a row without a scrape reused since, and how many fresh scrapes
+    /// to wait before learning again: a target whose process start or `_created` changes
+    /// every scrape would otherwise pay the learning each time.
+    fruitless: u32,
+    wait: u32,
 }
 
 impl std::fmt::Debug for Reuse {
@@ -100,6 +105,9 @@ impl Reuse {
                 && s.cardinality == cardinality;
             same.then(|| s.gather(exp)).flatten()
         });
+        if values.is_some() {
+            self.fruitless = 0;
+        }
         (fingerprint, values)
     }
 
@@ -114,14 +122,21 @@ impl Reuse {
         default_model: &str,
         cardinality: Cardinality,
     ) {
-        let known = self.shape.as_ref().is_some_and(|s| s.fingerprint == fingerprint);
-        if !known && self.last == Some(fingerprint) {
-            self.shape = Shape::learn(fingerprint, exp, snapshot, default_model).map(|mut s| {
-                (s.hint, s.cardinality) = (hint, cardinality);
-                s
-            });
+        // Also when the structure is the one learnt: what failed is a restart marker or a
+        // NaN, and when it stays so the layout learnt is out of date.
+        if self.last.replace(fingerprint) != Some(fingerprint) {
+            return;
         }
-        self.last = Some(fingerprint);
+        if self.wait > 0 {
+            self.wait -= 1;
+            return;
+        }
+        self.shape = Shape::learn(fingerprint, exp, snapshot, default_model).map(|mut s| {
+            (s.hint, s.cardinality) = (hint, cardinality);
+            s
+        });
+        self.wait = (1 << self.fruitless.min(6)) - 1;
+        self.fruitless += 1;
     }
 
     /// Makes the learnt layout the store's own `Arc` when they are equal, so that reused
@@ -174,7 +189,12 @@ impl Shape {
         if !real.warnings.is_empty() || !exp.duplicates.is_empty() || n >= CONST as usize {
             return None;
         }
+        // NaN restart markers never compare equal, so every scrape makes a new layout.
+        let nan = |v: Option<f64>| v.is_some_and(f64::is_nan);
         let (layout, real_values) = stored(real.clone())?;
+        if nan(layout.process_start) || layout.created.iter().any(|&c| nan(c)) {
+            return None;
+        }
         let probe = |value: &dyn Fn(usize) -> f64| {
             let mut e = exp.clone();
             for (i, s) in e.samples.iter_mut().enumerate() {
