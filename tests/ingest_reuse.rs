@@ -171,7 +171,6 @@ fn the_simulators_scrapes_are_stored_as_without_reuse() {
         })
         .collect();
     let reused = check_same("sim", &bodies).into_iter().filter(|&r| r).count();
-    eprintln!("sim: {reused} of 40 reused");
     // The series settle once traffic has reached every bucket; from then on most scrapes
     // are reused.
     assert!(reused >= 10, "only {reused} of 40 simulator scrapes reused");
@@ -195,7 +194,6 @@ fn every_real_fixture_is_stored_as_without_reuse() {
         let body = std::fs::read_to_string(&path).expect("a fixture reads");
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let n = check_same(&name, &variants(&body)).into_iter().filter(|&r| r).count();
-        eprintln!("{name}: {n} reused");
         total += n;
     }
     assert!(total >= 50, "only {total} fixture scrapes reused");

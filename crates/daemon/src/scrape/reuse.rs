@@ -106,7 +106,7 @@ impl Reuse {
             same.then(|| s.gather(exp)).flatten()
         });
         if values.is_some() {
-            self.fruitless = 0;
+            (self.fruitless, self.wait) = (0, 0);
         }
         (fingerprint, values)
     }
