@@ -35,13 +35,13 @@ pub fn ingest_reusing(
     default_model: &str,
     reuse: &mut Reuse,
 ) -> Result<Scraped, ScrapeError> {
-    let exposition = parse_body(body, limits)?;
+    let mut exposition = parse_body(body, limits)?;
     let (fingerprint, values) = reuse.values(&exposition, hint, default_model, cardinality);
     if let Some(v) = values {
         return Ok(Scraped::Values(v));
     }
     let snapshot = Arc::new(adapt_checked(&exposition, cardinality, hint, default_model)?);
-    reuse.learn(fingerprint, &exposition, &snapshot, hint, default_model, cardinality);
+    reuse.learn(fingerprint, &mut exposition, &snapshot, hint, default_model, cardinality);
     Ok(Scraped::Snapshot(snapshot))
 }
 

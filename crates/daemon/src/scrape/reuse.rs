@@ -116,7 +116,7 @@ impl Reuse {
     pub fn learn(
         &mut self,
         fingerprint: u64,
-        exp: &Exposition<'_>,
+        exp: &mut Exposition<'_>,
         snapshot: &Arc<Snapshot>,
         hint: EngineHint,
         default_model: &str,
@@ -184,7 +184,7 @@ impl Reuse {
 }
 
 impl Shape {
-    fn learn(fingerprint: u64, exp: &Exposition<'_>, real: &Arc<Snapshot>, default_model: &str) -> Option<Shape> {
+    fn learn(fingerprint: u64, exp: &mut Exposition<'_>, real: &Arc<Snapshot>, default_model: &str) -> Option<Shape> {
         let n = exp.samples.len();
         if !real.warnings.is_empty() || !exp.duplicates.is_empty() || n >= CONST as usize {
             return None;
@@ -195,16 +195,23 @@ impl Shape {
         if nan(layout.process_start) || layout.created.iter().any(|&c| nan(c)) {
             return None;
         }
-        let probe = |value: &dyn Fn(usize) -> f64| {
-            let mut e = exp.clone();
-            for (i, s) in e.samples.iter_mut().enumerate() {
+        // The probes overwrite the values in place (a copy of the exposition would double the
+        // transient memory of learning) and put them back before they are read below.
+        let real_samples: Vec<f64> = exp.samples.iter().map(|s| s.value).collect();
+        let mut probe = |value: &dyn Fn(usize) -> f64| {
+            for (i, s) in exp.samples.iter_mut().enumerate() {
                 s.value = value(i);
             }
-            let snapshot = adapt_bounded(&e, EngineHint::Is(real.engine), default_model, usize::MAX).ok()?;
+            let snapshot = adapt_bounded(exp, EngineHint::Is(real.engine), default_model, usize::MAX).ok()?;
             stored(Arc::new(snapshot))
         };
-        let (up_layout, up) = probe(&|i| i as f64)?;
-        let (down_layout, down) = probe(&|i| -(i as f64) - 0.5)?;
+        let up = probe(&|i| i as f64);
+        let down = probe(&|i| -(i as f64) - 0.5);
+        for (s, v) in exp.samples.iter_mut().zip(real_samples) {
+            s.value = v;
+        }
+        let exp = &*exp;
+        let ((up_layout, up), (down_layout, down)) = (up?, down?);
         if up_layout.keys != layout.keys || down_layout.keys != layout.keys || real_values.len() != layout.keys.len() {
             return None;
         }
