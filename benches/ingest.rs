@@ -9,7 +9,10 @@
 //! - `vllm_like_20MB`: the parser benchmark's generated body (23 models × 8 engines).
 //!
 //! Each iteration pushes into a store that already holds earlier scrapes of the same body,
-//! at a later time, as the daemon does every interval.
+//! at a later time, as the daemon does every interval. `whole_path` adapts every scrape
+//! (`scrape::ingest`, then `TargetWindows::push`); `whole_path_reused` is the daemon's path
+//! since the adapter is skipped for a scrape with the previous one's series
+//! (`scrape::ingest_reusing` and `TargetState::observe_scraped`).
 //!
 //! Time is the benchmark thread's on-CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall time:
 //! the machine is shared, and under load wall time measures the other processes
@@ -25,7 +28,8 @@ use criterion::{Criterion, Throughput};
 use goodput::adapt::EngineHint;
 use goodput::config::Cardinality;
 use goodput::parse::{Limits, parse, vllm_like_exposition};
-use goodput::scrape::ingest;
+use goodput::scrape::{Reuse, ingest, ingest_reusing};
+use goodput::target::TargetState;
 use goodput::window::TargetWindows;
 use goodput_sim::{Profile, Sim, SimConfig};
 
@@ -75,6 +79,22 @@ fn bench(c: &mut Criterion<Clock>) {
                 t_ms += 1000;
                 store.push(t_ms, Arc::new(snapshot));
                 black_box(store.len())
+            })
+        });
+        let mut state = TargetState::new(Duration::from_secs(60));
+        let mut reuse = Reuse::default();
+        g.bench_function(format!("{name}/whole_path_reused"), |b| {
+            b.iter(|| {
+                let scraped =
+                    ingest_reusing(black_box(body.as_bytes()), &limits, cardinality, EngineHint::Auto, "t", &mut reuse)
+                        .expect("ingests");
+                t_ms += 1000;
+                state.observe_scraped(t_ms, None, Ok(scraped));
+                if reuse.wants_layout() {
+                    let w = &state.windows;
+                    reuse.adopt(w.point_at(w.seq_range().end - 1).expect("just stored").1);
+                }
+                black_box(state.windows.len())
             })
         });
     }

@@ -9,9 +9,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::canonical::{Engine, Snapshot};
+use crate::canonical::{Engine, ScrapeWarning, Snapshot};
 use crate::report::Health;
-use crate::window::TargetWindows;
+use crate::window::{Layout, TargetWindows};
 
 /// Why a scrape gave no snapshot: `reason` is the `llm_slo_scrape_errors_total{reason}`
 /// label, `message` is for humans.
@@ -24,6 +24,48 @@ pub struct ScrapeFailure {
 impl fmt::Display for ScrapeFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.message, self.reason)
+    }
+}
+
+/// One accepted scrape, as the window store takes it.
+#[derive(Debug, Clone)]
+pub enum Scraped {
+    /// Adapted afresh.
+    Snapshot(Arc<Snapshot>),
+    /// A scrape whose series were the previous one's: its values in the layout already
+    /// stored, without a snapshot built and taken apart again (docs/benchmarks.md#ingest-parse--adapt--push).
+    Values(Values),
+}
+
+/// A scrape already split into a stored layout and its value column. Never has warnings:
+/// only a scrape without any is reused.
+#[derive(Debug, Clone)]
+pub struct Values {
+    pub engine: Engine,
+    pub layout: Arc<Layout>,
+    pub values: Box<[f64]>,
+}
+
+impl Scraped {
+    pub fn engine(&self) -> Engine {
+        match self {
+            Scraped::Snapshot(s) => s.engine,
+            Scraped::Values(v) => v.engine,
+        }
+    }
+
+    pub fn warnings(&self) -> &[ScrapeWarning] {
+        match self {
+            Scraped::Snapshot(s) => &s.warnings,
+            Scraped::Values(_) => &[],
+        }
+    }
+
+    pub fn process_start(&self) -> Option<f64> {
+        match self {
+            Scraped::Snapshot(s) => s.process_start,
+            Scraped::Values(v) => v.layout.process_start,
+        }
     }
 }
 
@@ -72,6 +114,16 @@ impl TargetState {
         took: Option<Duration>,
         outcome: Result<Arc<Snapshot>, ScrapeFailure>,
     ) -> Transition {
+        self.observe_scraped(t_ms, took, outcome.map(Scraped::Snapshot))
+    }
+
+    /// [`TargetState::observe`] for a scrape that may come as [`Values`].
+    pub fn observe_scraped(
+        &mut self,
+        t_ms: i64,
+        took: Option<Duration>,
+        outcome: Result<Scraped, ScrapeFailure>,
+    ) -> Transition {
         if let Some(d) = took {
             self.health.last_scrape_duration_seconds = Some(d.as_secs_f64());
         }
@@ -79,15 +131,25 @@ impl TargetState {
         let first = !self.seen;
         self.seen = true;
         match outcome {
-            Ok(snapshot) => {
-                let mut reasons: Vec<_> = snapshot.warnings.iter().map(|w| w.reason).collect();
+            Ok(scraped) => {
+                let mut reasons: Vec<_> = scraped.warnings().iter().map(|w| w.reason).collect();
                 reasons.sort();
                 reasons.dedup();
                 for r in reasons {
                     *self.health.warnings_total.entry(r.as_str().to_string()).or_insert(0) += 1;
                 }
-                self.health.process_start_s = snapshot.process_start;
-                self.windows.push(t_ms, snapshot);
+                self.health.process_start_s = scraped.process_start();
+                match scraped {
+                    Scraped::Snapshot(snapshot) => self.windows.push(t_ms, snapshot),
+                    Scraped::Values(v) => {
+                        // What `push` does with a snapshot's engine, for a scrape that has none.
+                        let w = &mut self.windows;
+                        if w.is_empty() || w.point_at(w.seq_range().end - 1).is_some_and(|(t, _)| t < t_ms) {
+                            w.set_engine(Some(v.engine));
+                        }
+                        self.windows.push_values(t_ms, v.layout, v.values);
+                    }
+                }
                 self.health.up = true;
                 self.health.last_successful_scrape_ms = Some(t_ms);
                 self.health.last_error = None;

@@ -12,9 +12,9 @@ use crate::canonical::{ScrapeWarning, Snapshot};
 use crate::config::{Config, Target};
 use crate::evaluate::incremental::Incremental;
 use crate::parse::Limits;
-use crate::scrape::{FetchSpec, Fetcher, HttpClient, ScrapeError, ingest};
+use crate::scrape::{FetchSpec, Fetcher, HttpClient, Reuse, ScrapeError, ingest_reusing};
 pub use crate::target::TargetState;
-use crate::target::{ScrapeFailure, Transition};
+use crate::target::{ScrapeFailure, Scraped, Transition};
 
 use super::clock::Clock;
 
@@ -83,14 +83,26 @@ impl TargetRuntime {
 
     /// Records one scrape outcome taken at `start_ms`, and logs a change of state once.
     pub fn record(&self, start_ms: i64, took: Duration, outcome: Result<Snapshot, ScrapeError>) {
+        let outcome = outcome.map(|s| Scraped::Snapshot(Arc::new(s)));
+        self.record_reusing(start_ms, took, outcome, &mut Reuse::default());
+    }
+
+    /// [`TargetRuntime::record`] for a scrape from [`ingest_reusing`] with `reuse`, which
+    /// learns the layout stored when it needs it.
+    fn record_reusing(&self, start_ms: i64, took: Duration, outcome: Result<Scraped, ScrapeError>, reuse: &mut Reuse) {
         let name = &self.config.name;
-        let outcome = outcome
-            .map(Arc::new)
-            .map_err(|e| ScrapeFailure { reason: e.reason().to_string(), message: e.message().to_string() });
+        let outcome =
+            outcome.map_err(|e| ScrapeFailure { reason: e.reason().to_string(), message: e.message().to_string() });
         let mut st = self.lock();
-        let engine = outcome.as_ref().ok().map(|s| s.engine);
+        let engine = outcome.as_ref().ok().map(|s| s.engine());
         let first_warnings = outcome.as_ref().ok().map(|s| first_of_each_reason(s, &st)).unwrap_or_default();
-        match st.observe(start_ms, Some(took), outcome) {
+        let transition = st.observe_scraped(start_ms, Some(took), outcome);
+        if reuse.wants_layout()
+            && let Some((_, layout)) = st.windows.seq_range().end.checked_sub(1).and_then(|s| st.windows.point_at(s))
+        {
+            reuse.adopt(layout);
+        }
+        match transition {
             Transition::CameUp => {
                 tracing::info!(target_name = %name, engine = engine.map(|e| e.as_str()), "target is up")
             }
@@ -115,9 +127,9 @@ impl TargetRuntime {
 }
 
 /// The first warning of each reason in `s` that the target has never had before.
-fn first_of_each_reason(s: &Snapshot, st: &TargetState) -> Vec<ScrapeWarning> {
+fn first_of_each_reason(s: &Scraped, st: &TargetState) -> Vec<ScrapeWarning> {
     let mut out: Vec<ScrapeWarning> = Vec::new();
-    for w in &s.warnings {
+    for w in s.warnings() {
         if !st.health.warnings_total.contains_key(w.reason.as_str()) && !out.iter().any(|o| o.reason == w.reason) {
             out.push(w.clone());
         }
@@ -166,6 +178,7 @@ pub async fn scrape_loop(
     // Keep the phase: a slow scrape delays nothing after it, missed ticks are dropped.
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut first = true;
+    let mut reuse = Reuse::default();
     loop {
         if !std::mem::take(&mut first) {
             tokio::select! {
@@ -179,10 +192,10 @@ pub async fn scrape_loop(
         let start_ms = clock.now_ms();
         let began = Instant::now();
         let outcome = tokio::select! {
-            r = scrape_once(&rt, &fetcher, limits) => r,
+            r = scrape_once(&rt, &fetcher, limits, &mut reuse) => r,
             _ = stop.changed() => return,
         };
-        rt.record(start_ms, began.elapsed(), outcome);
+        rt.record_reusing(start_ms, began.elapsed(), outcome, &mut reuse);
     }
 }
 
@@ -208,14 +221,30 @@ pub fn phase(name: &str, interval: Duration) -> Duration {
     }
 }
 
-async fn scrape_once(rt: &TargetRuntime, fetcher: &Fetcher, limits: Limits) -> Result<Snapshot, ScrapeError> {
+/// Fetches and ingests one scrape. `reuse` travels to the blocking pool and back; a scrape
+/// cancelled or panicking there leaves the target a fresh one (it only costs adapting the
+/// next scrapes afresh).
+async fn scrape_once(
+    rt: &TargetRuntime,
+    fetcher: &Fetcher,
+    limits: Limits,
+    reuse: &mut Reuse,
+) -> Result<Scraped, ScrapeError> {
     let body = fetcher.fetch().await?;
     let hint = rt.config.engine;
     let (model, cardinality) = (rt.config.model.clone(), rt.config.cardinality);
+    let mut r = std::mem::take(reuse);
     // Parsing a large body is CPU work; keep it off the reactor threads. A panic in the
     // adapter becomes an error for this target only.
-    match tokio::task::spawn_blocking(move || ingest(&body, &limits, cardinality, hint, &model)).await {
-        Ok(r) => r,
+    let ingested = tokio::task::spawn_blocking(move || {
+        let out = ingest_reusing(&body, &limits, cardinality, hint, &model, &mut r);
+        (out, r)
+    });
+    match ingested.await {
+        Ok((out, r)) => {
+            *reuse = r;
+            out
+        }
         Err(e) => Err(ScrapeError::new("internal", format!("processing the scrape failed: {e}"))),
     }
 }

@@ -1,12 +1,15 @@
 //! A scrape body → a canonical snapshot. Pure: no I/O, no clock.
 
+use std::sync::Arc;
+
 use crate::adapt::{AdaptError, EngineHint, adapt_bounded};
 use crate::canonical::Snapshot;
 use crate::config::Cardinality;
-use crate::parse::{Limits, parse};
+use crate::parse::{Exposition, Limits, parse};
+use crate::target::Scraped;
 use crate::window::stored_series;
 
-use super::ScrapeError;
+use super::{Reuse, ScrapeError};
 
 /// Parses `body` within `limits`, maps it onto the canonical model and refuses it whole
 /// when it brings more models or series than `cardinality` allows.
@@ -17,9 +20,42 @@ pub fn ingest(
     hint: EngineHint,
     default_model: &str,
 ) -> Result<Snapshot, ScrapeError> {
-    let exposition =
-        parse(body, limits).map_err(|e| ScrapeError::new(e.reason(), format!("cannot parse the exposition: {e}")))?;
-    let snapshot = adapt_bounded(&exposition, hint, default_model, cardinality.max_models).map_err(|e| match e {
+    let exposition = parse_body(body, limits)?;
+    adapt_checked(&exposition, cardinality, hint, default_model)
+}
+
+/// [`ingest`] for a target scraped again and again: a scrape with the same series as the
+/// previous ones comes back as values in the stored layout, without adapting it
+/// ([`Reuse`]); what the store ends up holding, and every error, are as with [`ingest`].
+pub fn ingest_reusing(
+    body: &[u8],
+    limits: &Limits,
+    cardinality: Cardinality,
+    hint: EngineHint,
+    default_model: &str,
+    reuse: &mut Reuse,
+) -> Result<Scraped, ScrapeError> {
+    let mut exposition = parse_body(body, limits)?;
+    let (fingerprint, values) = reuse.values(&exposition, hint, default_model, cardinality);
+    if let Some(v) = values {
+        return Ok(Scraped::Values(v));
+    }
+    let snapshot = Arc::new(adapt_checked(&exposition, cardinality, hint, default_model)?);
+    reuse.learn(fingerprint, &mut exposition, &snapshot, hint, default_model, cardinality);
+    Ok(Scraped::Snapshot(snapshot))
+}
+
+fn parse_body<'a>(body: &'a [u8], limits: &Limits) -> Result<Exposition<'a>, ScrapeError> {
+    parse(body, limits).map_err(|e| ScrapeError::new(e.reason(), format!("cannot parse the exposition: {e}")))
+}
+
+fn adapt_checked(
+    exposition: &Exposition<'_>,
+    cardinality: Cardinality,
+    hint: EngineHint,
+    default_model: &str,
+) -> Result<Snapshot, ScrapeError> {
+    let snapshot = adapt_bounded(exposition, hint, default_model, cardinality.max_models).map_err(|e| match e {
         AdaptError::TooManyModels { found, limit } => too_many_models(found, limit),
         AdaptError::NoEngineMetrics(_) => ScrapeError::new("adapt_error", format!("no usable engine metrics: {e}")),
     })?;
