@@ -92,7 +92,7 @@ for n in "${NS[@]}"; do
   wait_http "http://127.0.0.1:$PORT/healthz" 600
   sleep "$WARMUP"
 
-  m0=$(curl -fsS --max-time 10 "http://127.0.0.1:$PORT/metrics")
+  m0=$(curl -fsS --max-time 120 "http://127.0.0.1:$PORT/metrics")
   curl -fsS -o /dev/null "http://127.0.0.1:$FAKE_PORT/stats/reset"
   load_start=$(loadavg | tr ' ' /)
   t0=$(now_s); d0=$(cpu_ticks "$daemon_pid"); f0=$(cpu_ticks "$fake_pid")
