@@ -10,14 +10,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use super::clock::Clock;
 use super::evaluator::Roster;
-use super::target::{TargetRuntime, fetcher_for, limits_for, scrape_loop};
+use super::target::{TargetRuntime, fetcher_for, first_scrape_after, limits_for, scrape_loop};
 use crate::config::{Config, Target};
 use crate::discovery::{Source, discovered_target};
 use crate::scrape::HttpClient;
@@ -114,8 +114,9 @@ impl Fleet {
         self.config = config;
         if refetch {
             self.client = HttpClient::new(self.config.scrape.gzip);
-            for m in self.members.values_mut().filter(|m| m.gone.is_none()) {
-                m.stop = spawn(&self.config, &self.client, &mut self.scrapes, &self.clock, m.rt.clone());
+            for (k, m) in self.members.values_mut().filter(|m| m.gone.is_none()).enumerate() {
+                let first = first_scrape_after(k);
+                m.stop = spawn(&self.config, &self.client, &mut self.scrapes, &self.clock, m.rt.clone(), first);
             }
         }
     }
@@ -148,6 +149,8 @@ impl Fleet {
     /// the evaluator the new list.
     fn reconcile(&mut self) {
         let desired = self.desired();
+        // The loops started by this reconcile, paced (target::first_scrape_after).
+        let mut started = 0;
         let mut order = Vec::with_capacity(desired.len());
         let mut wanted: HashSet<String> = HashSet::new();
         for (t, labels) in desired {
@@ -161,7 +164,9 @@ impl Fleet {
                     if m.gone.take().is_some() {
                         tracing::info!(target_name = %t.name, "target is back; it keeps its windows");
                         m.rt.set_vanished(None);
-                        m.stop = spawn(&self.config, &self.client, &mut self.scrapes, &self.clock, m.rt.clone());
+                        let first = first_scrape_after(started);
+                        started += 1;
+                        m.stop = spawn(&self.config, &self.client, &mut self.scrapes, &self.clock, m.rt.clone(), first);
                     }
                 }
                 existing => {
@@ -178,7 +183,15 @@ impl Fleet {
                         }
                         None => Arc::new(TargetRuntime::with_labels(t, labels, self.config.max_window())),
                     };
-                    let stop = spawn(&self.config, &self.client, &mut self.scrapes, &self.clock, rt.clone());
+                    let stop = spawn(
+                        &self.config,
+                        &self.client,
+                        &mut self.scrapes,
+                        &self.clock,
+                        rt.clone(),
+                        first_scrape_after(started),
+                    );
+                    started += 1;
                     self.members.insert(rt.config.name.clone(), Member { rt, stop, gone: None });
                 }
             }
@@ -211,18 +224,20 @@ impl Fleet {
     }
 }
 
-/// Starts the scrape loop of `rt`; the returned sender stops it (so does dropping it).
+/// Starts the scrape loop of `rt`, its first scrape `first_after` from now; the returned
+/// sender stops it (so does dropping it).
 fn spawn(
     config: &Config,
     client: &Result<HttpClient, String>,
     scrapes: &mut JoinSet<()>,
     clock: &Arc<dyn Clock>,
     rt: Arc<TargetRuntime>,
+    first_after: Duration,
 ) -> watch::Sender<bool> {
     let (stop, stopped) = watch::channel(false);
     match client.as_ref().map_err(Clone::clone).and_then(|c| fetcher_for(config, &rt.config, c)) {
         Ok(fetcher) => {
-            scrapes.spawn(scrape_loop(rt, fetcher, limits_for(config), clock.clone(), stopped));
+            scrapes.spawn(scrape_loop(rt, fetcher, limits_for(config), clock.clone(), stopped, first_after));
         }
         Err(e) => tracing::error!(target_name = %rt.config.name, "cannot scrape the target: {e}"),
     }

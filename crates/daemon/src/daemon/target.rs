@@ -161,18 +161,26 @@ pub fn limits_for(cfg: &Config) -> Limits {
 /// Scrapes one target every interval until `stop` turns true. Failures are recorded, never
 /// returned: a bad target must not take the daemon or other targets down.
 ///
-/// The first scrape is at once; the later ones keep a phase within the interval that
-/// [`phase`] takes from the target's name, as Prometheus offsets each target's scrapes.
-/// Targets that start together (a config of thousands) would otherwise all be scraped at the
-/// same instant each interval: as many connections, bodies in memory and parses on the
-/// blocking pool at once as there are targets (docs/footprint.md#b-aggregator).
+/// The first scrape is after `first_after` ([`first_scrape_after`]); the later ones keep a
+/// phase within the interval that [`phase`] takes from the target's name, as Prometheus
+/// offsets each target's scrapes. Targets that start together (a config of thousands) would
+/// otherwise all be scraped at the same instant each interval: as many connections, bodies
+/// in memory and parses on the blocking pool at once as there are targets
+/// (docs/footprint.md#b-aggregator).
 pub async fn scrape_loop(
     rt: Arc<TargetRuntime>,
     fetcher: Fetcher,
     limits: Limits,
     clock: Arc<dyn Clock>,
     mut stop: watch::Receiver<bool>,
+    first_after: Duration,
 ) {
+    if !first_after.is_zero() {
+        tokio::select! {
+            _ = tokio::time::sleep(first_after) => {}
+            _ = stop.changed() => return,
+        }
+    }
     let interval = rt.config.interval;
     let mut ticks = tokio::time::interval_at(Instant::now() + phase(&rt.config.name, interval), interval);
     // Keep the phase: a slow scrape delays nothing after it, missed ticks are dropped.
@@ -197,6 +205,17 @@ pub async fn scrape_loop(
         };
         rt.record_reusing(start_ms, began.elapsed(), outcome, &mut reuse);
     }
+}
+
+/// First scrapes started per second when many targets start at once, one every
+/// millisecond: 10 000 first scrapes at the same instant timed out for their first 30–60 s
+/// on two cores (docs/footprint.md#10-000-targets-with-full-windows-live-2026-12-02), while
+/// a handful of targets wait a few milliseconds.
+const FIRST_SCRAPES_PER_SECOND: u64 = 1000;
+
+/// When the `k`-th of the targets started together (from 0) is first scraped.
+pub fn first_scrape_after(k: usize) -> Duration {
+    Duration::from_micros(k as u64 * (1_000_000 / FIRST_SCRAPES_PER_SECOND))
 }
 
 /// Where in `interval` a target's scrapes fall after its first: in (0, interval], the same

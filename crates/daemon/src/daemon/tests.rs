@@ -1,4 +1,5 @@
-//! Health bookkeeping and report assembly, without any I/O.
+//! Health bookkeeping and report assembly, without any I/O; the scrape loop's first wait,
+//! against a port nothing listens on.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,4 +115,42 @@ fn scrape_phases_are_stable_per_name_and_spread_over_the_interval() {
     }
     assert!(buckets.iter().all(|&n| (50..=150).contains(&n)), "{buckets:?}");
     assert!(phase("x", Duration::from_nanos(1)) <= Duration::from_nanos(1));
+}
+
+#[tokio::test]
+async fn a_first_scrape_waits_its_turn_and_a_stop_ends_the_wait() {
+    use super::clock::SystemClock;
+    use super::target::{fetcher_for, first_scrape_after, limits_for, scrape_loop};
+    // One start a millisecond: ten thousand targets started together spread over ten seconds.
+    assert_eq!(first_scrape_after(0), Duration::ZERO);
+    assert_eq!(first_scrape_after(10_000), Duration::from_secs(10));
+
+    let c = config::from_str("targets: [{name: a, url: 'http://127.0.0.1:1/metrics'}]", "t.yaml").unwrap().config;
+    let client = crate::scrape::HttpClient::new(false).unwrap();
+    let start = |rt: &Arc<TargetRuntime>, first_after: Duration| {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let fetcher = fetcher_for(&c, &rt.config, &client).unwrap();
+        let run = scrape_loop(rt.clone(), fetcher, limits_for(&c), Arc::new(SystemClock), stopped, first_after);
+        (stop, tokio::spawn(run))
+    };
+    let scraped = |rt: &Arc<TargetRuntime>| rt.lock().health.last_scrape_duration_seconds.is_some();
+
+    // Nothing listens on port 1: the scrape fails at once, and is recorded all the same.
+    let rt = runtime("a");
+    let (_stop, run) = start(&rt, Duration::from_millis(400));
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert!(!scraped(&rt), "scraped before its turn");
+    let t = std::time::Instant::now();
+    while !scraped(&rt) {
+        assert!(t.elapsed() < Duration::from_secs(10), "never scraped after its turn");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    run.abort();
+
+    let rt = runtime("a");
+    let (stop, run) = start(&rt, Duration::from_secs(30));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), run).await.expect("the wait ends on stop").unwrap();
+    assert!(!scraped(&rt), "a stopped target was scraped");
 }
