@@ -21,20 +21,47 @@ use super::stats::pava_non_increasing;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Point {
     pub rate: f64,
+    /// The lowest rate of the settling span that ends with this interval: the rate the
+    /// engine had held at least for that long (docs/capacity.md#slo-capacity). On a ramp it
+    /// lies below `rate`; at a steady load it is `rate`.
+    pub held: f64,
     pub total: f64,
     pub good: f64,
+}
+
+impl Point {
+    /// A point at a rate held for its whole settling span.
+    pub fn new(rate: f64, total: f64, good: f64) -> Point {
+        Point { rate, held: rate, total, good }
+    }
+
+    /// Where the point's evidence lies in a draw that counts a share `settle` of the
+    /// unsettled part of a rate as unproven: a passing interval proves only the rate the
+    /// engine held, a failing one fails at its own rate.
+    fn rate_in_draw(&self, objective: f64, settle: f64) -> f64 {
+        let passes = self.good >= objective * self.total;
+        if passes && self.held.is_finite() && self.held > 0.0 && self.held < self.rate {
+            self.rate - settle * (self.rate - self.held)
+        } else {
+            self.rate
+        }
+    }
 }
 
 /// The estimator's knobs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fit {
-    /// Rate bins per factor of ten: 8 gives bins 33 % wide.
+    /// Rate bins per factor of ten: 32 gives bins 7.5 % wide, about the Poisson noise of a
+    /// one-minute window's rate near a knee of a few requests/s (240 arrivals: ±6.5 %).
+    /// Finer bins would resolve noise, not load; coarser ones misplace a cliff (below).
     pub bins_per_decade: f64,
     /// Posterior draws for the spread.
     pub draws: usize,
     pub seed: u64,
-    /// Expected bad requests a bin needs at the objective to count: a bin holds at least
-    /// `min_bad / (1 − objective)` requests (10 → 200 requests at 0.95).
+    /// Expected bad requests at the objective that an estimate, and a failing load, rest
+    /// on: the history holds at least `min_bad / (1 − objective)` requests before there is
+    /// an estimate, and the fit counts as failing only where that many requests lie under
+    /// the objective (10 → 200 requests at 0.95).
     pub min_bad: f64,
     /// Consecutive points that share one bootstrap weight: a window of 1m over intervals
     /// 15 s apart counts each request in four of them.
@@ -43,19 +70,23 @@ pub struct Fit {
 
 impl Default for Fit {
     fn default() -> Fit {
-        Fit { bins_per_decade: 8.0, draws: 200, seed: 0x00ca_9ac1, min_bad: 10.0, block: 4 }
+        Fit { bins_per_decade: 32.0, draws: 200, seed: 0x00ca_9ac1, min_bad: 10.0, block: 4 }
     }
 }
 
-/// One rate bin with enough requests.
+/// One rate bin with requests.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bin {
     /// Request-weighted mean rate of the intervals in the bin.
     pub rate: f64,
-    /// The bin's lower edge.
+    /// The bin's edges.
     pub low: f64,
+    pub high: f64,
+    /// Requests and good ones, weighted (decay, bootstrap).
     pub total: f64,
     pub good: f64,
+    /// Requests, unweighted: how much evidence the bin is.
+    pub raw: f64,
 }
 
 /// The capacity estimate of one SLO from one attainment series.
@@ -65,82 +96,129 @@ pub struct Estimate {
     pub p10: f64,
     pub p50: f64,
     pub p90: f64,
-    /// No bin of the fit fails the objective: the quantiles are lower bounds (the highest
-    /// passing rate seen), not a ceiling.
+    /// No failing load is proven (the fit falls under the objective for fewer than the
+    /// minimum requests): the quantiles are lower bounds (the highest passing rate seen),
+    /// not a ceiling.
     pub censored: bool,
     /// Even the lowest binned rate fails: the quantiles are that bin's lower edge, an upper
     /// bound.
     pub below_data: bool,
-    /// Bins that had enough requests.
+    /// Rate bins with requests.
     pub bins: usize,
 }
 
-/// Bins `points` by rate, leaving out bins with fewer than the minimum requests.
+/// The requests an estimate, and a failing load, rest on (see [`Fit::min_bad`]).
+fn min_total(objective: f64, fit: &Fit) -> f64 {
+    fit.min_bad / (1.0 - objective).max(1e-6)
+}
+
+/// Bins `points` by rate (see [`binned`]).
 pub fn bins(points: &[Point], objective: f64, fit: &Fit) -> Vec<Bin> {
-    binned(points.iter().map(|p| (p, 1.0)), objective, fit, 0.0)
+    binned(points.iter().map(|p| (p.rate, p, 1.0)), min_total(objective, fit), fit, 0.0)
 }
 
 /// [`bins`] with a weight per point and the grid shifted by `phase` of a bin.
-fn binned<'a>(points: impl Iterator<Item = (&'a Point, f64)>, objective: f64, fit: &Fit, phase: f64) -> Vec<Bin> {
-    let min_total = fit.min_bad / (1.0 - objective).max(1e-6);
-    // Whether a bin has enough requests is a property of the data, not of a draw's
-    // weights: the unweighted total decides.
-    let mut acc: std::collections::BTreeMap<i64, (f64, f64, f64, f64)> = Default::default();
-    for (p, w) in points.filter(|(p, _)| p.rate > 0.0 && p.rate.is_finite() && p.total > 0.0) {
-        let k = (p.rate.log10() * fit.bins_per_decade + phase).floor() as i64;
-        let e = acc.entry(k).or_default();
-        e.0 += p.rate * p.total * w;
-        e.1 += p.total * w;
-        e.2 += p.good.clamp(0.0, p.total) * w;
-        e.3 += p.total;
+///
+/// Adjacent grid bins are merged, from the lowest rate up, until each holds `min_total`
+/// requests (unweighted: how much evidence a bin is does not depend on a draw's weights),
+/// so that each attainment rests on about ten expected bad requests; what is left at the
+/// top stays a bin of its own, which alone cannot prove failing load ([`crossing`]). Bins
+/// are thus as fine as the data allows, down to the grid, and no request is left out:
+/// dropping thin bins instead lost the rates a ramp passes quickly, the knee among them.
+fn binned<'a>(points: impl Iterator<Item = (f64, &'a Point, f64)>, min_total: f64, fit: &Fit, phase: f64) -> Vec<Bin> {
+    let mut grid: std::collections::BTreeMap<i64, Bin> = Default::default();
+    for (rate, p, w) in points.filter(|(r, p, _)| *r > 0.0 && r.is_finite() && p.total > 0.0) {
+        let k = (rate.log10() * fit.bins_per_decade + phase).floor() as i64;
+        let edge = |k: i64| 10f64.powf((k as f64 - phase) / fit.bins_per_decade);
+        let e = grid.entry(k).or_insert(Bin {
+            rate: 0.0,
+            low: edge(k),
+            high: edge(k + 1),
+            total: 0.0,
+            good: 0.0,
+            raw: 0.0,
+        });
+        e.rate += rate * p.total * w;
+        e.total += p.total * w;
+        e.good += p.good.clamp(0.0, p.total) * w;
+        e.raw += p.total;
     }
-    acc.into_iter()
-        .filter(|(_, (_, total, _, raw))| *raw >= min_total && *total > 0.0)
-        .map(|(k, (rt, total, good, _))| Bin {
-            rate: rt / total,
-            low: 10f64.powf((k as f64 - phase) / fit.bins_per_decade),
-            total,
-            good,
-        })
-        .collect()
+    let mut out: Vec<Bin> = Vec::new();
+    let mut open: Option<Bin> = None;
+    for b in grid.into_values() {
+        let m = match open.take() {
+            None => b,
+            Some(o) => Bin {
+                rate: o.rate + b.rate,
+                low: o.low,
+                high: b.high,
+                total: o.total + b.total,
+                good: o.good + b.good,
+                raw: o.raw + b.raw,
+            },
+        };
+        if m.raw >= min_total { out.push(m) } else { open = Some(m) }
+    }
+    out.extend(open);
+    out.into_iter().filter(|b| b.total > 0.0).map(|b| Bin { rate: b.rate / b.total, ..b }).collect()
 }
 
 /// The highest rate whose fitted attainment meets `objective`, from per-bin attainments
 /// `a` (one per bin, rates ascending): interpolated between the last passing and the first
-/// failing bin. The second value says the fit never fails (censored), the third that it
-/// fails from the first bin.
-fn crossing(bins: &[Bin], a: &[f64], objective: f64) -> (f64, bool, bool) {
+/// failing bin. The second value says no failing load is proven (censored: the fit never
+/// fails, or fails for fewer than `min_total` requests), the third that it fails from the
+/// first bin.
+///
+/// Attainment against rate is a cliff more than a slope: past the knee queues build and
+/// attainment collapses. A bin that straddles the knee mixes requests that met the SLO
+/// below it with requests that failed above it; its mean says how much of the bin lies
+/// past the knee, not the attainment at its mean rate. With bins 33 % wide the crossing
+/// then lay near the previous bin's mean, about 19 % under the knee whatever the data
+/// (docs/accuracy.md#capacity); bins a few percent wide, pooled by the fit, keep that
+/// error to a fraction of a bin.
+fn crossing(bins: &[Bin], a: &[f64], objective: f64, min_total: f64) -> (f64, bool, bool) {
     let w: Vec<f64> = bins.iter().map(|b| b.total).collect();
     let fitted = pava_non_increasing(a, &w);
-    match fitted.iter().position(|&v| v < objective) {
-        None => (bins.last().map_or(0.0, |b| b.rate), true, false),
-        Some(0) => (bins[0].low, false, true),
-        Some(i) => {
-            let (l, r) = (&bins[i - 1], &bins[i]);
-            let (al, ar) = (fitted[i - 1], fitted[i]);
-            let f = if al > ar { ((al - objective) / (al - ar)).clamp(0.0, 1.0) } else { 0.0 };
-            (l.rate + f * (r.rate - l.rate), false, false)
-        }
+    let Some(i) = fitted.iter().position(|&v| v < objective) else {
+        return (bins.last().map_or(0.0, |b| b.rate), true, false);
+    };
+    // A few failing requests at the top of the data (a thin bin, a ramp just reaching its
+    // knee) do not prove failing load; the highest passing rate stays a lower bound.
+    if i > 0 && bins[i..].iter().map(|b| b.raw).sum::<f64>() < min_total {
+        return (bins[i - 1].rate, true, false);
     }
+    if i == 0 {
+        return (bins[0].low, false, true);
+    }
+    // The fit is a step function, one value per bin: it meets the objective up to the
+    // edge between the last passing and the first failing bin (where rates between them
+    // were never seen, the middle of that gap on the log grid).
+    ((bins[i - 1].high * bins[i].low).sqrt(), false, false)
 }
 
-/// The estimate from `points`, or `None` when no bin has enough requests yet.
+/// The estimate from `points`, or `None` while they hold fewer than the minimum requests.
 pub fn estimate(points: &[Point], objective: f64, fit: &Fit) -> Option<Estimate> {
+    let min_total = min_total(objective, fit);
     let bins = bins(points, objective, fit);
-    if bins.is_empty() {
+    if bins.iter().map(|b| b.raw).sum::<f64>() < min_total {
         return None;
     }
     // The point fit decides censoring: the posterior means of each bin.
     let means: Vec<f64> = bins.iter().map(|b| (b.good + 0.5) / (b.total + 1.0)).collect();
-    let (_, censored, below_data) = crossing(&bins, &means, objective);
+    let (_, censored, below_data) = crossing(&bins, &means, objective, min_total);
     let mut rng = ChaCha8Rng::seed_from_u64(fit.seed);
     let block = fit.block.max(1);
     let mut draws: Vec<f64> = (0..fit.draws.max(1))
         .filter_map(|_| {
             let weights: Vec<f64> = (0..points.len().div_ceil(block)).map(|_| rng.sample(Exp1)).collect();
             let phase: f64 = rng.random_range(0.0..1.0);
-            let weighted = points.iter().enumerate().map(|(i, p)| (p, weights[i / block]));
-            let bins = binned(weighted, objective, fit, phase);
+            // How much of a passing interval's rate above the rate it had held counts as
+            // unproven is not known: each draw takes a share, so the spread spans from
+            // the ramp's own knee (none) to the held rates' (all).
+            let settle: f64 = rng.random_range(0.0..1.0);
+            let weighted =
+                points.iter().enumerate().map(|(i, p)| (p.rate_in_draw(objective, settle), p, weights[i / block]));
+            let bins = binned(weighted, min_total, fit, phase);
             if bins.is_empty() {
                 return None;
             }
@@ -152,7 +230,7 @@ pub fn estimate(points: &[Point], objective: f64, fit: &Fit) -> Option<Estimate>
                         .sample(&mut rng)
                 })
                 .collect();
-            Some(crossing(&bins, &a, objective).0)
+            Some(crossing(&bins, &a, objective, min_total).0)
         })
         .collect();
     if draws.is_empty() {
@@ -174,11 +252,72 @@ mod tests {
         while rate < 3.0 * knee {
             let a = if rate <= knee { 0.99 } else { (0.99 - 0.6 * (rate - knee) / knee).max(0.3) };
             for _ in 0..4 {
-                out.push(Point { rate, total: per_interval * rate, good: a * per_interval * rate });
+                out.push(Point::new(rate, per_interval * rate, a * per_interval * rate));
             }
             rate *= 1.05;
         }
         out
+    }
+
+    /// A slow ramp from 0.5 to 8 requests/s, one interval per 0.09 requests/s, past a
+    /// cliff at `knee`: 98.5 % met below it, 40 % above, with binomial-sized noise.
+    fn cliff_points(knee: f64) -> Vec<Point> {
+        let mut rng = ChaCha8Rng::seed_from_u64(knee.to_bits());
+        let mut pts = Vec::new();
+        let mut rate: f64 = 0.5;
+        while rate < 8.0 {
+            let a: f64 = if rate <= knee { 0.985 } else { 0.4 };
+            let n = 15.0 * rate;
+            let noise = rng.random_range(-1.0..1.0) * (n * a * (1.0 - a)).sqrt();
+            pts.push(Point::new(rate, n, (a * n + noise).clamp(0.0, n)));
+            rate += 7.5 / 80.0;
+        }
+        pts
+    }
+
+    #[test]
+    fn a_cliff_is_found_within_a_bin_not_a_bin_below() {
+        // With the crossing interpolated between the means of bins 33 % wide, the p50 lay
+        // 18–20 % under every one of these knees and the p90 under all of them.
+        for knee in [3.0, 3.3, 3.6, 3.89, 4.1, 4.5, 5.0] {
+            let e = estimate(&cliff_points(knee), 0.95, &Fit::default()).expect("enough data");
+            // Now within one merged bin (about 10 % wide here), 2–9 % under.
+            assert!(!e.censored && (0.9 * knee..1.03 * knee).contains(&e.p50), "knee {knee}: {e:?}");
+            assert!(e.p90 >= 0.93 * knee, "knee {knee}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn passing_while_the_rate_rose_proves_only_the_rate_held() {
+        // A ramp that meets the objective up to 4.4 requests/s while rising, and had held
+        // each rate only 0.8 requests/s lower: its own knee is 4.4; what it proved
+        // sustainable lies between 3.6 and 4.4, and the interval must reach below the knee.
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut pts = Vec::new();
+        for _ in 0..4 {
+            let mut rate: f64 = 0.5;
+            while rate < 8.0 {
+                let a: f64 = if rate <= 4.4 { 0.99 } else { 0.3 };
+                let n = 15.0 * rate;
+                let good = (a * n + rng.random_range(-1.0..1.0)).clamp(0.0, n);
+                pts.push(Point { rate, held: (rate - 0.8).max(0.5), total: n, good });
+                rate += 0.1;
+            }
+        }
+        let settled: Vec<Point> = pts.iter().map(|p| Point::new(p.rate, p.total, p.good)).collect();
+        let (ramp, steady) = (
+            estimate(&pts, 0.95, &Fit::default()).expect("enough data"),
+            estimate(&settled, 0.95, &Fit::default()).expect("enough data"),
+        );
+        assert!(!ramp.censored && (4.0..4.6).contains(&steady.p50), "{steady:?}");
+        // Held at most 0.8 lower, with no rate seen between 3.6 and 4.4 failing: the
+        // interval reaches down toward the gap's middle (4.0) and still up to the knee.
+        assert!(ramp.p10 < 4.15 && ramp.p10 < steady.p10 - 0.05, "{ramp:?} against {steady:?}");
+        assert!(ramp.p50 < steady.p50 && ramp.p90 > 4.3, "{ramp:?} against {steady:?}");
+        // A failing interval fails at its own rate: nothing moves the failing load down.
+        let failing: Vec<Point> = pts.iter().map(|p| Point { held: 0.5, ..*p }).collect();
+        let e = estimate(&failing, 0.95, &Fit::default()).expect("enough data");
+        assert!(!e.censored && !e.below_data && e.p90 <= 4.6, "{e:?}");
     }
 
     #[test]
@@ -193,36 +332,47 @@ mod tests {
 
     #[test]
     fn never_failing_data_is_a_censored_lower_bound() {
-        let pts: Vec<Point> = (1..40).map(|i| Point { rate: i as f64 * 0.1, total: 500.0, good: 499.0 }).collect();
+        let pts: Vec<Point> = (1..40).map(|i| Point::new(i as f64 * 0.1, 500.0, 499.0)).collect();
         let e = estimate(&pts, 0.95, &Fit::default()).expect("enough data");
         assert!(e.censored, "{e:?}");
         // The bound is the highest passing bin's rate, not an invented ceiling above the data.
-        assert!(e.p90 <= 3.9 && e.p10 > 3.0, "{e:?}");
+        assert!(e.p90 <= 3.9 + 1e-9 && e.p10 > 3.0, "{e:?}");
     }
 
     #[test]
     fn failing_from_the_lowest_rate_is_an_upper_bound() {
-        let pts: Vec<Point> = (1..20).map(|i| Point { rate: i as f64, total: 500.0, good: 300.0 }).collect();
+        let pts: Vec<Point> = (1..20).map(|i| Point::new(i as f64, 500.0, 300.0)).collect();
         let e = estimate(&pts, 0.95, &Fit::default()).expect("enough data");
         assert!(e.below_data && !e.censored && e.p90 <= 1.0, "{e:?}");
     }
 
     #[test]
     fn too_little_data_gives_nothing_and_thin_bins_are_left_out() {
-        let thin = [Point { rate: 2.0, total: 50.0, good: 50.0 }];
+        let thin = [Point::new(2.0, 50.0, 50.0)];
         assert_eq!(estimate(&thin, 0.95, &Fit::default()), None);
-        // 200 requests at 0.95 are the minimum (10 expected bad ones).
-        let b = bins(&[Point { rate: 2.0, total: 199.0, good: 199.0 }], 0.95, &Fit::default());
-        assert!(b.is_empty());
-        let b = bins(&[Point { rate: 2.0, total: 200.0, good: 199.0 }], 0.95, &Fit::default());
-        assert_eq!(b.len(), 1);
+        // 200 requests at 0.95 are the minimum (10 expected bad ones), in the history as a
+        // whole, not per bin.
+        let thin = |n: f64| [Point::new(2.0, n / 2.0, n / 2.0), Point::new(3.0, n / 2.0, n / 2.0)];
+        assert_eq!(estimate(&thin(199.0), 0.95, &Fit::default()), None);
+        assert!(estimate(&thin(200.0), 0.95, &Fit::default()).is_some_and(|e| e.censored && e.bins == 1));
+    }
+
+    #[test]
+    fn a_few_failing_requests_at_the_top_do_not_prove_failing_load() {
+        let mut pts: Vec<Point> = (1..40).map(|i| Point::new(i as f64 * 0.1, 500.0, 499.0)).collect();
+        pts.push(Point::new(4.5, 150.0, 100.0));
+        let e = estimate(&pts, 0.95, &Fit::default()).expect("enough data");
+        assert!(e.censored && e.p90 <= 3.9 + 1e-9, "150 failing requests are not 200: {e:?}");
+        pts.push(Point::new(4.6, 60.0, 40.0));
+        let e = estimate(&pts, 0.95, &Fit::default()).expect("enough data");
+        assert!(!e.censored && (3.9..4.6).contains(&e.p50), "{e:?}");
     }
 
     #[test]
     fn a_noisy_rise_after_the_knee_does_not_move_it_up() {
         // A lucky high-rate bin that passes again must not push capacity past the failing one.
         let mut pts = knee_points(5.0, 60.0);
-        pts.push(Point { rate: 14.0, total: 2000.0, good: 1990.0 });
+        pts.push(Point::new(14.0, 2000.0, 1990.0));
         let e = estimate(&pts, 0.95, &Fit::default()).expect("enough data");
         assert!(!e.censored && e.p90 < 7.0, "{e:?}");
     }

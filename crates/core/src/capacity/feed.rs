@@ -114,6 +114,7 @@ fn interval(t_ms: i64, w: &WindowReport, slos: &[&Slo], new_share: f64) -> Optio
         t_ms,
         arrival_rate: (finished + grew).max(0.0) as f32,
         finished_rate: finished as f32,
+        held_rate: f32::NAN,
         waiting: f(w.waiting.map(|g| g.last)),
         running: f(w.running.map(|g| g.last)),
         kv_usage: f(w.kv_cache.as_ref().map(|k| k.max)),

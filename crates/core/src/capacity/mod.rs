@@ -229,6 +229,7 @@ fn assess(target: &str, model: &str, s: &Series, slos: &[&Slo], now_ms: i64, cfg
                 used.iter()
                     .map(|(i, w, j)| Point {
                         rate: i.arrival_rate as f64,
+                        held: i.held_rate as f64,
                         total: j.total as f64 * w,
                         good: good(j) as f64 * w,
                     })
