@@ -3,10 +3,12 @@
 //! fit, the highest rate whose fitted attainment meets the objective, and its spread from
 //! a seeded bootstrap.
 //!
-//! Each draw of the bootstrap moves three things the answer depends on: the attainment of
-//! each bin (its posterior), which intervals were seen (a Bayesian block bootstrap: one
-//! exponential weight per block of consecutive intervals, since neighbours share requests),
-//! and where the bin edges fall (a random phase of the log grid). Posteriors alone are far
+//! Each draw of the bootstrap moves four things the answer depends on: the attainment of
+//! each bin (its posterior), how much of the rate a passing interval had not yet held
+//! counts as proven (settling: [`Point::held`]), which intervals were seen (a Bayesian
+//! block bootstrap: one exponential weight per block of consecutive intervals, since
+//! neighbours share requests), and where the bin edges fall (a random phase of the log
+//! grid). Posteriors alone are far
 //! too sure once bins hold thousands of requests: the rate resolution of the bins, not the
 //! count, then limits what is known.
 
@@ -180,7 +182,7 @@ fn binned<'a>(points: impl Iterator<Item = (f64, &'a Point, f64)>, min_total: f6
 }
 
 /// The highest rate whose fitted attainment meets `objective`, from per-bin attainments
-/// `a` (one per bin, rates ascending): interpolated between the last passing and the first
+/// `a` (one per bin, rates ascending): the edge between the last passing and the first
 /// failing bin. The second value says no failing load is proven (censored: the fit never
 /// fails, or fails for fewer than `min_total` requests), the third that it fails from the
 /// first bin.

@@ -26,7 +26,7 @@ pub const SIGNATURE_TOLERANCE: f64 = 0.5;
 /// rate before passing at it proves the rate sustainable. On a ramp the queue near the knee
 /// builds for minutes, so passing while the rate rose says little about the rate it
 /// reached (docs/capacity.md#slo-capacity). Chosen on seeds 1 and 2 of the ground-truth
-/// check among two, three and four minutes (docs/accuracy.md#capacity).
+/// check among one, two, three and four minutes (docs/accuracy.md#capacity).
 pub const SETTLE_INTERVALS: usize = 12;
 
 /// One SLO over one interval: requests judged, and how many met it. The two ends differ
