@@ -6,7 +6,7 @@
 
 mod capacity_support;
 
-use capacity_support::{Instant, cases, config, run, run_exact, truth};
+use capacity_support::{Instant, cases, config, run, run_both, truth};
 use goodput::capacity::Method;
 use goodput_sim::{Profile, SimConfig};
 
@@ -42,7 +42,7 @@ fn on_the_ramp_the_interval_contains_the_truth_in_four_evaluations_of_five() {
 #[test]
 fn from_exact_request_records_the_estimate_is_empirical_and_agrees_with_the_brackets() {
     let cfg = config(Profile::Ramp, 1);
-    let (bounds, exact) = (run(&cfg, 1200), run_exact(&cfg, 1200));
+    let (bounds, exact) = run_both(&cfg, 1200);
     let methods = |r: &[Instant]| -> Vec<Method> {
         r.iter()
             .filter_map(|i| i.capacity.as_ref()?.slos.first().filter(|s| !s.estimates.is_empty()).map(|s| s.method))
@@ -73,14 +73,16 @@ fn from_exact_request_records_the_estimate_is_empirical_and_agrees_with_the_brac
 }
 
 #[test]
-#[ignore = "met (99 % brackets, 100 % exact on seeds 1-2; 90 % and 86 % on seeds 3-4, docs/accuracy.md#capacity), but slow in debug: about 2 minutes of CPU; run with --ignored"]
+#[ignore = "met (99 % brackets, 100 % exact on seeds 1-2; 90 % and 86 % on seeds 3-4, docs/accuracy.md#capacity), but slow in debug: about two minutes of CPU (70 s with one seed per case); run with --ignored"]
 fn across_ramp_cases_the_interval_contains_the_truth_in_four_evaluations_of_five() {
     let (mut inside, mut all) = (0, 0);
     let (mut exact_inside, mut exact_all) = (0, 0);
     for (name, make, secs) in cases().into_iter().filter(|c| c.0.contains("ramp")) {
         for seed in [1, 2] {
-            let (i, n, truth) = coverage(&make(seed), secs);
-            let (ei, en) = holds(&run_exact(&make(seed), secs), truth);
+            let cfg = make(seed);
+            let truth = truth(&cfg);
+            let (bounds, exact) = run_both(&cfg, secs);
+            let ((i, n), (ei, en)) = (holds(&bounds, truth), holds(&exact, truth));
             eprintln!("{name} seed {seed}: {i}/{n}, exact {ei}/{en} (truth {truth:.2})");
             inside += i;
             all += n;

@@ -177,11 +177,28 @@ fn records(dir: &std::path::Path, model: &str) -> Vec<RequestRecord> {
 }
 
 fn run_with(cfg: &SimConfig, secs: u64, exact: bool) -> Vec<Instant> {
+    let dir = record(cfg, secs);
+    replay(cfg, dir.path(), exact)
+}
+
+/// [`run`] and [`run_exact`] from one recording: the simulator runs once.
+pub fn run_both(cfg: &SimConfig, secs: u64) -> (Vec<Instant>, Vec<Instant>) {
+    let dir = record(cfg, secs);
+    (replay(cfg, dir.path(), false), replay(cfg, dir.path(), true))
+}
+
+/// Records `cfg` for `secs` (5 s scrapes) into a new directory.
+fn record(cfg: &SimConfig, secs: u64) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = Options { duration: Duration::from_secs(secs), scrape_interval: Duration::from_secs(5) };
     offline::run(cfg, dir.path(), &opts).expect("offline run");
+    dir
+}
+
+/// Replays a recording of `cfg` in `dir`, with every finished request too when `exact`.
+fn replay(cfg: &SimConfig, dir: &std::path::Path, exact: bool) -> Vec<Instant> {
     let start_ms = cfg.start_unix_s as i64 * 1000;
-    let rec = Recording::scan(dir.path()).expect("scan");
+    let rec = Recording::scan(dir).expect("scan");
     let eval = EvalConfig {
         windows: [60, 300].iter().map(|&s| Window::new(Duration::from_secs(s)).expect("window")).collect(),
         quantiles: vec![0.5],
@@ -189,8 +206,8 @@ fn run_with(cfg: &SimConfig, secs: u64, exact: bool) -> Vec<Instant> {
         ..EvalConfig::default()
     };
     let targets = [ReplayTarget { name: cfg.name.clone(), hint: EngineHint::Auto, default_model: String::new() }];
-    let requests = exact.then(|| records(dir.path(), &cfg.model));
-    replay_with_requests(dir.path(), &rec, &targets, eval, &AlertingConfig::default(), STEP_MS, requests)
+    let requests = exact.then(|| records(dir, &cfg.model));
+    replay_with_requests(dir, &rec, &targets, eval, &AlertingConfig::default(), STEP_MS, requests)
         .expect("replay")
         .map(|frame| Instant {
             t_rel_s: (frame.t_ms - start_ms) as f64 / 1000.0,
