@@ -16,11 +16,12 @@
 //! for that advance, never for a long evaluation. The state is behind its own lock, which
 //! only this target's single running evaluation takes.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use super::target::TargetRuntime;
@@ -98,6 +99,8 @@ pub struct Evaluator {
     /// At most this many evaluations run at once: one per core, and at least two so that a
     /// single long evaluation cannot take the only one.
     permits: Arc<Semaphore>,
+    /// Workers started per tick: as many as there are permits.
+    workers: usize,
 }
 
 impl Evaluator {
@@ -115,6 +118,7 @@ impl Evaluator {
             eval: Arc::new(eval),
             evaluate: Arc::new(evaluate_one),
             permits: Arc::new(Semaphore::new(cores.max(2))),
+            workers: cores.max(2),
         }
     }
 
@@ -130,35 +134,42 @@ impl Evaluator {
 
     /// Evaluates every target that is free at `now_ms`, waits up to `wait` for those
     /// evaluations, and returns the report of the latest results, in config order.
+    ///
+    /// A few workers on the blocking pool, one per permit, take the targets in turn from a
+    /// shared cursor: with thousands of targets, a task per target would pass each one
+    /// through the async scheduler twice (permit, then the blocking pool), and at 10,000
+    /// targets those hand-offs, not the evaluations, set how many a tick got through
+    /// (docs/footprint.md#10-000-targets-with-full-windows-live-2026-12-02).
     pub async fn tick(&self, now_ms: i64, wait: Duration) -> Report {
-        let mut started = JoinSet::new();
         let entries = self.targets.entries();
-        // A target that left discovery keeps its last results, unchanged, until it comes
-        // back or is dropped (docs/discovery.md#when-a-target-vanishes).
-        for (rt, slot) in entries.iter().filter(|(rt, _)| rt.vanished_ms().is_none()) {
-            if slot.busy.swap(true, Ordering::AcqRel) {
-                continue; // still evaluating an earlier tick: its results come when done
-            }
-            let busy = Busy(slot.clone());
-            let (rt, eval, evaluate) = (rt.clone(), self.eval.clone(), self.evaluate.clone());
-            let permits = self.permits.clone();
-            started.spawn(async move {
-                let Ok(permit) = permits.acquire_owned().await else { return };
-                let job = tokio::task::spawn_blocking(move || {
-                    let models = evaluate(&rt, now_ms, &eval);
-                    *busy.0.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(Evaluated { t_ms: now_ms, models });
-                    drop((busy, permit));
+        let round = Arc::new(Round {
+            left: AtomicUsize::new(entries.len()),
+            entries: entries.clone(),
+            next: AtomicUsize::new(0),
+            done: Notify::new(),
+        });
+        let mut started = JoinSet::new();
+        if !entries.is_empty() {
+            for _ in 0..self.workers {
+                let (round, eval, evaluate) = (round.clone(), self.eval.clone(), self.evaluate.clone());
+                let permits = self.permits.clone();
+                started.spawn(async move {
+                    let Ok(permit) = permits.acquire_owned().await else { return };
+                    let job = tokio::task::spawn_blocking(move || {
+                        round.work(now_ms, &eval, evaluate.as_ref());
+                        drop(permit);
+                    });
+                    if let Err(e) = job.await {
+                        tracing::error!("an evaluation worker failed: {e}");
+                    }
                 });
-                if let Err(e) = job.await {
-                    tracing::error!("evaluation failed; keeping the target's previous results: {e}");
-                }
-            });
+            }
+            // Late evaluations go on and land in their slot; they are not cancelled. A worker
+            // still waiting for a permit (held by one busy with a late target) finds the
+            // round taken when it gets one.
+            let _ = tokio::time::timeout(wait, round.done.notified()).await;
         }
-        let all = async { while started.join_next().await.is_some() {} };
-        if tokio::time::timeout(wait, all).await.is_err() {
-            // Late evaluations go on and land in their slot; they are not cancelled.
-            started.detach_all();
-        }
+        started.detach_all();
         self.assemble_from(&entries, now_ms)
     }
 
@@ -193,6 +204,48 @@ impl Evaluator {
     }
 }
 
+/// One tick's pass over the targets, shared by its workers.
+struct Round {
+    entries: Vec<Entry>,
+    /// The next entry to take.
+    next: AtomicUsize,
+    /// Entries not yet taken and finished (evaluated or skipped); `done` is notified at 0.
+    left: AtomicUsize,
+    done: Notify,
+}
+
+impl Round {
+    /// Takes and evaluates entries until none is left. A target still evaluating an
+    /// earlier tick is skipped: its results come when done. A panic in one evaluation
+    /// keeps that target's previous results and the worker goes on.
+    fn work(&self, now_ms: i64, eval: &EvalConfig, evaluate: &EvaluateFn) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some((rt, slot)) = self.entries.get(i) else { return };
+            // A target that left discovery keeps its last results, unchanged, until it
+            // comes back or is dropped (docs/discovery.md#when-a-target-vanishes).
+            if rt.vanished_ms().is_none() && !slot.busy.swap(true, Ordering::AcqRel) {
+                let busy = Busy(slot.clone());
+                let evaluated = std::panic::catch_unwind(AssertUnwindSafe(|| evaluate(rt, now_ms, eval)));
+                match evaluated {
+                    Ok(models) => {
+                        *busy.0.latest.lock().unwrap_or_else(|e| e.into_inner()) =
+                            Some(Evaluated { t_ms: now_ms, models });
+                    }
+                    Err(_) => tracing::error!(
+                        target_name = %rt.config.name,
+                        "evaluation failed; keeping the target's previous results"
+                    ),
+                }
+                drop(busy);
+            }
+            if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                self.done.notify_one();
+            }
+        }
+    }
+}
+
 /// One target's models at `now_ms`: its windows' state advanced under the target's lock,
 /// the reports computed after releasing it.
 fn evaluate_one(rt: &TargetRuntime, now_ms: i64, eval: &EvalConfig) -> Vec<ModelReport> {
@@ -212,7 +265,8 @@ fn evaluate_one(rt: &TargetRuntime, now_ms: i64, eval: &EvalConfig) -> Vec<Model
 /// for real; compiled only with the `test-hooks` feature, which `cargo test` turns on.
 #[cfg(feature = "test-hooks")]
 mod test_hooks {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     /// With `GOODPUT_TEST_EVALUATION_DELAY=<duration>`, every evaluation after the first
     /// takes that much longer, standing in for a huge target's evaluation.

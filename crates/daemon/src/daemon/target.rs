@@ -199,11 +199,10 @@ pub async fn scrape_loop(
         }
         let start_ms = clock.now_ms();
         let began = Instant::now();
-        let outcome = tokio::select! {
-            r = scrape_once(&rt, &fetcher, limits, &mut reuse) => r,
+        tokio::select! {
+            () = scrape_once(&rt, &fetcher, limits, &mut reuse, start_ms, began) => {}
             _ = stop.changed() => return,
-        };
-        rt.record_reusing(start_ms, began.elapsed(), outcome, &mut reuse);
+        }
     }
 }
 
@@ -240,30 +239,58 @@ pub fn phase(name: &str, interval: Duration) -> Duration {
     }
 }
 
-/// Fetches and ingests one scrape. `reuse` travels to the blocking pool and back; a scrape
-/// cancelled or panicking there leaves the target a fresh one (it only costs adapting the
-/// next scrapes afresh).
+/// Parses running at once, across every target: one per core.
+fn parse_permits() -> &'static tokio::sync::Semaphore {
+    static PERMITS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    PERMITS.get_or_init(|| {
+        tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
+}
+
+/// Fetches, ingests and records one scrape taken at `start_ms`. `reuse` travels to the
+/// blocking pool and back; a scrape cancelled or panicking there leaves the target a fresh
+/// one (it only costs adapting the next scrapes afresh).
+///
+/// The scrape is stored on the blocking pool too: storing takes the target's lock, which
+/// the target's first evaluation after a restore holds for a whole pass over its windows
+/// (milliseconds), and a reactor thread waiting on it would stall every other target's
+/// I/O with it.
 async fn scrape_once(
-    rt: &TargetRuntime,
+    rt: &Arc<TargetRuntime>,
     fetcher: &Fetcher,
     limits: Limits,
     reuse: &mut Reuse,
-) -> Result<Scraped, ScrapeError> {
-    let body = fetcher.fetch().await?;
+    start_ms: i64,
+    began: Instant,
+) {
+    let body = match fetcher.fetch().await {
+        Ok(body) => body,
+        Err(e) => return rt.record_reusing(start_ms, began.elapsed(), Err(e), reuse),
+    };
     let hint = rt.config.engine;
     let (model, cardinality) = (rt.config.model.clone(), rt.config.cardinality);
     let mut r = std::mem::take(reuse);
     // Parsing a large body is CPU work; keep it off the reactor threads. A panic in the
-    // adapter becomes an error for this target only.
+    // adapter becomes an error for this target only. At most one parse per core runs at
+    // once: thousands of targets would otherwise start as many blocking threads, all
+    // contending for the allocator (docs/footprint.md#memory).
+    let Ok(permit) = parse_permits().acquire().await else {
+        let closed = ScrapeError::new("internal", "the parse queue is closed".to_string());
+        return rt.record_reusing(start_ms, began.elapsed(), Err(closed), reuse);
+    };
+    let target = rt.clone();
     let ingested = tokio::task::spawn_blocking(move || {
         let out = ingest_reusing(&body, &limits, cardinality, hint, &model, &mut r);
-        (out, r)
+        target.record_reusing(start_ms, began.elapsed(), out, &mut r);
+        r
     });
-    match ingested.await {
-        Ok((out, r)) => {
-            *reuse = r;
-            out
+    let ingested = ingested.await;
+    drop(permit);
+    match ingested {
+        Ok(r) => *reuse = r,
+        Err(e) => {
+            let failed = ScrapeError::new("internal", format!("processing the scrape failed: {e}"));
+            rt.record_reusing(start_ms, began.elapsed(), Err(failed), reuse);
         }
-        Err(e) => Err(ScrapeError::new("internal", format!("processing the scrape failed: {e}"))),
     }
 }

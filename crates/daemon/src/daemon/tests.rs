@@ -99,6 +99,26 @@ async fn a_target_still_evaluating_keeps_its_previous_results_and_the_others_mov
     assert_eq!(report.targets[0].health.last_evaluation_ms, Some(4_000));
 }
 
+#[tokio::test]
+async fn a_panicking_evaluation_keeps_that_targets_results_and_the_round_goes_on() {
+    let targets: Vec<_> = ["a", "bad", "c", "d"].into_iter().map(runtime).collect();
+    let evaluator = Evaluator::new(targets, eval_config()).with_evaluate(|rt, now_ms, _| {
+        assert!(!(rt.config.name == "bad" && now_ms == 2_000), "a bug in one target's evaluation");
+        Vec::new()
+    });
+    evaluator.tick(1_000, Duration::from_secs(10)).await;
+    // The round ends when every target is done, the failed one too: the tick does not sit
+    // out its whole wait.
+    let report = tokio::time::timeout(Duration::from_secs(60), evaluator.tick(2_000, Duration::from_secs(3600)))
+        .await
+        .expect("the round ended");
+    let seen: Vec<_> = report.targets.iter().map(|t| (t.target.as_str(), t.health.last_evaluation_ms)).collect();
+    assert_eq!(seen, [("a", Some(2_000)), ("bad", Some(1_000)), ("c", Some(2_000)), ("d", Some(2_000))]);
+    // The target is not left marked busy: the next tick evaluates it.
+    let report = evaluator.tick(3_000, Duration::from_secs(10)).await;
+    assert_eq!(report.targets[1].health.last_evaluation_ms, Some(3_000));
+}
+
 #[test]
 fn scrape_phases_are_stable_per_name_and_spread_over_the_interval() {
     use super::target::phase;
