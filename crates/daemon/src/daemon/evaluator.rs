@@ -17,7 +17,7 @@
 //! only this target's single running evaluation takes.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -101,6 +101,8 @@ pub struct Evaluator {
     permits: Arc<Semaphore>,
     /// Workers started per tick: as many as there are permits.
     workers: usize,
+    /// The latest tick's number ([`Round`]).
+    generation: Arc<AtomicU64>,
 }
 
 impl Evaluator {
@@ -119,6 +121,7 @@ impl Evaluator {
             evaluate: Arc::new(evaluate_one),
             permits: Arc::new(Semaphore::new(cores.max(2))),
             workers: cores.max(2),
+            generation: Arc::default(),
         }
     }
 
@@ -132,6 +135,12 @@ impl Evaluator {
         self
     }
 
+    /// Workers a tick starts.
+    #[cfg(test)]
+    pub(crate) fn workers(&self) -> usize {
+        self.workers
+    }
+
     /// Evaluates every target that is free at `now_ms`, waits up to `wait` for those
     /// evaluations, and returns the report of the latest results, in config order.
     ///
@@ -142,7 +151,10 @@ impl Evaluator {
     /// (docs/footprint.md#10-000-targets-with-full-windows-live-2026-12-02).
     pub async fn tick(&self, now_ms: i64, wait: Duration) -> Report {
         let entries = self.targets.entries();
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
         let round = Arc::new(Round {
+            generation,
+            latest: self.generation.clone(),
             left: AtomicUsize::new(entries.len()),
             entries: entries.clone(),
             next: AtomicUsize::new(0),
@@ -206,6 +218,12 @@ impl Evaluator {
 
 /// One tick's pass over the targets, shared by its workers.
 struct Round {
+    /// This round's tick, and the latest tick's: a round that a later tick superseded
+    /// stops taking targets, so that none is evaluated at an instant already past (the
+    /// later round starts from the first target, and those already evaluated cost it
+    /// only the scrapes since).
+    generation: u64,
+    latest: Arc<AtomicU64>,
     entries: Vec<Entry>,
     /// The next entry to take.
     next: AtomicUsize,
@@ -219,7 +237,7 @@ impl Round {
     /// earlier tick is skipped: its results come when done. A panic in one evaluation
     /// keeps that target's previous results and the worker goes on.
     fn work(&self, now_ms: i64, eval: &EvalConfig, evaluate: &EvaluateFn) {
-        loop {
+        while self.latest.load(Ordering::Acquire) == self.generation {
             let i = self.next.fetch_add(1, Ordering::Relaxed);
             let Some((rt, slot)) = self.entries.get(i) else { return };
             // A target that left discovery keeps its last results, unchanged, until it
@@ -266,7 +284,7 @@ fn evaluate_one(rt: &TargetRuntime, now_ms: i64, eval: &EvalConfig) -> Vec<Model
 #[cfg(feature = "test-hooks")]
 mod test_hooks {
     use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
     /// With `GOODPUT_TEST_EVALUATION_DELAY=<duration>`, every evaluation after the first
     /// takes that much longer, standing in for a huge target's evaluation.

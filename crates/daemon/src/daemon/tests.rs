@@ -119,6 +119,40 @@ async fn a_panicking_evaluation_keeps_that_targets_results_and_the_round_goes_on
     assert_eq!(report.targets[1].health.last_evaluation_ms, Some(3_000));
 }
 
+#[tokio::test]
+async fn a_round_a_later_tick_superseded_evaluates_no_more_targets_at_its_past_instant() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).max(2);
+    // One held target per worker, then one more that the first round cannot reach in time.
+    let mut names: Vec<String> = (0..cores).map(|i| format!("held{i}")).collect();
+    names.push("last".into());
+    let targets: Vec<_> = names.iter().map(|n| runtime(n)).collect();
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    let evaluator = Evaluator::new(targets, eval_config()).with_evaluate(move |rt, now_ms, _| {
+        seen.lock().unwrap().push((rt.config.name.clone(), now_ms));
+        if rt.config.name.starts_with("held") && now_ms == 1_000 {
+            let _ = gate.lock().unwrap().recv();
+        }
+        Vec::new()
+    });
+    assert_eq!(evaluator.workers(), cores);
+    evaluator.tick(1_000, Duration::from_millis(100)).await;
+    // Every worker holds a target of the first round; the next tick supersedes it.
+    let mut next = Box::pin(evaluator.tick(2_000, Duration::from_secs(3600)));
+    tokio::select! {
+        _ = &mut next => panic!("the second round cannot end while every worker is held"),
+        () = tokio::time::sleep(Duration::from_millis(50)) => {}
+    }
+    for _ in 0..cores {
+        release.send(()).unwrap();
+    }
+    let report = tokio::time::timeout(Duration::from_secs(60), next).await.expect("the second round ended");
+    assert!(!calls.lock().unwrap().contains(&("last".to_string(), 1_000)), "{:?}", calls.lock().unwrap());
+    assert_eq!(report.targets.last().unwrap().health.last_evaluation_ms, Some(2_000));
+}
+
 #[test]
 fn scrape_phases_are_stable_per_name_and_spread_over_the_interval() {
     use super::target::phase;
