@@ -283,8 +283,7 @@ fn evaluate_one(rt: &TargetRuntime, now_ms: i64, eval: &EvalConfig) -> Vec<Model
 /// for real; compiled only with the `test-hooks` feature, which `cargo test` turns on.
 #[cfg(feature = "test-hooks")]
 mod test_hooks {
-    use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     /// With `GOODPUT_TEST_EVALUATION_DELAY=<duration>`, every evaluation after the first
     /// takes that much longer, standing in for a huge target's evaluation.

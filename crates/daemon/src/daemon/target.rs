@@ -242,9 +242,7 @@ pub fn phase(name: &str, interval: Duration) -> Duration {
 /// Parses running at once, across every target: one per core.
 fn parse_permits() -> &'static tokio::sync::Semaphore {
     static PERMITS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
-    PERMITS.get_or_init(|| {
-        tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
-    })
+    PERMITS.get_or_init(|| tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())))
 }
 
 /// Fetches, ingests and records one scrape taken at `start_ms`. `reuse` travels to the
