@@ -283,24 +283,35 @@ async fn evaluate_loop(
         }
         // A tick waits for its evaluations up to half an interval; shutdown does not wait for
         // it. Evaluations still running are abandoned: the process exit ends them.
+        let began = std::time::Instant::now();
         let tick = evaluator.tick(clock.now_ms(), every / 2);
         let mut report: Report = tokio::select! {
             r = tick => r,
             _ = stop.changed() => return abandon(&evaluator, &mut post, clock.as_ref()).await,
         };
+        let evaluated = began.elapsed();
         post.requests.apply(&mut report).await;
         post.budgets.apply(&mut report).await;
         let mut notifications = post.enricher.apply(&mut report, post.gpus.latest());
         crate::deliver::add_external_labels(&post.external_labels, &mut report, &mut notifications);
         post.delivery.submit(&notifications);
         held.log_armed(&report);
-        let now_ms = report.t_ms;
+        let (now_ms, enriched) = (report.t_ms, began.elapsed());
         // For a large fleet, the status page's point and freeing the previous report and its
         // /metrics rendering take milliseconds: not on the async workers.
         let s = shared.clone();
         if let Err(e) = tokio::task::spawn_blocking(move || s.publish(report)).await {
             tracing::error!("cannot publish the report: {e}");
         }
+        // A tick longer than the interval skips the next (`RUST_LOG=goodput::tick=debug`
+        // shows where a large fleet's tick goes: docs/footprint.md).
+        tracing::debug!(
+            target: "goodput::tick",
+            evaluated = ?evaluated,
+            enriched = ?(enriched - evaluated),
+            published = ?(began.elapsed() - enriched),
+            "tick"
+        );
         if let Some(keeper) = post.state.as_mut()
             && keeper.due(now_ms)
         {
