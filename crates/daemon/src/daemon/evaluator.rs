@@ -182,7 +182,10 @@ impl Evaluator {
             let _ = tokio::time::timeout(wait, round.done.notified()).await;
         }
         started.detach_all();
-        self.assemble_from(&entries, now_ms)
+        let began = std::time::Instant::now();
+        let report = self.assemble_from(&entries, now_ms);
+        tracing::debug!(target: "goodput::tick", assembled = ?began.elapsed(), "report assembled");
+        report
     }
 
     /// How many targets have an evaluation queued or running (a late one goes on after its
