@@ -291,8 +291,11 @@ async fn evaluate_loop(
         };
         let evaluated = began.elapsed();
         post.requests.apply(&mut report).await;
+        let requests = began.elapsed();
         post.budgets.apply(&mut report).await;
+        let budgets = began.elapsed();
         let mut notifications = post.enricher.apply(&mut report, post.gpus.latest());
+        let alerts = began.elapsed();
         crate::deliver::add_external_labels(&post.external_labels, &mut report, &mut notifications);
         post.delivery.submit(&notifications);
         held.log_armed(&report);
@@ -309,6 +312,9 @@ async fn evaluate_loop(
             target: "goodput::tick",
             evaluated = ?evaluated,
             enriched = ?(enriched - evaluated),
+            requests = ?(requests - evaluated),
+            budgets = ?(budgets - requests),
+            rules = ?(alerts - budgets),
             published = ?(began.elapsed() - enriched),
             "tick"
         );
