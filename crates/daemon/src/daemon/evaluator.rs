@@ -22,7 +22,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore};
-use tokio::task::JoinSet;
 
 use super::target::TargetRuntime;
 use crate::evaluate::incremental::Incremental;
@@ -160,12 +159,11 @@ impl Evaluator {
             next: AtomicUsize::new(0),
             done: Notify::new(),
         });
-        let mut started = JoinSet::new();
         if !entries.is_empty() {
             for _ in 0..self.workers {
                 let (round, eval, evaluate) = (round.clone(), self.eval.clone(), self.evaluate.clone());
                 let permits = self.permits.clone();
-                started.spawn(async move {
+                tokio::spawn(async move {
                     let Ok(permit) = permits.acquire_owned().await else { return };
                     let job = tokio::task::spawn_blocking(move || {
                         round.work(now_ms, &eval, evaluate.as_ref());
@@ -181,7 +179,6 @@ impl Evaluator {
             // round taken when it gets one.
             let _ = tokio::time::timeout(wait, round.done.notified()).await;
         }
-        started.detach_all();
         let began = std::time::Instant::now();
         let report = self.assemble_from(&entries, now_ms);
         tracing::debug!(target: "goodput::tick", assembled = ?began.elapsed(), "report assembled");
