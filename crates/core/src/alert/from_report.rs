@@ -32,15 +32,18 @@ pub fn inputs(report: &Report, slos: &[Slo]) -> Vec<AlertInput> {
         }
         out.extend(model_inputs(t, slos));
     }
+    // By target and model: a search of the list per input is quadratic in a fleet's size.
+    let by_key: std::collections::HashMap<(&str, &str), &crate::capacity::CapacityReport> =
+        report.capacity.iter().map(|c| ((c.target.as_str(), c.model.as_str()), c)).collect();
     for input in &mut out {
-        input.capacity = capacity(report, &input.target, &input.model);
+        input.capacity =
+            by_key.get(&(input.target.as_str(), input.model.as_str())).map_or_else(Vec::new, |c| capacity(c));
     }
     out
 }
 
 /// The capacity of each SLO of one target and model with an estimate and a current rate.
-fn capacity(report: &Report, target: &str, model: &str) -> Vec<CapacityInput> {
-    let Some(c) = report.capacity.iter().find(|c| c.target == target && c.model == model) else { return vec![] };
+fn capacity(c: &crate::capacity::CapacityReport) -> Vec<CapacityInput> {
     c.slos
         .iter()
         .filter_map(|s| {

@@ -75,7 +75,7 @@ impl CapacityBook {
                 series.latest = Some(assess(&t.target, &m.model, series, &slos, report.t_ms, &self.cfg));
             }
         }
-        let up: Vec<&str> = report.targets.iter().map(|t| t.target.as_str()).collect();
+        let up: std::collections::HashSet<&str> = report.targets.iter().map(|t| t.target.as_str()).collect();
         self.series
             .iter()
             .filter(|((target, _), _)| up.contains(&target.as_str()))
