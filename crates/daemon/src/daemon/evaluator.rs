@@ -147,7 +147,7 @@ impl Evaluator {
     /// shared cursor: with thousands of targets, a task per target would pass each one
     /// through the async scheduler twice (permit, then the blocking pool), and at 10,000
     /// targets those hand-offs, not the evaluations, set how many a tick got through
-    /// (docs/footprint.md#10-000-targets-with-full-windows-live-2026-12-02).
+    /// (docs/footprint.md#why-evaluation-fell-behind-at-10-000-targets-2026-12-02-later).
     pub async fn tick(&self, now_ms: i64, wait: Duration) -> Report {
         let entries = self.targets.entries();
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;

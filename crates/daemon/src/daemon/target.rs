@@ -271,7 +271,7 @@ async fn scrape_once(
     // Parsing a large body is CPU work; keep it off the reactor threads. A panic in the
     // adapter becomes an error for this target only. At most one parse per core runs at
     // once: thousands of targets would otherwise start as many blocking threads, all
-    // contending for the allocator (docs/footprint.md#memory).
+    // contending for the allocator (docs/footprint.md#why-evaluation-fell-behind-at-10-000-targets-2026-12-02-later).
     let Ok(permit) = parse_permits().acquire().await else {
         let closed = ScrapeError::new("internal", "the parse queue is closed".to_string());
         return rt.record_reusing(start_ms, began.elapsed(), Err(closed), reuse);
