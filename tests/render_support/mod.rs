@@ -44,6 +44,12 @@ pub fn target_name(i: usize) -> String {
     if i == 0 { "engine-\"000\"\\a".to_string() } else { format!("engine-{i:03}") }
 }
 
+/// The evaluation settings the report was evaluated with (two SLOs, the default windows).
+#[allow(dead_code)] // the enrich bench's only
+pub fn eval_config() -> goodput::EvalConfig {
+    goodput::config::from_str(CONFIG, "config").unwrap().config.eval_config()
+}
+
 /// `targets` targets (at least 3 for every kind of series), each with the windows of one
 /// evaluated engine; target 1 serves two models.
 pub fn report(targets: usize) -> Report {

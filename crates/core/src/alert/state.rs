@@ -6,7 +6,7 @@
 //! condition stops holding is dropped silently; a firing one is *resolved* and one resolution
 //! is handed to delivery. Firing alerts are handed to delivery again every resend interval.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -123,6 +123,16 @@ impl AlertEngine {
         let mut out = Vec::new();
         let resend_ms = self.resend_interval.as_millis() as i64;
         let rules = &self.rules;
+        // Restored alerts look their target and model up: by a search of every input, that
+        // would be quadratic in the fleet after a restart.
+        let by_key: HashMap<(&str, &str), Vec<&AlertInput>> = if self.active.values().any(|a| a.restored) {
+            inputs.iter().fold(HashMap::new(), |mut m, i| {
+                m.entry((i.target.as_str(), i.model.as_str())).or_default().push(i);
+                m
+            })
+        } else {
+            HashMap::new()
+        };
         self.active.retain(|fp, a| {
             if seen.contains_key(fp) {
                 let due = a.last_sent_ms.is_none_or(|t| now_ms - t >= resend_ms);
@@ -134,7 +144,7 @@ impl AlertEngine {
             }
             // A restored alert whose target is not up yet, or whose rule cannot judge yet,
             // has not been found false: resolving it now would tell Alertmanager so.
-            if a.restored && !judged(rules, a, inputs) {
+            if a.restored && !judged(rules, a, &by_key) {
                 return true;
             }
             if a.state == AlertState::Firing {
@@ -159,10 +169,11 @@ impl AlertEngine {
 
 /// Whether this tick's inputs can judge `a`: its target and model are up and its rule has
 /// the window coverage it needs.
-fn judged(rules: &RuleSet, a: &ActiveAlert, inputs: &[AlertInput]) -> bool {
+fn judged(rules: &RuleSet, a: &ActiveAlert, inputs: &HashMap<(&str, &str), Vec<&AlertInput>>) -> bool {
     let Some(rule) = rules.rules.iter().find(|r| r.name == a.name) else { return true };
-    let (target, model) = (a.labels.get("target"), a.labels.get("model").map(String::as_str).unwrap_or(""));
-    inputs.iter().filter(|i| Some(&i.target) == target && i.model == model).any(|i| i.up && rule.ready_for(i))
+    let Some(target) = a.labels.get("target") else { return false };
+    let model = a.labels.get("model").map_or("", String::as_str);
+    inputs.get(&(target.as_str(), model)).is_some_and(|found| found.iter().any(|i| i.up && rule.ready_for(i)))
 }
 
 fn notification(fp: &Fingerprint, a: &ActiveAlert, ends_at_ms: Option<i64>) -> Notification {

@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Beta, Distribution, Exp1};
 
-use super::stats::pava_non_increasing;
+use super::stats::pava_blocks;
 
 /// One interval's load and outcome: its request rate, and the requests it judged
 /// (decay-weighted, so fractional) with how many met the SLO.
@@ -116,14 +116,42 @@ fn min_total(objective: f64, fit: &Fit) -> f64 {
 
 /// Bins `points` by rate (see [`binned`]).
 pub fn bins(points: &[Point], objective: f64, fit: &Fit) -> Vec<Bin> {
-    binned(points.iter().map(|p| (p.rate, p, 1.0)), min_total(objective, fit), fit, 0.0)
+    let mut scratch = Scratch::default();
+    binned(points.iter().map(|p| (p.rate, p, 1.0)), min_total(objective, fit), fit, 0.0, &mut scratch);
+    scratch.bins
 }
 
 /// The widest a merged bin grows, in decades of rate (×1.78): chosen on seeds 1 and 2 of
 /// the ground-truth check among an eighth, a quarter and no limit.
 const MAX_MERGED_DECADES: f64 = 0.25;
 
-/// [`bins`] with a weight per point and the grid shifted by `phase` of a bin.
+/// One point's share of its grid bin.
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    k: i64,
+    /// The point's position, so that a bin sums its points in their order.
+    at: u32,
+    rate: f64,
+    total: f64,
+    good: f64,
+    raw: f64,
+}
+
+/// The buffers an estimate's draws reuse: each of 200 draws bins and fits anew, and with
+/// fresh vectors and a map each time the allocator took most of an estimate's time
+/// (docs/footprint.md).
+#[derive(Debug, Default)]
+struct Scratch {
+    cells: Vec<Cell>,
+    bins: Vec<Bin>,
+    weights: Vec<f64>,
+    attainment: Vec<f64>,
+    totals: Vec<f64>,
+    blocks: Vec<(f64, f64, usize)>,
+}
+
+/// [`bins`] with a weight per point and the grid shifted by `phase` of a bin, into
+/// `scratch.bins`.
 ///
 /// Adjacent grid bins are merged, from the lowest rate up, until each holds `min_total`
 /// requests (unweighted: how much evidence a bin is does not depend on a draw's weights),
@@ -132,28 +160,39 @@ const MAX_MERGED_DECADES: f64 = 0.25;
 /// are thus as fine as the data allows, down to the grid: dropping every thin grid bin
 /// instead lost the rates a ramp passes quickly, the knee among them. Only a bin still
 /// thin across [`MAX_MERGED_DECADES`] is left out.
-fn binned<'a>(points: impl Iterator<Item = (f64, &'a Point, f64)>, min_total: f64, fit: &Fit, phase: f64) -> Vec<Bin> {
-    let mut grid: std::collections::BTreeMap<i64, Bin> = Default::default();
-    for (rate, p, w) in points.filter(|(r, p, _)| *r > 0.0 && r.is_finite() && p.total > 0.0) {
-        let k = (rate.log10() * fit.bins_per_decade + phase).floor() as i64;
-        let edge = |k: i64| 10f64.powf((k as f64 - phase) / fit.bins_per_decade);
-        let e = grid.entry(k).or_insert(Bin {
-            rate: 0.0,
-            low: edge(k),
-            high: edge(k + 1),
-            total: 0.0,
-            good: 0.0,
-            raw: 0.0,
+fn binned<'a>(
+    points: impl Iterator<Item = (f64, &'a Point, f64)>,
+    min_total: f64,
+    fit: &Fit,
+    phase: f64,
+    scratch: &mut Scratch,
+) {
+    let (cells, out) = (&mut scratch.cells, &mut scratch.bins);
+    cells.clear();
+    out.clear();
+    for (at, (rate, p, w)) in points.filter(|(r, p, _)| *r > 0.0 && r.is_finite() && p.total > 0.0).enumerate() {
+        cells.push(Cell {
+            k: (rate.log10() * fit.bins_per_decade + phase).floor() as i64,
+            at: at as u32,
+            rate: rate * p.total * w,
+            total: p.total * w,
+            good: p.good.clamp(0.0, p.total) * w,
+            raw: p.total,
         });
-        e.rate += rate * p.total * w;
-        e.total += p.total * w;
-        e.good += p.good.clamp(0.0, p.total) * w;
-        e.raw += p.total;
     }
-    let mut out: Vec<Bin> = Vec::new();
+    cells.sort_unstable_by_key(|c| (c.k, c.at));
+    let edge = |k: i64| 10f64.powf((k as f64 - phase) / fit.bins_per_decade);
     let mut open: Option<(i64, Bin)> = None;
     let max_merge = (fit.bins_per_decade * MAX_MERGED_DECADES).round() as i64;
-    for (k, b) in grid {
+    for group in cells.chunk_by(|a, b| a.k == b.k) {
+        let k = group[0].k;
+        let mut b = Bin { rate: 0.0, low: edge(k), high: edge(k + 1), total: 0.0, good: 0.0, raw: 0.0 };
+        for c in group {
+            b.rate += c.rate;
+            b.total += c.total;
+            b.good += c.good;
+            b.raw += c.raw;
+        }
         // A bin still thin across a quarter decade is left out rather than merged on: it
         // would mix loads the fit must tell apart. At the bottom of a ramp's data (its
         // first minutes, thin) it reached up to the knee, took in the failing intervals
@@ -178,7 +217,10 @@ fn binned<'a>(points: impl Iterator<Item = (f64, &'a Point, f64)>, min_total: f6
         if m.raw >= min_total { out.push(m) } else { open = Some((k0, m)) }
     }
     out.extend(open.map(|(_, b)| b));
-    out.into_iter().filter(|b| b.total > 0.0).map(|b| Bin { rate: b.rate / b.total, ..b }).collect()
+    out.retain(|b| b.total > 0.0);
+    for b in out.iter_mut() {
+        b.rate /= b.total;
+    }
 }
 
 /// The highest rate whose fitted attainment meets `objective`, from per-bin attainments
@@ -194,10 +236,27 @@ fn binned<'a>(points: impl Iterator<Item = (f64, &'a Point, f64)>, min_total: f6
 /// then lay near the previous bin's mean, about 19 % under the knee whatever the data
 /// (docs/accuracy.md#capacity); bins a few percent wide, pooled by the fit, keep that
 /// error to a fraction of a bin.
-fn crossing(bins: &[Bin], a: &[f64], objective: f64, min_total: f64) -> (f64, bool, bool) {
-    let w: Vec<f64> = bins.iter().map(|b| b.total).collect();
-    let fitted = pava_non_increasing(a, &w);
-    let Some(i) = fitted.iter().position(|&v| v < objective) else {
+fn crossing(
+    bins: &[Bin],
+    a: &[f64],
+    objective: f64,
+    min_total: f64,
+    totals: &mut Vec<f64>,
+    blocks: &mut Vec<(f64, f64, usize)>,
+) -> (f64, bool, bool) {
+    totals.clear();
+    totals.extend(bins.iter().map(|b| b.total));
+    pava_blocks(a, totals, blocks);
+    // The first bin whose fitted attainment is under the objective.
+    let first_failing = blocks
+        .iter()
+        .scan(0, |start, &(m, _, n)| {
+            let at = *start;
+            *start += n;
+            Some((at, m))
+        })
+        .find_map(|(at, m)| (m < objective).then_some(at));
+    let Some(i) = first_failing else {
         return (bins.last().map_or(0.0, |b| b.rate), true, false);
     };
     // A few failing requests at the top of the data (a thin bin, a ramp just reaching its
@@ -217,40 +276,44 @@ fn crossing(bins: &[Bin], a: &[f64], objective: f64, min_total: f64) -> (f64, bo
 /// The estimate from `points`, or `None` while they hold fewer than the minimum requests.
 pub fn estimate(points: &[Point], objective: f64, fit: &Fit) -> Option<Estimate> {
     let min_total = min_total(objective, fit);
-    let bins = bins(points, objective, fit);
+    let mut scratch = Scratch::default();
+    binned(points.iter().map(|p| (p.rate, p, 1.0)), min_total, fit, 0.0, &mut scratch);
+    let bins = std::mem::take(&mut scratch.bins);
     if bins.iter().map(|b| b.raw).sum::<f64>() < min_total {
         return None;
     }
     // The point fit decides censoring: the posterior means of each bin.
     let means: Vec<f64> = bins.iter().map(|b| (b.good + 0.5) / (b.total + 1.0)).collect();
-    let (_, censored, below_data) = crossing(&bins, &means, objective, min_total);
+    let (_, censored, below_data) =
+        crossing(&bins, &means, objective, min_total, &mut scratch.totals, &mut scratch.blocks);
     let mut rng = ChaCha8Rng::seed_from_u64(fit.seed);
     let block = fit.block.max(1);
-    let mut draws: Vec<f64> = (0..fit.draws.max(1))
-        .filter_map(|_| {
-            let weights: Vec<f64> = (0..points.len().div_ceil(block)).map(|_| rng.sample(Exp1)).collect();
-            let phase: f64 = rng.random_range(0.0..1.0);
-            // How much of a passing interval's rate above the rate it had held counts as
-            // unproven is not known: each draw takes a share, so the spread spans from
-            // the ramp's own knee (none) to the held rates' (all).
-            let settle: f64 = rng.random_range(0.0..1.0);
-            let weighted =
-                points.iter().enumerate().map(|(i, p)| (p.rate_in_draw(objective, settle), p, weights[i / block]));
-            let bins = binned(weighted, min_total, fit, phase);
-            if bins.is_empty() {
-                return None;
-            }
-            let a: Vec<f64> = bins
-                .iter()
-                .map(|b| {
-                    Beta::new(b.good + 0.5, (b.total - b.good).max(0.0) + 0.5)
-                        .expect("positive Jeffreys parameters")
-                        .sample(&mut rng)
-                })
-                .collect();
-            Some(crossing(&bins, &a, objective, min_total).0)
-        })
-        .collect();
+    let mut draws: Vec<f64> = Vec::with_capacity(fit.draws.max(1));
+    for _ in 0..fit.draws.max(1) {
+        let s = &mut scratch;
+        s.weights.clear();
+        s.weights.extend((0..points.len().div_ceil(block)).map(|_| rng.sample::<f64, _>(Exp1)));
+        let phase: f64 = rng.random_range(0.0..1.0);
+        // How much of a passing interval's rate above the rate it had held counts as
+        // unproven is not known: each draw takes a share, so the spread spans from
+        // the ramp's own knee (none) to the held rates' (all).
+        let settle: f64 = rng.random_range(0.0..1.0);
+        let weights = std::mem::take(&mut s.weights);
+        let weighted =
+            points.iter().enumerate().map(|(i, p)| (p.rate_in_draw(objective, settle), p, weights[i / block]));
+        binned(weighted, min_total, fit, phase, s);
+        s.weights = weights;
+        if s.bins.is_empty() {
+            continue;
+        }
+        s.attainment.clear();
+        s.attainment.extend(s.bins.iter().map(|b| {
+            Beta::new(b.good + 0.5, (b.total - b.good).max(0.0) + 0.5)
+                .expect("positive Jeffreys parameters")
+                .sample(&mut rng)
+        }));
+        draws.push(crossing(&s.bins, &s.attainment, objective, min_total, &mut s.totals, &mut s.blocks).0);
+    }
     if draws.is_empty() {
         return None;
     }

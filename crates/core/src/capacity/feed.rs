@@ -20,7 +20,13 @@ impl CapacityBook {
                 process_start: t.health.process_start_s,
                 kv_capacity_tokens: t.models.iter().flat_map(|m| &m.windows).find_map(|w| w.kv_capacity_tokens),
             };
-            let known = self.series.keys().filter(|(target, _)| *target == t.target).count();
+            // The target's series are adjacent in the map: counting them by a scan of every
+            // series would be quadratic in the fleet.
+            let known = self
+                .series
+                .range((t.target.clone(), String::new())..)
+                .take_while(|((target, _), _)| *target == t.target)
+                .count();
             for m in &t.models {
                 let Some(w) = m.windows.iter().filter(|w| !w.alert_only).min_by_key(|w| w.window) else { continue };
                 let key = (t.target.clone(), m.model.clone());

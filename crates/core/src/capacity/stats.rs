@@ -95,9 +95,17 @@ fn erfc(x: f64) -> f64 {
 /// The weighted least-squares fit of `y` that is non-increasing in index order, by the
 /// pool-adjacent-violators algorithm: O(n). Weights must be positive.
 pub fn pava_non_increasing(y: &[f64], w: &[f64]) -> Vec<f64> {
-    // Blocks of (weighted mean, weight, length); a new point merges backwards while it
-    // rises above the block before it.
-    let mut blocks: Vec<(f64, f64, usize)> = Vec::with_capacity(y.len());
+    let mut blocks = Vec::with_capacity(y.len());
+    pava_blocks(y, w, &mut blocks);
+    blocks.iter().flat_map(|&(m, _, n)| std::iter::repeat_n(m, n)).collect()
+}
+
+/// [`pava_non_increasing`] as its blocks of equal fitted value, in order: (weighted mean,
+/// weight, length), into `blocks` (cleared first), so that a caller fitting many times
+/// reuses one buffer.
+pub fn pava_blocks(y: &[f64], w: &[f64], blocks: &mut Vec<(f64, f64, usize)>) {
+    // A new point merges backwards while it rises above the block before it.
+    blocks.clear();
     for (&yi, &wi) in y.iter().zip(w) {
         blocks.push((yi, wi, 1));
         while blocks.len() > 1 {
@@ -111,7 +119,6 @@ pub fn pava_non_increasing(y: &[f64], w: &[f64]) -> Vec<f64> {
             *blocks.last_mut().expect("two blocks") = ((m1 * w1 + m2 * w2) / w, w, n1 + n2);
         }
     }
-    blocks.iter().flat_map(|&(m, _, n)| std::iter::repeat_n(m, n)).collect()
 }
 
 #[cfg(test)]

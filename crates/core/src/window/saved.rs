@@ -42,9 +42,46 @@ enum SavedColumn {
     /// Against the previous point of the run, in the first delta format
     /// ([`column::decode_first_format`]): what snapshots written before [`SavedColumn::Packed`]
     /// hold. Read, never written. A new variant goes last: postcard writes the index.
-    Delta(Vec<u8>),
+    Delta(#[serde(with = "as_bytes")] Vec<u8>),
     /// Against the previous point of the run, as [`Column::encode`] packs it.
-    Packed(Vec<u8>),
+    Packed(#[serde(with = "as_bytes")] Vec<u8>),
+}
+
+/// A byte string as one serde byte value, not a sequence of `u8`s: postcard writes both as a
+/// length and the bytes (so either reads the other's files), but a sequence costs a call
+/// per byte, and the packed columns are most of a snapshot: at 10 000 targets with full
+/// windows, gigabytes a minute (docs/footprint.md).
+pub mod as_bytes {
+    use serde::de::{Deserializer, Error, SeqAccess, Visitor};
+    use serde::ser::Serializer;
+
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        struct Bytes;
+        impl<'de> Visitor<'de> for Bytes {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a byte string")
+            }
+            fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
+                while let Some(b) = seq.next_element()? {
+                    out.push(b);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_byte_buf(Bytes)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -69,11 +69,14 @@ impl Roster {
     /// keeps its latest results; a new one starts without.
     pub fn set(&self, targets: Vec<Arc<TargetRuntime>>) {
         let mut list = self.0.write().unwrap_or_else(|e| e.into_inner());
-        let old = std::mem::take(&mut *list);
+        // By address: a search of the old list per target would be quadratic in the fleet.
+        // The old runtimes stay alive in the map, so no address in it can be a new one's.
+        let old: std::collections::HashMap<*const TargetRuntime, Entry> =
+            std::mem::take(&mut *list).into_iter().map(|e| (Arc::as_ptr(&e.0), e)).collect();
         *list = targets
             .into_iter()
             .map(|rt| {
-                let slot = old.iter().find(|(o, _)| Arc::ptr_eq(o, &rt)).map(|(_, s)| s.clone()).unwrap_or_default();
+                let slot = old.get(&Arc::as_ptr(&rt)).map(|(_, s)| s.clone()).unwrap_or_default();
                 (rt, slot)
             })
             .collect();

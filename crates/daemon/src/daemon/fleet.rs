@@ -80,7 +80,7 @@ impl Fleet {
     pub async fn run(mut self, mut configs: watch::Receiver<Arc<Config>>, mut stop: watch::Receiver<bool>) {
         let mut ticks = tokio::time::interval(std::time::Duration::from_secs(1));
         loop {
-            tokio::select! {
+            let second = tokio::select! {
                 _ = stop.changed() => return,
                 r = configs.changed() => {
                     if r.is_err() {
@@ -88,11 +88,16 @@ impl Fleet {
                     }
                     let next = configs.borrow_and_update().clone();
                     self.apply(next);
+                    false
                 }
-                _ = self.changed.notified() => {}
-                _ = ticks.tick() => {}
+                _ = self.changed.notified() => false,
+                _ = ticks.tick() => true,
+            };
+            // Between changes only a grace period can end: a reconcile compares every
+            // target's settings, which at 10 000 targets is not free each second.
+            if !second || self.members.values().any(|m| m.gone.is_some()) {
+                self.reconcile();
             }
-            self.reconcile();
             // Reap the loops that ended (stopped targets).
             while let Some(Some(_)) = futures_util::FutureExt::now_or_never(self.scrapes.join_next()) {}
         }

@@ -116,11 +116,15 @@ impl Keeper {
         let (ids, dir, max_size) = (self.identities.clone(), self.cfg.dir.clone(), self.cfg.max_size);
         let (stats, busy, failing) = (self.stats.clone(), self.busy.clone(), self.failing.clone());
         let work = tokio::task::spawn_blocking(move || {
+            let began = std::time::Instant::now();
             let frames = capture(&sources, &ids, alerts);
             // Sections are written alerts first, then budgets, request series and windows; one
             // that would take the file past `state_max_size` is left out (that part of that
             // target restarts empty) and counted as `too_large`.
             let result = file::write_atomic(&dir, &format::header(now_ms), frames, max_size);
+            if let Ok(w) = &result {
+                tracing::debug!(bytes = w.bytes, took = ?began.elapsed(), "state snapshot written");
+            }
             report(&dir, result, max_size, now_ms, &stats, &failing);
             restore::release_freed_memory();
             busy.store(false, Ordering::Release);

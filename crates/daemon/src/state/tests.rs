@@ -377,3 +377,21 @@ fn a_thinned_window_store_restores_point_for_point_and_evaluates_the_same() {
     assert_eq!(reports(&again), reports(&live));
     assert_eq!(restored.lock().windows.thin_points(), thin);
 }
+
+#[test]
+fn byte_strings_are_written_as_the_sequence_they_were_and_read_back_either_way() {
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Seq(Vec<u8>);
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Bytes(#[serde(with = "crate::window::saved::as_bytes")] Vec<u8>);
+    // Past 127 bytes the length takes two bytes of varint.
+    for v in [Vec::new(), vec![0, 1, 255], (0..300u32).map(|i| (i * 7) as u8).collect()] {
+        let (seq, bytes) =
+            (postcard::to_allocvec(&Seq(v.clone())).unwrap(), postcard::to_allocvec(&Bytes(v.clone())).unwrap());
+        assert_eq!(seq, bytes, "{} bytes", v.len());
+        assert_eq!(postcard::from_bytes::<Bytes>(&seq).unwrap(), Bytes(v.clone()));
+        assert_eq!(postcard::from_bytes::<Seq>(&bytes).unwrap(), Seq(v));
+    }
+    // A length that runs past the end is an error, not a short read.
+    assert!(postcard::from_bytes::<Bytes>(&[5, 1, 2]).is_err());
+}
