@@ -83,6 +83,9 @@ state_dir: /var/lib/goodput
 {{- with .Values.state.snapshotInterval }}
 state_snapshot_interval: {{ . | quote }}
 {{- end }}
+{{- with .Values.state.maxSize }}
+state_max_size: {{ . | quote }}
+{{- end }}
 {{- end }}
 {{- with .Values.server }}
 server:
