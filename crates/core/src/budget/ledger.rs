@@ -8,14 +8,21 @@
 //! an `f64`, so adding a row when it is written and subtracting the same row when it
 //! leaves the period cancels exactly for counts, and to an `f64` rounding for fractions.
 
+/// Buckets per chunk of the ring: a day of five-minute buckets. A chunk is allocated when a
+/// bucket in it is first written, so a ledger holds what the period has seen so far, not
+/// the whole period from its first count (30 days of rows for each SLO of each target).
+const CHUNK: usize = 288;
+
 /// Rows of `width` counts in `len` buckets of `bucket_ms`; the newest bucket is `now`'s.
+/// A snapshot holds it as one flat row array ([`Flat`]), as it did before the chunks.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(from = "Flat", into = "Flat")]
 pub struct Ledger {
     width: usize,
     len: usize,
     bucket_ms: i64,
-    /// `len × width` counts, allocated on the first write.
-    cells: Vec<f32>,
+    /// The ring's slots in chunks of [`CHUNK`] rows of `width` counts; `None` until written.
+    chunks: Vec<Option<Box<[f32]>>>,
     /// Absolute bucket number (`t_ms / bucket_ms`) of the newest bucket; `None` before the
     /// first write.
     newest: Option<i64>,
@@ -24,14 +31,95 @@ pub struct Ledger {
     first_ms: Option<i64>,
 }
 
+/// A ledger as snapshots hold it: every slot's row in one array (empty before the first
+/// write), the layout of the snapshot format.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Flat {
+    width: usize,
+    len: usize,
+    bucket_ms: i64,
+    cells: Vec<f32>,
+    newest: Option<i64>,
+    totals: Vec<f64>,
+    first_ms: Option<i64>,
+}
+
+impl From<Ledger> for Flat {
+    fn from(l: Ledger) -> Flat {
+        let cells = if l.chunks.iter().all(Option::is_none) {
+            Vec::new()
+        } else {
+            let mut cells = vec![0.0; l.len * l.width];
+            for (k, c) in l.chunks.iter().enumerate() {
+                if let Some(c) = c {
+                    let at = k * CHUNK * l.width;
+                    cells[at..at + c.len()].copy_from_slice(c);
+                }
+            }
+            cells
+        };
+        Flat {
+            width: l.width,
+            len: l.len,
+            bucket_ms: l.bucket_ms,
+            cells,
+            newest: l.newest,
+            totals: l.totals,
+            first_ms: l.first_ms,
+        }
+    }
+}
+
+impl From<Flat> for Ledger {
+    /// Chunks that hold only zeros stay unallocated. Cells of another length than `len ×
+    /// width` leave no chunks at all, which [`Ledger::has_shape`] refuses.
+    fn from(f: Flat) -> Ledger {
+        // A period's length comes from the config; one past a century of minutes is not a
+        // ledger this daemon wrote, and gets no chunks rather than a huge empty ring.
+        let chunks = if f.cells.is_empty() && f.len <= 1 << 26 {
+            vec![None; f.len.div_ceil(CHUNK)]
+        } else if f.width > 0 && f.len.checked_mul(f.width) == Some(f.cells.len()) {
+            f.cells
+                .chunks(CHUNK * f.width)
+                .map(|c| c.iter().any(|v| *v != 0.0).then(|| Box::<[f32]>::from(c)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ledger {
+            width: f.width,
+            len: f.len,
+            bucket_ms: f.bucket_ms,
+            chunks,
+            newest: f.newest,
+            totals: f.totals,
+            first_ms: f.first_ms,
+        }
+    }
+}
+
 impl Ledger {
     pub fn new(width: usize, len: usize, bucket_ms: i64) -> Ledger {
         assert!(width > 0 && len > 0 && bucket_ms > 0, "a ledger needs rows, buckets and a bucket length");
-        Ledger { width, len, bucket_ms, cells: Vec::new(), newest: None, totals: vec![0.0; width], first_ms: None }
+        Ledger {
+            width,
+            len,
+            bucket_ms,
+            chunks: vec![None; len.div_ceil(CHUNK)],
+            newest: None,
+            totals: vec![0.0; width],
+            first_ms: None,
+        }
     }
 
     fn bucket_of(&self, t_ms: i64) -> i64 {
         t_ms.div_euclid(self.bucket_ms)
+    }
+
+    /// The ring slot of absolute bucket `b`: its chunk, and its row's offset in the chunk.
+    fn slot(&self, b: i64) -> (usize, usize) {
+        let slot = b.rem_euclid(self.len as i64) as usize;
+        (slot / CHUNK, slot % CHUNK * self.width)
     }
 
     /// Adds `row` (`width` counts) to the bucket of `t_ms`. Counts older than the period
@@ -44,14 +132,14 @@ impl Ledger {
         if b <= newest - self.len as i64 {
             return;
         }
-        if self.cells.is_empty() {
-            self.cells = vec![0.0; self.len * self.width];
-        }
-        let slot = b.rem_euclid(self.len as i64) as usize * self.width;
+        let (k, at) = self.slot(b);
+        let rows = (self.len - k * CHUNK).min(CHUNK);
+        let width = self.width;
+        let chunk = self.chunks[k].get_or_insert_with(|| vec![0.0; rows * width].into_boxed_slice());
         for (i, v) in row.iter().enumerate() {
-            let before = self.cells[slot + i];
+            let before = chunk[at + i];
             let after = (f64::from(before) + v) as f32;
-            self.cells[slot + i] = after;
+            chunk[at + i] = after;
             // What the cell gained as stored, so that subtracting the cell later cancels it.
             self.totals[i] += f64::from(after) - f64::from(before);
         }
@@ -72,14 +160,15 @@ impl Ledger {
         if b <= newest {
             return;
         }
-        if !self.cells.is_empty() {
+        if self.chunks.iter().any(Option::is_some) {
             // Buckets newest+1 ..= b take over slots that held buckets a period older.
             let steps = (b - newest).min(self.len as i64);
-            for k in 1..=steps {
-                let slot = (newest + k).rem_euclid(self.len as i64) as usize * self.width;
+            for step in 1..=steps {
+                let (k, at) = self.slot(newest + step);
+                let Some(chunk) = self.chunks[k].as_mut() else { continue };
                 for i in 0..self.width {
-                    self.totals[i] -= f64::from(self.cells[slot + i]);
-                    self.cells[slot + i] = 0.0;
+                    self.totals[i] -= f64::from(chunk[at + i]);
+                    chunk[at + i] = 0.0;
                 }
             }
             if steps == self.len as i64 {
@@ -112,13 +201,25 @@ impl Ledger {
     /// len, bucket_ms)` gives and consistent cells.
     pub fn has_shape(&self, width: usize, len: usize, bucket_ms: i64) -> bool {
         (self.width, self.len, self.bucket_ms) == (width, len, bucket_ms)
-            && (self.cells.is_empty() || self.cells.len() == len * width)
+            && self.chunks.len() == len.div_ceil(CHUNK)
+            && self
+                .chunks
+                .iter()
+                .enumerate()
+                .all(|(k, c)| c.as_ref().is_none_or(|c| c.len() == (len - k * CHUNK).min(CHUNK) * width))
             && self.totals.len() == width
     }
 
-    /// Bytes on the heap once written (what docs/metrics.md#error-budget-over-a-period bounds).
+    /// Bytes on the heap once the whole period is written (what
+    /// docs/metrics.md#error-budget-over-a-period bounds); less while it fills.
     pub fn heap_bytes(&self) -> usize {
         self.len * self.width * std::mem::size_of::<f32>() + self.width * std::mem::size_of::<f64>()
+    }
+
+    /// Bytes on the heap now: the chunks written so far.
+    pub fn allocated_bytes(&self) -> usize {
+        let rows: usize = self.chunks.iter().flatten().map(|c| c.len()).sum();
+        rows * std::mem::size_of::<f32>() + self.width * std::mem::size_of::<f64>()
     }
 }
 
@@ -163,6 +264,55 @@ mod tests {
         l.advance(100 * MIN5);
         assert_eq!(l.totals(), [0.0, 0.0]);
         assert_eq!(l.first_ms(), Some(1_000));
+    }
+
+    #[test]
+    fn a_ledger_holds_the_days_it_has_seen_not_the_whole_period() {
+        // 28 days of five-minute buckets, three counts a row: 8064 rows once full.
+        let mut l = Ledger::new(3, 8064, MIN5);
+        let t0 = 1_700_000_000_000 / MIN5 * MIN5;
+        for b in 0..72 {
+            l.add(t0 + b * MIN5, &[1.0, 0.5, 0.0]);
+        }
+        // Six hours fit one or two chunks of a day; the bound is for the whole period.
+        assert!(l.allocated_bytes() <= 2 * CHUNK * 3 * 4 + 3 * 8, "{} bytes", l.allocated_bytes());
+        assert!(l.heap_bytes() >= 10 * l.allocated_bytes());
+        assert_eq!(l.totals(), &[72.0, 36.0, 0.0]);
+        // A whole period later every chunk has been written, and what left the period is gone.
+        for b in 72..8064 + 10 {
+            l.add(t0 + b * MIN5, &[1.0, 0.5, 0.0]);
+        }
+        assert_eq!(l.totals(), &[8064.0, 4032.0, 0.0]);
+        assert_eq!(l.allocated_bytes(), l.heap_bytes());
+    }
+
+    #[test]
+    fn a_snapshot_holds_the_flat_rows_and_reads_back_the_same() {
+        let mut l = Ledger::new(2, 600, MIN5);
+        for b in [0i64, 1, 2, 300, 599] {
+            l.add(b * MIN5 + 7, &[b as f64, 1.0]);
+        }
+        let json = serde_json::to_value(&l).unwrap();
+        // The layout snapshots had before the chunks: every row in one array.
+        assert_eq!(json["cells"].as_array().unwrap().len(), 600 * 2);
+        assert_eq!(json["cells"][300 * 2].as_f64(), Some(300.0));
+        let mut back: Ledger = serde_json::from_value(json).unwrap();
+        assert!(back.has_shape(2, 600, MIN5));
+        assert_eq!(back.totals(), l.totals());
+        // Only the chunks with counts are allocated again (rows 0–287, 288–575, 576–599).
+        assert_eq!(back.allocated_bytes(), l.allocated_bytes());
+        // And it goes on as the original does: bucket 600 takes bucket 0's slot.
+        for x in [&mut l, &mut back] {
+            x.add(600 * MIN5, &[0.0, 1.0]);
+        }
+        assert_eq!(back.totals(), l.totals());
+        assert_eq!(back.totals(), &[902.0, 5.0]);
+        // A ledger never written is an empty array; cells of the wrong length are refused.
+        let empty: Ledger = serde_json::from_value(serde_json::to_value(Ledger::new(2, 600, MIN5)).unwrap()).unwrap();
+        assert!(empty.has_shape(2, 600, MIN5) && empty.allocated_bytes() == 16);
+        let mut bad = serde_json::to_value(&l).unwrap();
+        bad["cells"] = serde_json::json!([1.0, 2.0, 3.0]);
+        assert!(!serde_json::from_value::<Ledger>(bad).unwrap().has_shape(2, 600, MIN5));
     }
 
     #[test]
