@@ -18,26 +18,28 @@ use goodput_sim as sim;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    return_freed_memory_at_once();
+    #[cfg(not(target_os = "linux"))]
+    commit_arenas_on_demand();
     let cli = cli::Cli::parse();
     std::process::exit(cli::main(cli));
 }
 
-/// mimalloc keeps freed pages a while before giving them back, and commits its arenas
-/// ahead of use: at 20 targets that held 60–75 MiB of RSS where glibc held 22 MiB. Purging
-/// at once and committing on demand keep it at 25 MiB, and cost nothing measurable at
-/// 10,000 targets (docs/footprint.md#memory).
-fn return_freed_memory_at_once() {
-    // `mi_option_e` in mimalloc.h: versions 2 and 3 number these alike.
+/// mimalloc commits an arena when it creates it, and with transparent huge pages that is
+/// resident memory: at 20 targets 51–65 MiB of RSS where glibc held 22 MiB. Committed on
+/// demand it is 25–27 MiB, at no measurable cost at 10,000 targets (docs/footprint.md#memory).
+/// The first arena is made at the first allocation, before `main`, so on Linux this runs as a
+/// constructor, before any allocation; elsewhere from `main`.
+extern "C" fn commit_arenas_on_demand() {
+    // `mi_option_arena_eager_commit` in mimalloc.h (versions 2 and 3 number it alike).
     const ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
-    const PURGE_DELAY: std::ffi::c_int = 15;
     unsafe extern "C" {
         fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     }
-    // SAFETY: mi_option_set only stores an option's value, read when mimalloc next needs it;
-    // called before any other thread exists.
-    unsafe {
-        mi_option_set(ARENA_EAGER_COMMIT, 0);
-        mi_option_set(PURGE_DELAY, 0);
-    }
+    // SAFETY: mi_option_set only stores an option's value, read when mimalloc next needs it.
+    unsafe { mi_option_set(ARENA_EAGER_COMMIT, 0) }
 }
+
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static COMMIT_ARENAS_ON_DEMAND: extern "C" fn() = commit_arenas_on_demand;
