@@ -24,9 +24,9 @@ fn main() {
     std::process::exit(cli::main(cli));
 }
 
-/// mimalloc commits an arena when it creates it, and with transparent huge pages that is
-/// resident memory: at 20 targets 51–65 MiB of RSS where glibc held 22 MiB. Committed on
-/// demand it is 25–27 MiB, at no measurable cost at 10,000 targets (docs/footprint.md#memory).
+/// mimalloc commits an arena when it creates it: at 20 targets that left 51–65 MiB resident
+/// where glibc held 22 MiB. Committed on demand it is 26–28 MiB, at no measurable cost at
+/// 10,000 targets (docs/footprint.md#memory).
 /// The first arena is made at the first allocation, before `main`, so on Linux this runs as a
 /// constructor, before any allocation; elsewhere from `main`.
 extern "C" fn commit_arenas_on_demand() {
