@@ -329,7 +329,7 @@ async fn evaluate_loop(
 }
 
 /// CPU time of the calling thread: beside a step's wall time in the tick log, it tells work
-/// from waiting for a core (or the allocator's lock) in a busy process.
+/// from waiting for a core or a lock in a busy process.
 fn thread_cpu() -> std::time::Duration {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes only the timespec it is given.
@@ -390,11 +390,16 @@ impl HeldRules {
             .filter(|r| !r.ready)
             .map(|r| (r.alertname, r.target.clone(), r.model.clone()))
             .collect();
-        // Looked up in a set: a search of the list per rule armed was quadratic in the
-        // fleet, and after a restart thousands of targets' rules arm in the same tick.
-        let judged: std::collections::HashSet<(&str, &str, &str)> =
-            report.alert_readiness.iter().map(|r| (r.alertname, r.target.as_str(), r.model.as_str())).collect();
-        for k in self.0.difference(&now).filter(|k| judged.contains(&(k.0, k.1.as_str(), k.2.as_str()))) {
+        let left: Vec<_> = self.0.difference(&now).collect();
+        // Looked up in a set, built only in a tick where rules stopped waiting: a search of
+        // the list per rule armed was quadratic in the fleet, and after a restart thousands
+        // of targets' rules arm in the same tick.
+        let judged: std::collections::HashSet<(&str, &str, &str)> = if left.is_empty() {
+            Default::default()
+        } else {
+            report.alert_readiness.iter().map(|r| (r.alertname, r.target.as_str(), r.model.as_str())).collect()
+        };
+        for k in left.into_iter().filter(|k| judged.contains(&(k.0, k.1.as_str(), k.2.as_str()))) {
             tracing::info!(alertname = k.0, target_name = %k.1, model = %k.2, "alert rule armed: its windows are covered by data");
         }
         self.0 = now;
