@@ -4,7 +4,8 @@
 # Both run at once on this machine and are measured over the same minutes: CPU time
 # (utime+stime) per wall second, RSS at the end, peak RSS. docs/footprint.md has the figures.
 #
-#   cargo build --release --bin goodput --example fake_targets --example fill_state
+#   cargo build --profile dist --bin goodput      # the container image's build
+#   cargo build --release --example fake_targets --example fill_state
 #   scripts/bench/versus-prometheus.sh [fresh|full ...]     # default: fresh full
 #
 # fresh: both start empty, as after a first deploy.
@@ -27,7 +28,7 @@ INTERVAL=${INTERVAL:-5}
 WARMUP=${WARMUP:-90}
 DURATION=${DURATION:-300}
 HISTORY=${HISTORY:-21600}
-BIN=${BIN:-target/release/goodput}
+BIN=${BIN:-target/dist/goodput}
 FAKE=${FAKE:-target/release/examples/fake_targets}
 FILL=${FILL:-target/release/examples/fill_state}
 PROM=${PROM:-prometheus}
@@ -35,7 +36,7 @@ PROMTOOL=${PROMTOOL:-promtool}
 PORT=${PORT:-19465}
 PROM_PORT=${PROM_PORT:-19090}
 FAKE_PORT=${FAKE_PORT:-19100}
-require_bin "$BIN" "cargo build --release --bin goodput"
+require_bin "$BIN" "cargo build --profile dist --bin goodput"
 require_bin "$FAKE" "cargo build --release --example fake_targets"
 command -v "$PROM" >/dev/null || { echo "missing $PROM (Debian: apt-get install prometheus)" >&2; exit 2; }
 
