@@ -116,6 +116,11 @@ impl Ledger {
         t_ms.div_euclid(self.bucket_ms)
     }
 
+    /// Counts in chunk `k` once allocated: [`CHUNK`] rows, fewer in the last chunk.
+    fn chunk_cells(&self, k: usize) -> usize {
+        (self.len - k * CHUNK).min(CHUNK) * self.width
+    }
+
     /// The ring slot of absolute bucket `b`: its chunk, and its row's offset in the chunk.
     fn slot(&self, b: i64) -> (usize, usize) {
         let slot = b.rem_euclid(self.len as i64) as usize;
@@ -133,9 +138,8 @@ impl Ledger {
             return;
         }
         let (k, at) = self.slot(b);
-        let rows = (self.len - k * CHUNK).min(CHUNK);
-        let width = self.width;
-        let chunk = self.chunks[k].get_or_insert_with(|| vec![0.0; rows * width].into_boxed_slice());
+        let cells = self.chunk_cells(k);
+        let chunk = self.chunks[k].get_or_insert_with(|| vec![0.0; cells].into_boxed_slice());
         for (i, v) in row.iter().enumerate() {
             let before = chunk[at + i];
             let after = (f64::from(before) + v) as f32;
@@ -202,11 +206,7 @@ impl Ledger {
     pub fn has_shape(&self, width: usize, len: usize, bucket_ms: i64) -> bool {
         (self.width, self.len, self.bucket_ms) == (width, len, bucket_ms)
             && self.chunks.len() == len.div_ceil(CHUNK)
-            && self
-                .chunks
-                .iter()
-                .enumerate()
-                .all(|(k, c)| c.as_ref().is_none_or(|c| c.len() == (len - k * CHUNK).min(CHUNK) * width))
+            && self.chunks.iter().enumerate().all(|(k, c)| c.as_ref().is_none_or(|c| c.len() == self.chunk_cells(k)))
             && self.totals.len() == width
     }
 
