@@ -1,45 +1,138 @@
-//! The global allocator and the two options the daemon sets on it (docs/footprint.md#memory).
+//! The global allocator: mimalloc, or glibc's malloc for a small fleet known at start
+//! (docs/footprint.md#memory).
 //!
-//! mimalloc rather than glibc's malloc: at 10,000 targets glibc's free lists (one arena,
+//! The two suit opposite ends. At 10,000 targets glibc's free lists (one arena,
 //! consolidated on large requests) took a fifth of the machine and kept evaluation from
-//! finishing its tick; mimalloc's per-thread pages do not.
+//! finishing its tick; mimalloc's per-thread pages do not. At 20 targets those per-thread
+//! pages, partly filled for each size class on each thread that allocates, cost about 6 MiB
+//! of the 29 the daemon held, which glibc with one arena does not. So the daemon starts on
+//! mimalloc (every other subcommand stays on it) and [`fit_to_fleet`] moves a small fleet's
+//! allocations to glibc once the config is read. What was allocated before goes back to
+//! mimalloc when freed: each free asks mimalloc whether it owns the pointer.
 
-use std::ffi::{c_int, c_long};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::ffi::{c_int, c_long, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use mimalloc::MiMalloc;
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: FleetAllocator = FleetAllocator;
 
-// Option numbers of `mi_option_t` in mimalloc.h (versions 2 and 3 number these alike).
-const ARENA_EAGER_COMMIT: c_int = 4;
-const PURGE_DELAY: c_int = 15;
+/// Whether new allocations come from glibc. Set at most once, from `false` to `true`, so a
+/// thread that sees `false` holds only mimalloc's pointers: a pointer reaches a thread
+/// through synchronization that also carries the store that preceded its allocation.
+static GLIBC: AtomicBool = AtomicBool::new(false);
+
+/// Fleets up to this many targets use glibc's malloc ([`fit_to_fleet`]).
+pub const SMALL_FLEET: usize = 100;
+
+/// Which allocator a fleet gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    Mimalloc,
+    Glibc,
+}
+
+impl Choice {
+    /// `GOODPUT_ALLOCATOR` (`mimalloc` or `glibc`) if set, else by the fleet known at start
+    /// (`None`: not known, as with discovery).
+    pub fn for_fleet(targets: Option<usize>, env: Option<&str>) -> Result<Choice, String> {
+        match env.map(str::trim) {
+            Some("mimalloc") => Ok(Choice::Mimalloc),
+            Some("glibc") => Ok(Choice::Glibc),
+            Some(other) => Err(format!("GOODPUT_ALLOCATOR is {other:?}; expected \"mimalloc\" or \"glibc\"")),
+            None if cfg!(all(target_os = "linux", target_env = "gnu")) && targets.is_some_and(|n| n <= SMALL_FLEET) => {
+                Ok(Choice::Glibc)
+            }
+            None => Ok(Choice::Mimalloc),
+        }
+    }
+}
+
+/// Picks the allocator for a fleet of `targets` (see [`Choice::for_fleet`]). Called once,
+/// before the runtime's threads start: a reload that grows the fleet keeps the choice.
+pub fn fit_to_fleet(targets: Option<usize>) -> Result<Choice, String> {
+    let env = std::env::var("GOODPUT_ALLOCATOR").ok();
+    let choice = Choice::for_fleet(targets, env.as_deref())?;
+    if choice == Choice::Glibc {
+        use_glibc();
+    }
+    Ok(choice)
+}
+
+/// glibc gives each thread that allocates an arena of its own (up to 8 per core) and keeps
+/// what is freed in it: at 20 targets the blocking-pool threads grew the RSS from 33 to over
+/// 110 MiB without more data. One arena keeps it flat. Blocks of 128 KiB and more are mapped
+/// on their own and unmapped when freed: glibc's threshold otherwise rises to the largest
+/// block freed, after which each tick's large buffers come from the heap and fragment it.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn use_glibc() {
+    // SAFETY: mallopt only sets the allocator's parameters.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+    GLIBC.store(true, Ordering::Relaxed);
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn use_glibc() {}
 
 unsafe extern "C" {
     fn mi_option_set(option: c_int, value: c_long);
+    fn mi_is_in_heap_region(p: *const c_void) -> bool;
 }
 
-fn set(option: c_int, value: c_long) {
-    // SAFETY: mi_option_set only stores an option's value, read when mimalloc next needs it.
-    unsafe { mi_option_set(option, value) }
-}
+/// mimalloc for everything until [`use_glibc`]; then glibc for new allocations, and each
+/// pointer freed or resized by the allocator that made it.
+struct FleetAllocator;
 
-/// Fleets up to this many targets get their freed memory back at once ([`fit_to_fleet`]).
-pub const SMALL_FLEET: usize = 100;
-
-/// Sets the purge delay for a fleet of `targets` (`None`: not known at start, as with
-/// discovery). mimalloc keeps freed pages for a second (its `purge_delay`) before handing
-/// them back, so that a page freed and soon needed again costs no page faults. For a small
-/// fleet that cache is most of what the daemon holds beyond its windows (3 MiB of 32 at 20
-/// targets) and the faults cost nothing measurable, so pages go back as soon as they are
-/// free; at 2,000 targets that cost 15–30 % more CPU, so larger or unknown fleets keep the
-/// default. `MIMALLOC_PURGE_DELAY` in the environment wins over either.
-pub fn fit_to_fleet(targets: Option<usize>) {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-        return;
-    }
-    if targets.is_some_and(|n| n <= SMALL_FLEET) {
-        set(PURGE_DELAY, 0);
+impl FleetAllocator {
+    /// Whether `p` is glibc's. Before the switch every pointer is mimalloc's; after it,
+    /// mimalloc's page map tells (a lookup, no search).
+    fn is_glibc(p: *mut u8) -> bool {
+        // SAFETY: mi_is_in_heap_region reads mimalloc's page map and accepts any address.
+        GLIBC.load(Ordering::Relaxed) && !unsafe { mi_is_in_heap_region(p.cast()) }
     }
 }
+
+// SAFETY: every pointer goes back to the allocator that returned it (see `is_glibc`), and
+// both allocators meet GlobalAlloc's contract.
+unsafe impl GlobalAlloc for FleetAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { if GLIBC.load(Ordering::Relaxed) { System.alloc(layout) } else { MiMalloc.alloc(layout) } }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as in `alloc`.
+        unsafe {
+            if GLIBC.load(Ordering::Relaxed) { System.alloc_zeroed(layout) } else { MiMalloc.alloc_zeroed(layout) }
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` goes back to the allocator that returned it.
+        unsafe { if Self::is_glibc(ptr) { System.dealloc(ptr, layout) } else { MiMalloc.dealloc(ptr, layout) } }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // A block grows in the allocator that made it, even after the switch: few blocks
+        // made before it are resized after.
+        // SAFETY: as in `dealloc`.
+        unsafe {
+            if Self::is_glibc(ptr) {
+                System.realloc(ptr, layout, new_size)
+            } else {
+                MiMalloc.realloc(ptr, layout, new_size)
+            }
+        }
+    }
+}
+
+// Option numbers of `mi_option_t` in mimalloc.h (versions 2 and 3 number these alike).
+const ARENA_EAGER_COMMIT: c_int = 4;
 
 /// mimalloc commits an arena when it creates it: at 20 targets that left 51–65 MiB resident
 /// where glibc held 22 MiB. Committed on demand it is 26–28 MiB, at no measurable cost at
@@ -47,7 +140,8 @@ pub fn fit_to_fleet(targets: Option<usize>) {
 /// The first arena is made at the first allocation, before `main`, so on Linux this runs as a
 /// constructor, before any allocation; elsewhere from `main`.
 pub extern "C" fn commit_arenas_on_demand() {
-    set(ARENA_EAGER_COMMIT, 0);
+    // SAFETY: mi_option_set only stores an option's value, read when mimalloc next needs it.
+    unsafe { mi_option_set(ARENA_EAGER_COMMIT, 0) }
 }
 
 #[cfg(target_os = "linux")]
@@ -59,28 +153,43 @@ static COMMIT_ARENAS_ON_DEMAND: extern "C" fn() = commit_arenas_on_demand;
 mod tests {
     use super::*;
 
-    unsafe extern "C" {
-        fn mi_option_get(option: c_int) -> c_long;
-    }
-
-    fn purge_delay() -> c_long {
-        // SAFETY: mi_option_get only reads an option's value.
-        unsafe { mi_option_get(PURGE_DELAY) }
-    }
-
-    /// One test, not three: the option is the process's, and tests run in parallel.
     #[test]
-    fn only_a_small_fleet_known_at_start_gets_freed_memory_back_at_once() {
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-            return; // the environment decides, as it does for the daemon
+    fn a_small_fleet_known_at_start_gets_glibc_unless_the_environment_says_otherwise() {
+        let gnu = cfg!(all(target_os = "linux", target_env = "gnu"));
+        let small = if gnu { Choice::Glibc } else { Choice::Mimalloc };
+        assert_eq!(Choice::for_fleet(Some(SMALL_FLEET), None), Ok(small));
+        assert_eq!(Choice::for_fleet(Some(1), None), Ok(small));
+        assert_eq!(Choice::for_fleet(Some(SMALL_FLEET + 1), None), Ok(Choice::Mimalloc));
+        assert_eq!(Choice::for_fleet(None, None), Ok(Choice::Mimalloc), "a fleet found by discovery");
+        assert_eq!(Choice::for_fleet(Some(1), Some("mimalloc")), Ok(Choice::Mimalloc));
+        assert_eq!(Choice::for_fleet(None, Some(" glibc\n")), Ok(Choice::Glibc));
+        let err = Choice::for_fleet(Some(1), Some("jemalloc")).unwrap_err();
+        assert!(err.contains("GOODPUT_ALLOCATOR") && err.contains("jemalloc"), "{err}");
+    }
+
+    /// Pointers made by mimalloc before the switch are freed and resized by mimalloc after
+    /// it, and new ones come from glibc. The switch is the process's, and tests share the
+    /// process, so every other test in this binary allocates across it as well.
+    #[test]
+    fn blocks_made_before_the_switch_go_back_to_mimalloc() {
+        let before: Vec<Box<[u8]>> = (0..64).map(|i| vec![i as u8; 16 << (i % 12)].into_boxed_slice()).collect();
+        let mut grown: Vec<u64> = Vec::with_capacity(4);
+        grown.extend(0..4);
+        assert!(before.iter().all(|b| unsafe { mi_is_in_heap_region(b.as_ptr().cast()) }));
+        if !cfg!(all(target_os = "linux", target_env = "gnu")) {
+            return;
         }
-        let default = purge_delay();
-        assert!(default > 0, "mimalloc delays purging by default, got {default}");
-        fit_to_fleet(None);
-        assert_eq!(purge_delay(), default, "a fleet found by discovery keeps the default");
-        fit_to_fleet(Some(SMALL_FLEET + 1));
-        assert_eq!(purge_delay(), default, "a large fleet keeps the default");
-        fit_to_fleet(Some(SMALL_FLEET));
-        assert_eq!(purge_delay(), 0);
+        use_glibc();
+        let after = vec![7u8; 1000];
+        assert!(!unsafe { mi_is_in_heap_region(after.as_ptr().cast()) }, "new blocks are glibc's");
+        grown.extend(4..100_000); // realloc of a mimalloc block, after the switch
+        assert!(grown.iter().copied().eq(0..100_000));
+        for (i, b) in before.iter().enumerate() {
+            assert!(b.iter().all(|&x| x == i as u8));
+        }
+        drop(before);
+        drop(grown);
+        let again: Vec<Box<[u8]>> = (0..64).map(|i| vec![i as u8; 16 << (i % 12)].into_boxed_slice()).collect();
+        assert!(again.iter().enumerate().all(|(i, b)| b.iter().all(|&x| x == i as u8)));
     }
 }

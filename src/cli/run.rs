@@ -21,8 +21,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> CliResult {
     let Some(mut config) = super::load_config(&args.config) else { return Ok(1) };
-    // Decided once, from the fleet at start: a reload that grows it keeps the setting.
-    crate::allocator::fit_to_fleet(config.discovery.is_empty().then_some(config.targets.len()));
+    // Decided once, from the fleet at start: a reload that grows it keeps the allocator.
+    match crate::allocator::fit_to_fleet(config.discovery.is_empty().then_some(config.targets.len())) {
+        Ok(choice) => tracing::debug!(?choice, "allocator"),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(1);
+        }
+    }
     // Applied to the config at start and to every reloaded one, so that a reload does not
     // undo the command line.
     let prepare: fn(&mut Config) = if args.no_alert_delivery { no_alert_delivery } else { |_| {} };

@@ -126,6 +126,7 @@ impl Keeper {
                 tracing::debug!(bytes = w.bytes, took = ?began.elapsed(), "state snapshot written");
             }
             report(&dir, result, max_size, now_ms, &stats, &failing);
+            restore::release_freed_memory();
             busy.store(false, Ordering::Release);
         });
         if wait {
