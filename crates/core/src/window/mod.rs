@@ -176,6 +176,24 @@ impl TargetWindows {
         )
     }
 
+    /// Calls `f` with what [`TargetWindows::stored_points`] yields, in the same order, without
+    /// copying each scrape's values: a snapshot walks every stored scrape of every target.
+    pub fn for_each_stored(&self, mut f: impl FnMut(i64, &Arc<Layout>, &[f64])) {
+        for b in &self.thin {
+            b.for_each(0, |_, t, v| {
+                f(t, &b.layout, v);
+                true
+            });
+        }
+        let mut cur = Vec::new();
+        for p in &self.points {
+            if !p.column.decode_into(&mut cur) {
+                return;
+            }
+            f(p.t_ms, &p.layout, &cur);
+        }
+    }
+
     /// The oldest stored scrape's time.
     fn oldest_t(&self) -> Option<i64> {
         match self.thin.front() {

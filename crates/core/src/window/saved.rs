@@ -190,24 +190,27 @@ impl SavedWindows {
     /// Every point `store` holds.
     pub fn save(store: &TargetWindows) -> SavedWindows {
         let mut runs: Vec<SavedRun> = Vec::new();
-        let mut last: Option<(Arc<Layout>, Vec<f64>)> = None;
-        for (t_ms, layout, values) in store.stored_points() {
-            let prev = match &last {
-                Some((l, v)) if Arc::ptr_eq(l, &layout) => Some(v.as_slice()),
-                _ => None,
+        let mut last: Option<Arc<Layout>> = None;
+        let mut prev: Vec<f64> = Vec::new();
+        store.for_each_stored(|t_ms, layout, values| {
+            let same = last.as_ref().is_some_and(|l| Arc::ptr_eq(l, layout));
+            let column = if same && prev.len() == values.len() {
+                let mut bytes = Vec::with_capacity(values.len() / 2 + 8);
+                column::pack(values, &prev, &mut bytes);
+                SavedColumn::Packed(bytes)
+            } else {
+                SavedColumn::Raw(values.to_vec())
             };
-            let column = match Column::encode(&values, prev) {
-                Column::Raw(v) => SavedColumn::Raw(v.to_vec()),
-                Column::Delta(b) => SavedColumn::Packed(b.to_vec()),
-            };
-            if prev.is_none() {
-                runs.push(SavedRun { layout: SavedLayout::of(&layout), points: Vec::new() });
+            if !same {
+                runs.push(SavedRun { layout: SavedLayout::of(layout), points: Vec::new() });
+                last = Some(layout.clone());
             }
             if let Some(run) = runs.last_mut() {
                 run.points.push(SavedPoint { t_ms, column });
             }
-            last = Some((layout, values));
-        }
+            prev.clear();
+            prev.extend_from_slice(values);
+        });
         SavedWindows { engine: store.engine(), runs }
     }
 

@@ -266,6 +266,24 @@ fn bits(w: &TargetWindows) -> Bits {
     w.stored_points().map(|(t, l, v)| (t, l.keys.clone(), v.iter().map(|x| x.to_bits()).collect())).collect()
 }
 
+/// What a snapshot walks is what the store holds: the points [`TargetWindows::stored_points`]
+/// gives, thin and full, in order, bit for bit.
+#[test]
+fn walking_the_stored_points_gives_them_all_in_order() {
+    let thinning = crate::evaluate::Thinning::of(&default_windows(Vec::new())).expect("6h reaches past 1h");
+    let mut w = TargetWindows::new(Duration::from_secs(6 * 3600));
+    for i in 0..1000 {
+        let t = i * 5_000 + 7;
+        w.push(t, Arc::new(vllm_like(1, i as f64)));
+        w.thin_before(t - thinning.full_ms, &thinning.kept);
+    }
+    assert_eq!(w.thin_points(), 1000 - 720, "older than the hour: thin");
+    let mut walked: Bits = Vec::new();
+    w.for_each_stored(|t, l, v| walked.push((t, l.keys.clone(), v.iter().map(|x| x.to_bits()).collect())));
+    assert_eq!(walked.len(), 1000);
+    assert_eq!(walked, bits(&w));
+}
+
 #[test]
 fn thin_points_keep_the_kept_series_exactly_whatever_the_cadence() {
     let kept = Kept {

@@ -21,6 +21,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::column::whole;
 use super::{Column, Layout, MAX_DROPPED, Point, Quantity, TargetWindows};
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 
@@ -124,13 +125,6 @@ pub(super) struct Block {
     open: Vec<Column>,
 }
 
-/// Integers up to this magnitude are exact in an `f64`.
-const EXACT: f64 = 9_007_199_254_740_992.0;
-
-fn integral(v: f64) -> bool {
-    v.fract() == 0.0 && v.abs() <= EXACT
-}
-
 impl Block {
     fn new(layout: Arc<Layout>, t_ms: i64, values: &[f64]) -> Block {
         Block { layout, base: values.into(), t0: t_ms, times: vec![0], skip: 0, sealed: None, open: Vec::new() }
@@ -189,7 +183,7 @@ impl Block {
         let steps = (self.times.len() - 1) as f64;
         let last = &all[all.len() - width..];
         let slopes: Vec<f64> = (self.base.iter().zip(last))
-            .map(|(&b, &l)| if integral(b) && integral(l) { ((l - b) / steps).round() + 0.0 } else { 0.0 })
+            .map(|(&b, &l)| if whole(b) && whole(l) { ((l - b) / steps).round() + 0.0 } else { 0.0 })
             .collect();
         let trend = Column::encode(&slopes, Some(&vec![0.0; width]));
         let predicted = Self::predicted(&self.base, &slopes, self.times.len());
@@ -204,7 +198,7 @@ impl Block {
         for m in 1..n {
             out.extend(base.iter().zip(slopes).map(|(&b, &s)| {
                 let p = b + m as f64 * s;
-                if integral(p) { p } else { b }
+                if whole(p) { p } else { b }
             }));
         }
         out
