@@ -160,24 +160,14 @@ impl TargetWindows {
     /// fresh store with the same config through [`TargetWindows::push_values`] gives the
     /// same evaluations.
     pub fn stored_points(&self) -> impl Iterator<Item = (i64, Arc<Layout>, Vec<f64>)> + '_ {
-        let thin = self.thin.iter().flat_map(|b| {
-            let mut out = Vec::with_capacity(b.len());
-            b.for_each(0, |_, t, v| {
-                out.push((t, b.layout.clone(), v.to_vec()));
-                true
-            });
-            out
-        });
-        let mut cur = Vec::new();
-        thin.chain(
-            self.points
-                .iter()
-                .map_while(move |p| p.column.decode_into(&mut cur).then(|| (p.t_ms, p.layout.clone(), cur.clone()))),
-        )
+        let mut out = Vec::with_capacity(self.len());
+        self.for_each_stored(|t, layout, values| out.push((t, layout.clone(), values.to_vec())));
+        out.into_iter()
     }
 
-    /// Calls `f` with what [`TargetWindows::stored_points`] yields, in the same order, without
-    /// copying each scrape's values: a snapshot walks every stored scrape of every target.
+    /// Calls `f` with each stored scrape, oldest first, as [`TargetWindows::stored_points`]
+    /// gives them, without copying its values: a snapshot walks every stored scrape of every
+    /// target. Stops at a full scrape that does not decode (never one built by `push`).
     pub fn for_each_stored(&self, mut f: impl FnMut(i64, &Arc<Layout>, &[f64])) {
         for b in &self.thin {
             b.for_each(0, |_, t, v| {
