@@ -317,7 +317,7 @@ mod tests {
             assert!(!whole(v), "{v} is not whole within 2^53");
         }
         assert!(!integral(-0.0), "a column stores -0 by its bits");
-        // The bit test the column used before gives the same answers.
+        // The `fract` test the column used before gives the same answers.
         let old = |v: f64| v.fract() == 0.0 && v.abs() <= EXACT;
         for i in -2000..2000 {
             let v = f64::from(i) * 0.25;
