@@ -1,8 +1,9 @@
 //! One evaluation tick on a full 6 h window store (5 s scrapes, the default config's
 //! windows 1m, 5m, 15m, 30m, 1h, 6h): the incremental windows (`Incremental::advance` over
 //! the one new scrape, then every report) against the from-scratch evaluation that re-reads
-//! every stored point (`evaluate_target`). Results in docs/benchmarks.md and
-//! docs/footprint.md.
+//! every stored point (`evaluate_target`); and what the same store costs a `state_dir`
+//! snapshot (the store saved and framed as its section of the file). Results in
+//! docs/benchmarks.md and docs/footprint.md.
 //!
 //! ```sh
 //! cargo bench --bench windows
@@ -20,7 +21,9 @@ use goodput::evaluate::incremental::Incremental;
 use goodput::evaluate::{RateMode, evaluate_target};
 use goodput::parse::{Limits, vllm_like_exposition};
 use goodput::scrape::ingest;
+use goodput::state::format::{Part, Section, frame};
 use goodput::window::TargetWindows;
+use goodput::window::saved::SavedWindows;
 
 #[path = "../examples/fake_targets/template.rs"]
 #[allow(dead_code, unused_imports)]
@@ -71,6 +74,19 @@ fn bench(c: &mut Criterion) {
             timed
         })
     });
+    g.finish();
+
+    // The store as the daemon holds it after a tick (thinned beyond the hour), saved as a
+    // snapshot saves every target's once per `state_snapshot_interval`.
+    let section = |store: &TargetWindows| Section {
+        target: "t".into(),
+        identity: 0,
+        part: Part::Windows(SavedWindows::save(store)),
+    };
+    let mut g = c.benchmark_group("snapshot_of_full_6h_windows_at_5s");
+    g.sample_size(20);
+    g.measurement_time(Duration::from_secs(5));
+    g.bench_function("save_and_frame", |b| b.iter(|| black_box(frame(&section(&store.clone()))).map(|f| f.len())));
     g.finish();
 }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::thin::{Block, BlockParts};
 use super::{Column, Layout, Quantity, SeriesKey, TargetWindows, column};
 use crate::canonical::{CounterKind, Engine, FinishReason, GaugeKind, HistogramKind};
 
@@ -45,6 +46,50 @@ enum SavedColumn {
     Delta(#[serde(with = "as_bytes")] Vec<u8>),
     /// Against the previous point of the run, as [`Column::encode`] packs it.
     Packed(#[serde(with = "as_bytes")] Vec<u8>),
+    /// A block of thin scrapes as the store keeps it (`thin::Block`), the point's time its
+    /// first scrape's: saved as a copy of its columns, restored by decoding them.
+    Block(SavedBlock),
+}
+
+/// A thin block's fields (`thin::BlockParts`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SavedBlock {
+    /// Scrapes at its front that the store had dropped: its columns hold them with the
+    /// rest, so they are saved, but they are not restored.
+    skip: u32,
+    base: Vec<f64>,
+    /// Each scrape's time after the point's, the first (0) included.
+    times: Vec<u32>,
+    /// Scrapes 1.. as one column of differences from the trend, and the trend.
+    sealed: Option<(Bytes, Bytes)>,
+    /// Or, while the block filled, one column per scrape against `base`.
+    open: Vec<Bytes>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Bytes(#[serde(with = "as_bytes")] Vec<u8>);
+
+impl SavedBlock {
+    fn of(p: BlockParts) -> SavedBlock {
+        SavedBlock {
+            skip: p.skip as u32,
+            base: p.base,
+            times: p.times,
+            sealed: p.sealed.map(|(s, t)| (Bytes(s), Bytes(t))),
+            open: p.open.into_iter().map(Bytes).collect(),
+        }
+    }
+
+    fn parts(&self, t0: i64) -> BlockParts {
+        BlockParts {
+            t0,
+            skip: self.skip as usize,
+            base: self.base.clone(),
+            times: self.times.clone(),
+            sealed: self.sealed.as_ref().map(|(s, t)| (s.0.clone(), t.0.clone())),
+            open: self.open.iter().map(|c| c.0.clone()).collect(),
+        }
+    }
 }
 
 /// A byte string as one serde byte value, not a sequence of `u8`s: postcard writes both as a
@@ -187,30 +232,40 @@ impl SavedLayout {
 }
 
 impl SavedWindows {
-    /// Every point `store` holds.
+    /// Every point `store` holds, each in the encoding the store keeps it in: a full scrape's
+    /// column (a keyframe or the delta from the scrape before, which the store only writes
+    /// between scrapes of one layout) and a thin block's columns are copied, not decoded and
+    /// packed again. A snapshot saves every stored scrape of every target each interval.
     pub fn save(store: &TargetWindows) -> SavedWindows {
         let mut runs: Vec<SavedRun> = Vec::new();
-        let mut last: Option<Arc<Layout>> = None;
-        let mut prev: Vec<f64> = Vec::new();
-        store.for_each_stored(|t_ms, layout, values| {
-            let same = last.as_ref().is_some_and(|l| Arc::ptr_eq(l, layout));
-            let column = if same && prev.len() == values.len() {
-                let mut bytes = Vec::with_capacity(values.len() / 2 + 8);
-                column::pack(values, &prev, &mut bytes);
-                SavedColumn::Packed(bytes)
-            } else {
-                SavedColumn::Raw(values.to_vec())
-            };
-            if !same {
+        let mut last: *const Layout = std::ptr::null();
+        let mut push = |layout: &Arc<Layout>, point: SavedPoint| {
+            if !std::ptr::eq(last, Arc::as_ptr(layout)) {
                 runs.push(SavedRun { layout: SavedLayout::of(layout), points: Vec::new() });
-                last = Some(layout.clone());
             }
+            last = Arc::as_ptr(layout);
             if let Some(run) = runs.last_mut() {
-                run.points.push(SavedPoint { t_ms, column });
+                run.points.push(point);
             }
-            prev.clear();
-            prev.extend_from_slice(values);
-        });
+        };
+        for b in &store.thin {
+            match b.parts() {
+                Some(p) => push(&b.layout, SavedPoint { t_ms: p.t0, column: SavedColumn::Block(SavedBlock::of(p)) }),
+                None => {
+                    b.for_each(0, |_, t_ms, v| {
+                        push(&b.layout, SavedPoint { t_ms, column: SavedColumn::Raw(v.to_vec()) });
+                        true
+                    });
+                }
+            }
+        }
+        for p in &store.points {
+            let column = match &p.column {
+                Column::Raw(v) => SavedColumn::Raw(v.to_vec()),
+                Column::Delta(b) => SavedColumn::Packed(b.to_vec()),
+            };
+            push(&p.layout, SavedPoint { t_ms: p.t_ms, column });
+        }
         SavedWindows { engine: store.engine(), runs }
     }
 
@@ -220,26 +275,49 @@ impl SavedWindows {
     pub fn restore(&self, max_window: Duration) -> Result<TargetWindows, Unreadable> {
         let mut store = TargetWindows::new(max_window);
         let mut last_t = i64::MIN;
+        let mut next = |store: &mut TargetWindows, t_ms: i64, layout: &Arc<Layout>, values: &[f64]| {
+            if values.len() != layout.keys.len() {
+                return Err(Unreadable("values do not decode against their layout".into()));
+            }
+            if t_ms <= last_t {
+                return Err(Unreadable("points are not in time order".into()));
+            }
+            last_t = t_ms;
+            store.push_values(t_ms, layout.clone(), values.into());
+            Ok(())
+        };
         for run in &self.runs {
             let layout = Arc::new(run.layout.layout()?);
             let mut cur: Vec<f64> = Vec::new();
             for (i, p) in run.points.iter().enumerate() {
                 let decoded = match &p.column {
                     SavedColumn::Raw(v) => Column::Raw(v.as_slice().into()).decode_into(&mut cur),
+                    SavedColumn::Block(b) => {
+                        let block = Block::from_parts(layout.clone(), b.parts(p.t_ms))
+                            .ok_or_else(|| Unreadable("a thin block's fields do not agree".into()))?;
+                        let mut result = Ok(());
+                        let decoded = block.for_each(0, |_, t_ms, v| {
+                            result = next(&mut store, t_ms, &layout, v);
+                            cur.clear();
+                            cur.extend_from_slice(v);
+                            result.is_ok()
+                        });
+                        result?;
+                        if !decoded {
+                            return Err(Unreadable("values do not decode against their layout".into()));
+                        }
+                        continue;
+                    }
                     SavedColumn::Delta(_) | SavedColumn::Packed(_) if i == 0 => {
                         return Err(Unreadable("a run starts with a delta".into()));
                     }
                     SavedColumn::Delta(b) => column::decode_first_format(b, &mut cur),
                     SavedColumn::Packed(b) => Column::Delta(b.as_slice().into()).decode_into(&mut cur),
                 };
-                if !decoded || cur.len() != layout.keys.len() {
+                if !decoded {
                     return Err(Unreadable("values do not decode against their layout".into()));
                 }
-                if p.t_ms <= last_t {
-                    return Err(Unreadable("points are not in time order".into()));
-                }
-                last_t = p.t_ms;
-                store.push_values(p.t_ms, layout.clone(), cur.clone().into());
+                next(&mut store, p.t_ms, &layout, &cur)?;
             }
         }
         store.set_engine(self.engine);
@@ -260,6 +338,8 @@ impl SavedWindows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::canonical::{CounterKind, HistogramKind};
+    use crate::window::Kept;
     use crate::window::tests::{fill, vllm_like};
 
     fn points(w: &TargetWindows) -> Vec<(i64, Box<[SeriesKey]>, Vec<u64>)> {
@@ -292,6 +372,90 @@ mod tests {
         assert_eq!(short.len(), 12);
     }
 
+    /// A store thinned at every push, as the daemon thins at every tick, whose window has
+    /// started dropping its oldest scrapes: sealed blocks, one still filling, one that has
+    /// lost scrapes at its front, and a layout change (a shard that came and went) among them.
+    fn thinned() -> (TargetWindows, Kept) {
+        let kept = Kept {
+            histograms: vec![HistogramKind::Ttft],
+            counters: vec![CounterKind::RequestsFinished],
+            ..Kept::default()
+        };
+        let mut w = TargetWindows::new(Duration::from_secs(300));
+        for i in 0..650i64 {
+            let t = i * 1000 + 3;
+            w.push(t, Arc::new(vllm_like(if (420..440).contains(&i) { 2 } else { 1 }, (i * i) as f64)));
+            w.thin_before(t - 100_000, &kept);
+        }
+        (w, kept)
+    }
+
+    fn blocks(saved: &SavedWindows) -> Vec<&SavedBlock> {
+        let points = saved.runs.iter().flat_map(|r| &r.points);
+        points.filter_map(|p| if let SavedColumn::Block(b) = &p.column { Some(b) } else { None }).collect()
+    }
+
+    #[test]
+    fn a_thinned_store_is_saved_as_its_blocks_and_restores_bit_for_bit() {
+        let (w, kept) = thinned();
+        let saved = SavedWindows::save(&w);
+        let b = blocks(&saved);
+        assert!(b.len() >= 6, "{} blocks", b.len());
+        assert!(b.iter().any(|b| b.sealed.is_some()) && b.iter().any(|b| b.sealed.is_none() && !b.open.is_empty()));
+        assert!(b[0].skip > 0, "the oldest block has lost scrapes to the window");
+        // Every stored scrape, thin or full, is saved once: the blocks' dropped scrapes are not.
+        let thin: usize = b.iter().map(|b| b.times.len() - b.skip as usize).sum();
+        assert_eq!(thin, w.thin_points());
+        assert_eq!(saved.points() - b.len() + thin, w.len());
+        // Through postcard, as the snapshot file holds it.
+        let bytes = postcard::to_allocvec(&saved).unwrap();
+        assert_eq!(postcard::from_bytes::<SavedWindows>(&bytes).unwrap(), saved);
+        let mut back = saved.restore(Duration::from_secs(300)).unwrap();
+        assert_eq!(points(&back), points(&w));
+        // The restored store thins again to the same thin scrapes (in blocks that start
+        // where its oldest scrape does).
+        back.thin_before(649_003 - 100_000, &kept);
+        assert_eq!(back.thin_points(), w.thin_points());
+        assert_eq!(points(&back), points(&w));
+        assert!(blocks(&SavedWindows::save(&back)).iter().all(|b| b.skip == 0));
+    }
+
+    #[test]
+    fn a_saved_block_whose_fields_disagree_is_refused() {
+        let (w, _) = thinned();
+        let saved = SavedWindows::save(&w);
+        let sealed = blocks(&saved).iter().position(|b| b.sealed.is_some()).unwrap();
+        let open = blocks(&saved).iter().position(|b| b.sealed.is_none() && !b.open.is_empty()).unwrap();
+        type Break = fn(&mut SavedBlock);
+        let breaks: [(usize, &str, Break); 9] = [
+            (sealed, "a value short", |b| b.base.truncate(b.base.len() - 1)),
+            (sealed, "times out of order", |b| b.times.swap(1, 2)),
+            (sealed, "first time not 0", |b| b.times[0] = 1),
+            (sealed, "every scrape dropped", |b| b.skip = b.times.len() as u32),
+            (sealed, "a scrape short", |b| b.times.truncate(b.times.len() - 1)),
+            (sealed, "columns cut", |b| b.sealed.as_mut().unwrap().0.0.truncate(5)),
+            (sealed, "the trend as the differences", |b| {
+                let (s, t) = b.sealed.as_mut().unwrap();
+                std::mem::swap(s, t);
+            }),
+            (open, "a column missing", |b| b.open.truncate(b.open.len() - 1)),
+            (open, "a column cut", |b| b.open[0].0.truncate(3)),
+        ];
+        for (at, what, f) in breaks {
+            let mut broken = saved.clone();
+            let mut k = 0;
+            for p in broken.runs.iter_mut().flat_map(|r| &mut r.points) {
+                if let SavedColumn::Block(b) = &mut p.column {
+                    if k == at {
+                        f(b);
+                    }
+                    k += 1;
+                }
+            }
+            assert!(broken.restore(Duration::from_secs(300)).is_err(), "{what}");
+        }
+    }
+
     #[test]
     fn an_unreadable_store_is_refused_whole() {
         let w = fill(1, 10, 1_000);
@@ -317,7 +481,7 @@ mod tests {
             let ok = match &p.column {
                 SavedColumn::Raw(v) => Column::Raw(v.as_slice().into()).decode_into(&mut cur),
                 SavedColumn::Packed(b) => Column::Delta(b.as_slice().into()).decode_into(&mut cur),
-                SavedColumn::Delta(_) => false,
+                SavedColumn::Delta(_) | SavedColumn::Block(_) => false,
             };
             assert!(ok);
             if matches!(p.column, SavedColumn::Packed(_)) {
@@ -325,7 +489,9 @@ mod tests {
             }
             prev = cur;
         }
-        assert!(saved.runs[0].points.iter().skip(1).all(|p| matches!(p.column, SavedColumn::Delta(_))));
+        // Keyframes stay raw; every other point is in the first format now.
+        let deltas = saved.runs[0].points.iter().filter(|p| matches!(p.column, SavedColumn::Delta(_))).count();
+        assert!(saved.runs[0].points.iter().all(|p| !matches!(p.column, SavedColumn::Packed(_))) && deltas >= 90);
         let back = saved.restore(Duration::from_secs(3600)).unwrap();
         assert_eq!(points(&back), points(&w));
     }

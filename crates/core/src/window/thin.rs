@@ -105,6 +105,17 @@ impl ThinRule {
     }
 }
 
+/// A [`Block`]'s fields as a snapshot saves them (`saved`), its columns as packed bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct BlockParts {
+    pub t0: i64,
+    pub skip: usize,
+    pub base: Vec<f64>,
+    pub times: Vec<u32>,
+    pub sealed: Option<(Vec<u8>, Vec<u8>)>,
+    pub open: Vec<Vec<u8>>,
+}
+
 /// Consecutive thin scrapes of one layout.
 #[derive(Debug, Clone)]
 pub(super) struct Block {
@@ -204,6 +215,55 @@ impl Block {
         out
     }
 
+    /// The block as a snapshot keeps it: its own columns' bytes, so that saving a thin scrape
+    /// costs a copy, not a decode and a re-encode. `None` for a block holding a raw column
+    /// (never one `push` built), which the caller saves scrape by scrape instead.
+    pub(super) fn parts(&self) -> Option<BlockParts> {
+        let delta = |c: &Column| match c {
+            Column::Delta(b) => Some(b.to_vec()),
+            Column::Raw(_) => None,
+        };
+        let sealed = match &self.sealed {
+            Some((s, t)) => Some((delta(s)?, delta(t)?)),
+            None => None,
+        };
+        Some(BlockParts {
+            t0: self.t0,
+            skip: self.skip,
+            base: self.base.to_vec(),
+            times: self.times.clone(),
+            sealed,
+            open: self.open.iter().map(delta).collect::<Option<_>>()?,
+        })
+    }
+
+    /// The block `parts` describe, if they are consistent with each other and with `layout`
+    /// (a snapshot's bytes are checked, not trusted): [`Block::for_each`] then decodes it
+    /// without indexing out of bounds, or says the columns do not decode.
+    pub(super) fn from_parts(layout: Arc<Layout>, parts: BlockParts) -> Option<Block> {
+        let BlockParts { t0, skip, base, times, sealed, open } = parts;
+        let n = times.len();
+        let consistent = base.len() == layout.keys.len()
+            && n <= BLOCK
+            && times.first() == Some(&0)
+            && times.windows(2).all(|w| w[0] < w[1])
+            && skip < n
+            && t0.checked_add(i64::from(times[n - 1])).is_some()
+            && match &sealed {
+                Some(_) => open.is_empty() && n > 1,
+                None => open.len() == n - 1,
+            };
+        consistent.then(|| Block {
+            layout,
+            base: base.into(),
+            t0,
+            times,
+            skip,
+            sealed: sealed.map(|(s, t)| (Column::Delta(s.into()), Column::Delta(t.into()))),
+            open: open.into_iter().map(|c| Column::Delta(c.into())).collect(),
+        })
+    }
+
     /// Calls `f(k, t_ms, values)` for the stored scrapes from `k = from` on, oldest first;
     /// stops at the first `false` from `f`. `false` if a column does not decode.
     pub(super) fn for_each(&self, from: usize, mut f: impl FnMut(usize, i64, &[f64]) -> bool) -> bool {
@@ -216,11 +276,11 @@ impl Block {
         let mut cur = Vec::new();
         if let Some((sealed, trend)) = &self.sealed {
             let mut slopes = vec![0.0; width];
-            if !trend.decode_into(&mut slopes) {
+            if !trend.decode_into(&mut slopes) || slopes.len() != width {
                 return false;
             }
             cur = Self::predicted(&self.base, &slopes, self.times.len());
-            if !sealed.decode_into(&mut cur) {
+            if !sealed.decode_into(&mut cur) || cur.len() != (self.times.len() - 1) * width {
                 return false;
             }
             for j in first..self.times.len() {

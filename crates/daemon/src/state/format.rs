@@ -67,12 +67,14 @@ pub fn header(saved_at_ms: i64) -> Vec<u8> {
 
 /// A section with its frame; `None` if it cannot be encoded (a section over 4 GiB).
 pub fn frame(section: &Section) -> Option<Vec<u8>> {
-    let body = postcard::to_allocvec(section).ok()?;
+    // Encoded after room for the frame, which is filled in once the body's length and
+    // checksum are known: a window store's section is most of the snapshot, not copied twice.
+    let mut out = postcard::to_extend(section, vec![0u8; FRAME_LEN]).ok()?;
+    let body = &out[FRAME_LEN..];
     let len = u32::try_from(body.len()).ok()?;
-    let mut out = Vec::with_capacity(FRAME_LEN + body.len());
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-    out.extend_from_slice(&body);
+    let crc = crc32fast::hash(body);
+    out[..4].copy_from_slice(&len.to_le_bytes());
+    out[4..FRAME_LEN].copy_from_slice(&crc.to_le_bytes());
     Some(out)
 }
 
