@@ -28,8 +28,8 @@ pub struct AlertWindow {
 /// The latency histograms whose quantiles a latency rule compares with an SLO threshold.
 pub const ALERT_LATENCY_HISTOGRAMS: &[HistogramKind] = &[HistogramKind::Ttft, HistogramKind::Tpot];
 
-/// The series an alert-only window keeps: the histograms its SLO clauses and latency rules
-/// read, the counters and the gauges the SLO evaluation reads.
+/// The series an alert-only window keeps: the buckets of the histograms its SLO clauses and
+/// latency rules read, the counters and the gauges the SLO evaluation reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thin {
     histograms: Vec<HistogramKind>,
@@ -53,7 +53,11 @@ impl Thin {
     /// Whether the window keeps a series of `q` (gauges: [`Thin::keeps_gauge`]).
     pub fn keeps(&self, q: Quantity) -> bool {
         match q {
-            Quantity::Bucket(k, _) | Quantity::Sum(k) | Quantity::Count(k) => self.histograms.contains(&k),
+            Quantity::Bucket(k, _) => self.histograms.contains(&k),
+            // The SLO brackets and the quantiles read buckets only (the `+Inf` bucket is the
+            // total), and no rule reads a mean: a `_sum`, a float that packs into several
+            // bytes a scrape where a bucket takes one, would be kept for nobody.
+            Quantity::Sum(_) | Quantity::Count(_) => false,
             Quantity::Counter(k, _) => {
                 matches!(k, CounterKind::RequestsFinished | CounterKind::GenerationTokens | CounterKind::Preemptions)
             }
@@ -95,7 +99,11 @@ impl Thinning {
         Some(Thinning {
             full_ms,
             kept: Kept {
-                histograms: HistogramKind::ALL.iter().copied().filter(|&k| any(Quantity::Sum(k))).collect(),
+                histograms: HistogramKind::ALL
+                    .iter()
+                    .copied()
+                    .filter(|&k| any(Quantity::bucket(k, f64::INFINITY)))
+                    .collect(),
                 counters: CounterKind::ALL.iter().copied().filter(|&k| any(Quantity::Counter(k, None))).collect(),
                 gauges: GaugeKind::ALL.iter().copied().filter(|&k| any(Quantity::Gauge(k))).collect(),
                 spec_accepted: any(Quantity::SpecAccepted(0)),

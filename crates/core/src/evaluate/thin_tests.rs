@@ -206,7 +206,10 @@ fn the_store_thins_to_what_the_alert_only_windows_longer_than_every_configured_o
     for q in quantities {
         assert_eq!(t.kept.keeps(q), two.keeps(q) || three.keeps(q), "{q:?}");
     }
-    assert!(t.kept.keeps(Quantity::Sum(HistogramKind::Tpot)) && !t.kept.keeps(Quantity::Sum(HistogramKind::E2e)));
+    let bucket = |k| Quantity::bucket(k, 0.5);
+    assert!(t.kept.keeps(bucket(HistogramKind::Tpot)) && !t.kept.keeps(bucket(HistogramKind::E2e)));
+    // Buckets only: the brackets and quantiles read no `_sum` or `_count`.
+    assert!(!t.kept.keeps(Quantity::Sum(HistogramKind::Tpot)) && !t.kept.keeps(Quantity::Count(HistogramKind::Tpot)));
     // Nothing to thin when a configured window is the longest, or no window is alert-only.
     assert_eq!(Thinning::of(&cfg(false)), None);
     let longest_configured = EvalConfig { windows: vec![secs(60), secs(120), secs(180), secs(240)], ..cfg(true) };
@@ -222,7 +225,7 @@ fn the_store_thins_to_what_the_alert_only_windows_longer_than_every_configured_o
     };
     let t = Thinning::of(&inside).unwrap();
     assert_eq!(t.full_ms, 180_000);
-    assert!(!t.kept.keeps(Quantity::Sum(HistogramKind::Tpot)));
+    assert!(!t.kept.keeps(Quantity::bucket(HistogramKind::Tpot, 0.5)));
 }
 
 #[test]

@@ -236,7 +236,7 @@ fn six_hours_at_five_seconds_with_thin_alert_windows_stays_small() {
     }
     let full_mib = full.heap_bytes() as f64 / (1 << 20) as f64;
     // Without an SLO the thin scrapes keep 6 series of 141 (finished requests by reason,
-    // output tokens, preemptions, running); with TTFT and E2E clauses, 55.
+    // output tokens, preemptions, running); with TTFT and E2E clauses, 51 (their buckets).
     for (slos, limit_mib, smaller) in [(Vec::new(), 0.3, 4.0), (vec![slo], 0.5, 2.0)] {
         let thinning = Thinning::of(&default_windows(slos)).expect("6h reaches past 1h");
         assert_eq!(thinning.full_ms, 3_600_000);

@@ -31,7 +31,8 @@ pub const BLOCK: usize = 32;
 /// The series the thin part of a store keeps: what the alert-only windows read, together.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Kept {
-    /// Buckets, `_sum` and `_count` of these histograms.
+    /// The buckets of these histograms (not their `_sum` and `_count`, which no
+    /// alert-only window reads).
     pub histograms: Vec<HistogramKind>,
     /// These counters, every finish reason.
     pub counters: Vec<CounterKind>,
@@ -44,7 +45,8 @@ impl Kept {
     /// Whether a thin scrape keeps series of `q`.
     pub fn keeps(&self, q: Quantity) -> bool {
         match q {
-            Quantity::Bucket(k, _) | Quantity::Sum(k) | Quantity::Count(k) => self.histograms.contains(&k),
+            Quantity::Bucket(k, _) => self.histograms.contains(&k),
+            Quantity::Sum(_) | Quantity::Count(_) => false,
             Quantity::Counter(k, _) => self.counters.contains(&k),
             Quantity::SpecAccepted(_) => self.spec_accepted,
             Quantity::Gauge(k) => self.gauges.contains(&k),
