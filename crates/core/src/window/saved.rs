@@ -381,8 +381,8 @@ mod tests {
             counters: vec![CounterKind::RequestsFinished],
             ..Kept::default()
         };
-        let mut w = TargetWindows::new(Duration::from_secs(300));
-        for i in 0..650i64 {
+        let mut w = TargetWindows::new(Duration::from_secs(900));
+        for i in 0..1000i64 {
             let t = i * 1000 + 3;
             w.push(t, Arc::new(vllm_like(if (420..440).contains(&i) { 2 } else { 1 }, (i * i) as f64)));
             w.thin_before(t - 100_000, &kept);
@@ -410,11 +410,11 @@ mod tests {
         // Through postcard, as the snapshot file holds it.
         let bytes = postcard::to_allocvec(&saved).unwrap();
         assert_eq!(postcard::from_bytes::<SavedWindows>(&bytes).unwrap(), saved);
-        let mut back = saved.restore(Duration::from_secs(300)).unwrap();
+        let mut back = saved.restore(Duration::from_secs(900)).unwrap();
         assert_eq!(points(&back), points(&w));
         // The restored store thins again to the same thin scrapes (in blocks that start
         // where its oldest scrape does).
-        back.thin_before(649_003 - 100_000, &kept);
+        back.thin_before(999_003 - 100_000, &kept);
         assert_eq!(back.thin_points(), w.thin_points());
         assert_eq!(points(&back), points(&w));
         assert!(blocks(&SavedWindows::save(&back)).iter().all(|b| b.skip == 0));
@@ -452,7 +452,7 @@ mod tests {
                     k += 1;
                 }
             }
-            assert!(broken.restore(Duration::from_secs(300)).is_err(), "{what}");
+            assert!(broken.restore(Duration::from_secs(900)).is_err(), "{what}");
         }
     }
 

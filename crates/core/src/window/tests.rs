@@ -297,7 +297,8 @@ fn thin_points_keep_the_kept_series_exactly_whatever_the_cadence() {
     let snap = |i: i64| {
         let tick = if i % 97 == 50 { 0.0 } else { (i * i) as f64 };
         let mut s = vllm_like(if (150..170).contains(&i) { 2 } else { 1 }, tick);
-        if (200..260).contains(&i) || i % 41 == 0 {
+        // Rarely enough between layout changes that some blocks fill ([`BLOCK`]).
+        if (200..260).contains(&i) || i % 131 == 0 {
             let mut lone = ModelSnapshot::default();
             let value = CounterValue { value: tick, reason: None };
             lone.counters.insert(CounterKind::PromptTokens, vec![Shard { key: String::new(), created: None, value }]);

@@ -25,8 +25,10 @@ use super::column::whole;
 use super::{Column, Layout, MAX_DROPPED, Point, Quantity, TargetWindows};
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 
-/// Thin scrapes per block: decoding one costs decoding its block (`BLOCK` × kept series).
-pub const BLOCK: usize = 32;
+/// Thin scrapes per block: decoding one costs decoding its block (`BLOCK` × kept series),
+/// and each block keeps its first scrape raw (8 bytes a kept series), so a longer block
+/// costs less memory and more decoding (docs/memory.md#thin-scrapes-beyond-the-configured-windows).
+pub const BLOCK: usize = 64;
 
 /// The series the thin part of a store keeps: what the alert-only windows read, together.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
