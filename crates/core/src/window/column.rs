@@ -110,8 +110,8 @@ fn flush_run(out: &mut Vec<u8>, run: &mut u64) {
 }
 
 /// Appends to `out` the tokens of `values` against `prev` (same length): the bytes of a
-/// [`Column::Delta`], for a caller that keeps them in a buffer of its own.
-pub fn pack(values: &[f64], prev: &[f64], out: &mut Vec<u8>) {
+/// [`Column::Delta`].
+fn pack(values: &[f64], prev: &[f64], out: &mut Vec<u8>) {
     // The change of the last integer series; 0 after an XORed one.
     let mut pred = 0i64;
     let mut run = 0u64;

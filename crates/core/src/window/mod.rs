@@ -20,8 +20,9 @@
 //! Points carry sequence numbers ([`TargetWindows::seq_range`]) so that the incremental
 //! evaluation (`evaluate::incremental`) reads each one once as it enters a window and
 //! again as it leaves; the points a push drops wait for it ([`TargetWindows::keep_dropped`]).
-//! [`TargetWindows::stored_points`] and [`TargetWindows::push_values`] take a store apart
-//! and rebuild it, point for point (a snapshot on disk).
+//! [`TargetWindows::stored_points`] takes a store apart, decoded, and
+//! [`TargetWindows::push_values`] rebuilds one point by point (a snapshot restored from disk,
+//! `saved`, which saves the store in its own encoding).
 
 mod column;
 mod layout;
@@ -156,9 +157,8 @@ impl TargetWindows {
     }
 
     /// Every stored scrape, oldest first, decoded: its time, layout (shared by consecutive
-    /// scrapes with the same series) and values. What a snapshot saves; replaying them into a
-    /// fresh store with the same config through [`TargetWindows::push_values`] gives the
-    /// same evaluations.
+    /// scrapes with the same series) and values. Replaying them into a fresh store with the
+    /// same config through [`TargetWindows::push_values`] gives the same evaluations.
     pub fn stored_points(&self) -> impl Iterator<Item = (i64, Arc<Layout>, Vec<f64>)> + '_ {
         let mut out = Vec::with_capacity(self.len());
         self.for_each_stored(|t, layout, values| out.push((t, layout.clone(), values.to_vec())));
@@ -166,8 +166,8 @@ impl TargetWindows {
     }
 
     /// Calls `f` with each stored scrape, oldest first, as [`TargetWindows::stored_points`]
-    /// gives them, without copying its values: a snapshot walks every stored scrape of every
-    /// target. Stops at a full scrape that does not decode (never one built by `push`).
+    /// gives them, without copying its values. Stops at a full scrape that does not decode
+    /// (never one built by `push`).
     pub fn for_each_stored(&self, mut f: impl FnMut(i64, &Arc<Layout>, &[f64])) {
         for b in &self.thin {
             b.for_each(0, |_, t, v| {

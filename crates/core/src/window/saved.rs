@@ -1,8 +1,10 @@
 //! A target's window store as a `state_dir` snapshot keeps it (docs/architecture.md#state-that-survives-restarts).
 //!
 //! Consecutive scrapes that share a [`Layout`] are one run: the layout is written once,
-//! the first scrape's values raw and the others as deltas from the one before
-//! ([`Column::encode`], so the snapshot costs what the store does in memory). Kinds and
+//! then each scrape in the encoding the store keeps it in, copied: a full scrape's
+//! [`Column`] (a keyframe, or the deltas from the scrape before) and a block of thin
+//! scrapes as its columns (`thin::Block`). So the snapshot costs what the store does in
+//! memory, and writing it costs a copy of each, not a decode and a re-encode. Kinds and
 //! finish reasons are written by name, not by position, so that a reordered enum in a
 //! later version reads as unknown rather than as another quantity. Restoring replays the
 //! points through [`TargetWindows::push_values`]: the store rebuilds its own keyframes
