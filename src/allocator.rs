@@ -38,13 +38,17 @@ impl Choice {
     /// `GOODPUT_ALLOCATOR` (`mimalloc` or `glibc`) if set, else by the fleet known at start
     /// (`None`: not known, as with discovery).
     pub fn for_fleet(targets: Option<usize>, env: Option<&str>) -> Result<Choice, String> {
+        let glibc_build = cfg!(all(target_os = "linux", target_env = "gnu"));
         match env.map(str::trim) {
             Some("mimalloc") => Ok(Choice::Mimalloc),
-            Some("glibc") => Ok(Choice::Glibc),
-            Some(other) => Err(format!("GOODPUT_ALLOCATOR is {other:?}; expected \"mimalloc\" or \"glibc\"")),
-            None if cfg!(all(target_os = "linux", target_env = "gnu")) && targets.is_some_and(|n| n <= SMALL_FLEET) => {
-                Ok(Choice::Glibc)
+            Some("glibc") if glibc_build => Ok(Choice::Glibc),
+            Some("glibc") => {
+                Err("GOODPUT_ALLOCATOR is \"glibc\", but this build does not link glibc (only Linux builds \
+                 against glibc do, like the container image): unset it or set it to \"mimalloc\""
+                    .into())
             }
+            Some(other) => Err(format!("GOODPUT_ALLOCATOR is {other:?}; expected \"mimalloc\" or \"glibc\"")),
+            None if glibc_build && targets.is_some_and(|n| n <= SMALL_FLEET) => Ok(Choice::Glibc),
             None => Ok(Choice::Mimalloc),
         }
     }
@@ -162,7 +166,13 @@ mod tests {
         assert_eq!(Choice::for_fleet(Some(SMALL_FLEET + 1), None), Ok(Choice::Mimalloc));
         assert_eq!(Choice::for_fleet(None, None), Ok(Choice::Mimalloc), "a fleet found by discovery");
         assert_eq!(Choice::for_fleet(Some(1), Some("mimalloc")), Ok(Choice::Mimalloc));
-        assert_eq!(Choice::for_fleet(None, Some(" glibc\n")), Ok(Choice::Glibc));
+        // Asked for glibc: given it where the build links it, refused where it does not.
+        let asked = Choice::for_fleet(None, Some(" glibc\n"));
+        if gnu {
+            assert_eq!(asked, Ok(Choice::Glibc));
+        } else {
+            assert!(asked.is_err_and(|e| e.contains("does not link glibc")));
+        }
         let err = Choice::for_fleet(Some(1), Some("jemalloc")).unwrap_err();
         assert!(err.contains("GOODPUT_ALLOCATOR") && err.contains("jemalloc"), "{err}");
     }
