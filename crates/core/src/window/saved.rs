@@ -328,12 +328,28 @@ impl SavedWindows {
 
     /// The newest scrape's time, Unix ms.
     pub fn newest_ms(&self) -> Option<i64> {
-        self.runs.last().and_then(|r| r.points.last()).map(|p| p.t_ms)
+        self.runs.last().and_then(|r| r.points.last()).map(SavedPoint::newest_ms)
     }
 
-    /// Stored scrapes.
+    /// Stored scrapes (a block's, less those its window had dropped).
     pub fn points(&self) -> usize {
-        self.runs.iter().map(|r| r.points.len()).sum()
+        self.runs.iter().flat_map(|r| &r.points).map(SavedPoint::scrapes).sum()
+    }
+}
+
+impl SavedPoint {
+    fn newest_ms(&self) -> i64 {
+        match &self.column {
+            SavedColumn::Block(b) => self.t_ms.saturating_add(b.times.last().map_or(0, |&t| i64::from(t))),
+            _ => self.t_ms,
+        }
+    }
+
+    fn scrapes(&self) -> usize {
+        match &self.column {
+            SavedColumn::Block(b) => b.times.len().saturating_sub(b.skip as usize),
+            _ => 1,
+        }
     }
 }
 
@@ -408,7 +424,15 @@ mod tests {
         // Every stored scrape, thin or full, is saved once: the blocks' dropped scrapes are not.
         let thin: usize = b.iter().map(|b| b.times.len() - b.skip as usize).sum();
         assert_eq!(thin, w.thin_points());
-        assert_eq!(saved.points() - b.len() + thin, w.len());
+        assert_eq!(saved.points(), w.len());
+        assert_eq!(saved.newest_ms(), Some(999_003));
+        // A store saved before its newest scrapes were taken: its newest is inside a block.
+        let mut only_thin = saved.clone();
+        let last_block = only_thin.runs.iter().rposition(|r| matches!(r.points[0].column, SavedColumn::Block(_)));
+        only_thin.runs.truncate(last_block.unwrap() + 1);
+        only_thin.runs.last_mut().unwrap().points.retain(|p| matches!(p.column, SavedColumn::Block(_)));
+        let newest = only_thin.restore(Duration::from_secs(900)).unwrap().stored_points().last().unwrap().0;
+        assert_eq!(only_thin.newest_ms(), Some(newest));
         // Through postcard, as the snapshot file holds it.
         let bytes = postcard::to_allocvec(&saved).unwrap();
         assert_eq!(postcard::from_bytes::<SavedWindows>(&bytes).unwrap(), saved);
