@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::thin::Block;
+use super::thin::{Block, BlockParts};
 use super::{Column, Layout, Quantity, SeriesKey, TargetWindows, column};
 use crate::canonical::{CounterKind, Engine, FinishReason, GaugeKind, HistogramKind};
 
@@ -53,23 +53,46 @@ enum SavedColumn {
     Block(SavedBlock),
 }
 
-/// A thin block's fields (`thin::Block`): the columns as the store packed them.
+/// A thin block's fields (`thin::BlockParts`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct SavedBlock {
+struct SavedBlock {
     /// Scrapes at its front that the store had dropped: its columns hold them with the
     /// rest, so they are saved, but they are not restored.
-    pub(super) skip: u32,
-    pub(super) base: Vec<f64>,
+    skip: u32,
+    base: Vec<f64>,
     /// Each scrape's time after the point's, the first (0) included.
-    pub(super) times: Vec<u32>,
+    times: Vec<u32>,
     /// Scrapes 1.. as one column of differences from the trend, and the trend.
-    pub(super) sealed: Option<(Bytes, Bytes)>,
+    sealed: Option<(Bytes, Bytes)>,
     /// Or, while the block filled, one column per scrape against `base`.
-    pub(super) open: Vec<Bytes>,
+    open: Vec<Bytes>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct Bytes(#[serde(with = "as_bytes")] pub(super) Vec<u8>);
+struct Bytes(#[serde(with = "as_bytes")] Vec<u8>);
+
+impl SavedBlock {
+    fn of(p: BlockParts) -> SavedBlock {
+        SavedBlock {
+            skip: p.skip as u32,
+            base: p.base,
+            times: p.times,
+            sealed: p.sealed.map(|(s, t)| (Bytes(s), Bytes(t))),
+            open: p.open.into_iter().map(Bytes).collect(),
+        }
+    }
+
+    fn parts(&self, t0: i64) -> BlockParts {
+        BlockParts {
+            t0,
+            skip: self.skip as usize,
+            base: self.base.clone(),
+            times: self.times.clone(),
+            sealed: self.sealed.as_ref().map(|(s, t)| (s.0.clone(), t.0.clone())),
+            open: self.open.iter().map(|c| c.0.clone()).collect(),
+        }
+    }
+}
 
 /// A byte string as one serde byte value, not a sequence of `u8`s: postcard writes both as a
 /// length and the bytes (so either reads the other's files), but a sequence costs a call
@@ -229,7 +252,7 @@ impl SavedWindows {
         };
         for b in &store.thin {
             match b.parts() {
-                Some((t_ms, saved)) => push(&b.layout, SavedPoint { t_ms, column: SavedColumn::Block(saved) }),
+                Some(p) => push(&b.layout, SavedPoint { t_ms: p.t0, column: SavedColumn::Block(SavedBlock::of(p)) }),
                 None => {
                     b.for_each(0, |_, t_ms, v| {
                         push(&b.layout, SavedPoint { t_ms, column: SavedColumn::Raw(v.to_vec()) });
@@ -272,7 +295,7 @@ impl SavedWindows {
                 let decoded = match &p.column {
                     SavedColumn::Raw(v) => Column::Raw(v.as_slice().into()).decode_into(&mut cur),
                     SavedColumn::Block(b) => {
-                        let block = Block::from_parts(layout.clone(), p.t_ms, b)
+                        let block = Block::from_parts(layout.clone(), b.parts(p.t_ms))
                             .ok_or_else(|| Unreadable("a thin block's fields do not agree".into()))?;
                         let mut result = Ok(());
                         let decoded = block.for_each(0, |_, t_ms, v| {

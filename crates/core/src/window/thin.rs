@@ -22,7 +22,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::column::whole;
-use super::saved::{Bytes, SavedBlock};
 use super::{Column, Layout, MAX_DROPPED, Point, Quantity, TargetWindows};
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 
@@ -108,6 +107,17 @@ impl ThinRule {
         self.projection = Some((layout.clone(), cols.clone(), thin.clone()));
         (cols, thin)
     }
+}
+
+/// A [`Block`]'s fields as a snapshot saves them (`saved`), its columns as packed bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct BlockParts {
+    pub t0: i64,
+    pub skip: usize,
+    pub base: Vec<f64>,
+    pub times: Vec<u32>,
+    pub sealed: Option<(Vec<u8>, Vec<u8>)>,
+    pub open: Vec<Vec<u8>>,
 }
 
 /// Consecutive thin scrapes of one layout.
@@ -209,56 +219,52 @@ impl Block {
         out
     }
 
-    /// The block as a snapshot keeps it, and its first scrape's time: its own columns'
-    /// bytes, so that saving a thin scrape costs a copy, not a decode and a re-encode. `None`
-    /// for a block holding a raw column (never one `push` built), which the caller saves
-    /// scrape by scrape instead.
-    pub(super) fn parts(&self) -> Option<(i64, SavedBlock)> {
+    /// The block as a snapshot keeps it: its own columns' bytes, so that saving a thin scrape
+    /// costs a copy, not a decode and a re-encode. `None` for a block holding a raw column
+    /// (never one `push` built), which the caller saves scrape by scrape instead.
+    pub(super) fn parts(&self) -> Option<BlockParts> {
         let delta = |c: &Column| match c {
-            Column::Delta(b) => Some(Bytes(b.to_vec())),
+            Column::Delta(b) => Some(b.to_vec()),
             Column::Raw(_) => None,
         };
         let sealed = match &self.sealed {
             Some((s, t)) => Some((delta(s)?, delta(t)?)),
             None => None,
         };
-        let saved = SavedBlock {
-            // At most `BLOCK`.
-            skip: self.skip as u32,
+        Some(BlockParts {
+            t0: self.t0,
+            skip: self.skip,
             base: self.base.to_vec(),
             times: self.times.clone(),
             sealed,
             open: self.open.iter().map(delta).collect::<Option<_>>()?,
-        };
-        Some((self.t0, saved))
+        })
     }
 
-    /// The block `saved` describes, its first scrape at `t0`, if its fields are consistent
-    /// with each other and with `layout` (a snapshot's bytes are checked, not trusted):
-    /// [`Block::for_each`] then decodes it without indexing out of bounds, or says the
-    /// columns do not decode.
-    pub(super) fn from_parts(layout: Arc<Layout>, t0: i64, saved: &SavedBlock) -> Option<Block> {
-        let SavedBlock { skip, base, times, sealed, open } = saved;
-        let (n, skip) = (times.len(), *skip as usize);
+    /// The block `parts` describe, if they are consistent with each other and with `layout`
+    /// (a snapshot's bytes are checked, not trusted): [`Block::for_each`] then decodes it
+    /// without indexing out of bounds, or says the columns do not decode.
+    pub(super) fn from_parts(layout: Arc<Layout>, parts: BlockParts) -> Option<Block> {
+        let BlockParts { t0, skip, base, times, sealed, open } = parts;
+        let n = times.len();
         let consistent = base.len() == layout.keys.len()
             && n <= BLOCK
             && times.first() == Some(&0)
             && times.windows(2).all(|w| w[0] < w[1])
             && skip < n
             && t0.checked_add(i64::from(times[n - 1])).is_some()
-            && match sealed {
+            && match &sealed {
                 Some(_) => open.is_empty() && n > 1,
                 None => open.len() == n - 1,
             };
-        let delta = |b: &Bytes| Column::Delta(b.0.as_slice().into());
         consistent.then(|| Block {
             layout,
-            base: base.as_slice().into(),
+            base: base.into(),
             t0,
-            times: times.clone(),
+            times,
             skip,
-            sealed: sealed.as_ref().map(|(s, t)| (delta(s), delta(t))),
-            open: open.iter().map(delta).collect(),
+            sealed: sealed.map(|(s, t)| (Column::Delta(s.into()), Column::Delta(t.into()))),
+            open: open.into_iter().map(|c| Column::Delta(c.into())).collect(),
         })
     }
 
