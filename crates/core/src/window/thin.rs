@@ -109,7 +109,9 @@ impl ThinRule {
     }
 }
 
-/// A [`Block`]'s fields as a snapshot saves them (`saved`), its columns as packed bytes.
+/// A [`Block`]'s fields as a snapshot saves them (`saved`), its columns as packed bytes. A
+/// plain struct of this module's own: `saved` imports this module, not the other way round
+/// (modules import in one direction, tests/layering.rs), and converts it to its serde type.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct BlockParts {
     pub t0: i64,
