@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
-# goodput container image.
-#   docker build -t goodput .                      # builder stage compiles, runtime stage ships
-#   docker run --read-only -v $PWD/config/sidecar.yaml:/etc/goodput/config.yaml:ro goodput
+# goodput container image (docs/deploy.md#container-image). The tag is Cargo.toml's version,
+# the one the manifests and the Helm chart name (scripts/ci/versions.sh):
+#   docker build -t goodput:0.1.0 .                # builder stage compiles, runtime stage ships
+#   docker run --read-only -v $PWD/config/sidecar.yaml:/etc/goodput/config.yaml:ro goodput:0.1.0
 # Stages:
 #   builder          cargo build --profile dist (LTO, stripped, with Kubernetes pod
 #                    discovery: --features kubernetes) from the source tree
@@ -40,8 +41,9 @@ RUN apt-get update \
 LABEL org.opencontainers.image.title="goodput" \
       org.opencontainers.image.description="PromQL-exact latency quantiles, SLO attainment and goodput for LLM inference engines" \
       org.opencontainers.image.licenses="Apache-2.0"
-# goodput writes nothing to disk: it runs with a read-only root filesystem, and its
-# config is a file mounted at /etc/goodput/config.yaml (a ConfigMap in Kubernetes).
+# goodput writes only to its state_dir, when its config has one (an emptyDir in the
+# manifests): it runs with a read-only root filesystem, and its config is a file mounted at
+# /etc/goodput/config.yaml (a ConfigMap in Kubernetes).
 EXPOSE 9464
 # Numeric, so Kubernetes' runAsNonRoot can verify it without an /etc/passwd lookup.
 USER 65532:65532

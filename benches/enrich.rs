@@ -1,6 +1,6 @@
 //! The step between evaluation and publishing at fleet sizes: `Enricher::apply` (the capacity
 //! book, the alert rules' inputs, their state machine, the alert list and rule readiness) on
-//! a report of N targets built from the fake targets' template (tests/render_support), every
+//! a report of N targets built from the fake targets' template (tests/it/render_support), every
 //! window marked fully covered so that every rule judges, a tick every 5 s, with the daemon's
 //! allocator (src/main.rs). Twice: with the default alert rules and no SLO, and with two
 //! SLOs (their rules, and the capacity book's estimates every 15 s). Its cost per target must
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use goodput::alert::config::AlertingConfig;
 use goodput::enrich::Enricher;
 
-#[path = "../tests/render_support/mod.rs"]
+#[path = "../tests/it/render_support/mod.rs"]
 mod render_support;
 
 const TICK_MS: i64 = 5_000;

@@ -4,8 +4,7 @@
 //!
 //! - `sim_vllm_45KB`: the simulator's vLLM scrape after 10 minutes of the steady profile
 //!   (seed 1), the body docs/footprint.md measures;
-//! - `real_<file>`: a real engine scrape from the fixtures (`$GOODPUT_FIXTURES`, or
-//!   shared/ beside the checkout; skipped when neither exists);
+//! - `real_<file>`: a real engine scrape from the repository's fixtures (tests/fixtures/real);
 //! - `vllm_like_20MB`: the parser benchmark's generated body (23 models × 8 engines).
 //!
 //! Each iteration pushes into a store that already holds earlier scrapes of the same body,
@@ -43,19 +42,17 @@ fn sim_scrape() -> String {
     sim.render()
 }
 
-fn real_scrape() -> Option<String> {
-    let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/real");
-    let dir = std::env::var_os("GOODPUT_FIXTURES").map(PathBuf::from).unwrap_or(beside);
-    std::fs::read_to_string(dir.join(REAL)).ok()
+fn real_scrape() -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real").join(REAL);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn bench(c: &mut Criterion<Clock>) {
-    let mut bodies = vec![("sim_vllm_45KB".to_string(), sim_scrape())];
-    match real_scrape() {
-        Some(b) => bodies.push((format!("real_{}", REAL.trim_end_matches(".prom")), b)),
-        None => eprintln!("ingest bench: {REAL} not found (set GOODPUT_FIXTURES); skipping it"),
-    }
-    bodies.push(("vllm_like_20MB".to_string(), vllm_like_exposition(20 << 20, 8, 1)));
+    let bodies = vec![
+        ("sim_vllm_45KB".to_string(), sim_scrape()),
+        (format!("real_{}", REAL.trim_end_matches(".prom")), real_scrape()),
+        ("vllm_like_20MB".to_string(), vllm_like_exposition(20 << 20, 8, 1)),
+    ];
 
     // The daemon's default parse limits; cardinality unbounded so the 20 MB body (184
     // model × engine pairs) is stored rather than refused.

@@ -2,7 +2,7 @@
 # Interleaved whole-path ingest measurements for docs/benchmarks.md: criterion's `ingest`
 # bench for this tree and, when BASE names a directory holding the same bench built from an
 # older commit (a checkout with its own target/), for that one, three rounds, medians in µs.
-# Needs: python3. `GOODPUT_FIXTURES` as for the tests.
+# Needs: python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 medians() {

@@ -1,5 +1,5 @@
 //! Rendering /metrics for 200 targets built from the fake targets' template
-//! (tests/render_support): the once-per-tick cost of the report's families, and their size.
+//! (tests/it/render_support): the once-per-tick cost of the report's families, and their size.
 //! `render_report` joins the families into one string as the tests read them (and as the
 //! daemon held them before it served the chunks); `render_report_chunks` is what the daemon
 //! does at the first GET after a tick. Results in docs/benchmarks.md#metrics.
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use goodput::serve::{render_report, render_report_chunks};
 
-#[path = "../tests/render_support/mod.rs"]
+#[path = "../tests/it/render_support/mod.rs"]
 mod render_support;
 
 const TARGETS: usize = 200;

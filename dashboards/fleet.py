@@ -15,24 +15,23 @@ MET = 'source="metrics"'
 REQ = 'source=~"tap|otlp"'
 REQUESTS = "requests: needs sidecars with a tap or an OTLP receiver (llm_slo_requests_total)"
 JOINT = ("fleet joint: every clause threshold of the SLO must be a histogram bucket bound "
-         "(docs/fleet.md#limits-of-the-promql-version); the demo's chat SLO has it, batch (ttft 2s) not")
-E2E_LIMIT = "e2e limit: only for SLOs with an e2e clause (the demo's batch SLO has one, chat has not)"
+         "(docs/fleet.md#limits-of-the-promql-version); the live check's chat SLO has it, batch (ttft 2s) not")
+E2E_LIMIT = "e2e limit: only for SLOs with an e2e clause (the live check's batch SLO has one, chat has not)"
 ALERTS = "alerts: empty while no fleet alert is firing"
-# Optional data the demo has for some selections: the live check requires one of them.
+# Optional data the live check has for some selections: it requires one of them.
 SOMEWHERE = {JOINT, E2E_LIMIT}
 
 
 def templating():
-    windows = ("1m", "5m", "15m", "1h")
+    # The windows the rules record quantiles for: the configured ones. The rules also record
+    # the alert-only windows (30m, 6h) for a few families, where most panels would be empty.
     return {"list": [
         {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus",
          "options": [], "refresh": 1},
         variable_query("model", "Model", "label_values(llm_slo:requests_per_second, model)"),
         variable_query("slo", "SLO", 'label_values(llm_slo:attainment_ratio{model=~"$model"}, slo)'),
-        {"name": "window", "label": "Window", "type": "custom", "query": ",".join(windows),
-         "current": {"selected": True, "text": "5m", "value": "5m"},
-         "options": [{"selected": w == "5m", "text": w, "value": w} for w in windows],
-         "multi": False, "includeAll": False},
+        variable_query("window", "Window", 'label_values(llm_slo:ttft_seconds{model=~"$model"}, window)',
+                       multi=False, include_all=False, current="5m"),
     ]}
 
 

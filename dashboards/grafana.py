@@ -65,6 +65,13 @@ def panel(lay, kind, title, targets, w=12, h=8, unit=None, desc=None, custom=Non
     return p
 
 
+def repeat(p, var, per_row):
+    """One copy of the panel per selected value of `var`, side by side, `per_row` to a row
+    (Grafana widens a horizontally repeated panel to the full grid)."""
+    p.update({"repeat": var, "repeatDirection": "h", "maxPerRow": per_row})
+    return p
+
+
 def row(lay, title):
     lay.new_row()
     return {"id": lay.take_id(), "type": "row", "title": title, "collapsed": False,
@@ -104,7 +111,7 @@ def ts(fill=0, stack=None, threshold_style=None):
     return c
 
 
-def variable_query(name, label, query, multi=True, include_all=True):
+def variable_query(name, label, query, multi=True, include_all=True, current=None):
     v = {
         "name": name,
         "label": label,
@@ -119,6 +126,9 @@ def variable_query(name, label, query, multi=True, include_all=True):
     }
     if include_all:
         v["allValue"] = ".*"
+    if current:
+        # Kept while the data still offers it; Grafana falls back to the first value otherwise.
+        v["current"] = {"selected": True, "text": current, "value": current}
     return v
 
 

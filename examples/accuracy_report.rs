@@ -4,7 +4,7 @@
 //!
 //! `cargo run --example accuracy_report` (add `--release` to make it faster).
 
-#[path = "../tests/accuracy_support/mod.rs"]
+#[path = "../tests/it/accuracy_support/mod.rs"]
 mod accuracy_support;
 
 use accuracy_support::stats::{Summary, contains};

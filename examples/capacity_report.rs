@@ -7,7 +7,7 @@
 //! `cargo run --release --example capacity_report -- 2` (seeds 1 and 2), `-- 3-4` (seeds 3
 //! and 4).
 
-#[path = "../tests/capacity_support/mod.rs"]
+#[path = "../tests/it/capacity_support/mod.rs"]
 mod capacity_support;
 
 use capacity_support::{cases, first_firing, run, run_exact, truth};

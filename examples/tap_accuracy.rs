@@ -7,7 +7,7 @@
 //! `cargo run --release --example tap_accuracy [SECONDS]` (default 120 s of load per
 //! profile, about 7 minutes in all).
 
-#[path = "../tests/tap_truth_support/mod.rs"]
+#[path = "../tests/it/tap_truth_support/mod.rs"]
 mod tap_truth_support;
 
 use std::time::Duration;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes .ci-cache/py: a virtualenv with the real clients the request-path tests drive
-# through the tap and against the OTLP receiver (tests/tools::python_clients).
+# through the tap and against the OTLP receiver (tests/it/tools::python_clients).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f .ci-cache/py/bin/python ] || python3 -m venv .ci-cache/py

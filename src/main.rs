@@ -8,7 +8,8 @@ mod cli;
 
 // The subcommands name the library's modules as `crate::…`, as the daemon crate does.
 use goodput::{
-    adapt, canonical, config, daemon, duration, gpu, parse, probe, redact, replay, report, request, rules, scrape, slo,
+    adapt, canonical, config, daemon, duration, gpu, parse, probe, promql_rules, redact, replay, report, request,
+    scrape, slo,
 };
 use goodput_sim as sim;
 

@@ -4,9 +4,10 @@
 //! ADDED, MODIFIED, BOOKMARK and DELETED events, then a `410 Gone` ERROR event that forces
 //! a new list. The pods' IPs and named container ports point at real engines, so each pod
 //! found is scraped; the daemon reaches the stand-in through KUBECONFIG, as kubectl would.
-#![cfg(feature = "kubernetes")]
 
+#[path = "it/common/mod.rs"]
 mod common;
+#[path = "it/tools/mod.rs"]
 mod tools;
 
 use std::process::{Command, Stdio};

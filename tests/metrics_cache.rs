@@ -9,7 +9,9 @@
 //!
 //! Allocations are counted by this binary's global allocator, so the tests take turns.
 
+#[path = "it/support/mod.rs"]
 mod support;
+#[path = "it/tools/mod.rs"]
 mod tools;
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -65,6 +67,8 @@ impl Server {
             max_connections: 64,
             header_read_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(5),
+            date_header: true,
         };
         rt.spawn(serve::server::serve(listener, serve::router(shared.clone()), limits, shared.http.clone(), stop_rx));
         Server { port, stop, rt }
@@ -114,12 +118,13 @@ fn gunzip(b: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The lines of families that move between GETs (process CPU and memory, connections open).
+/// The lines of families that move between GETs (process CPU and memory, connections open)
+/// or that only the handler adds (config reload, discovery, clock steps).
 fn is_live(line: &str) -> bool {
     let name = line.trim_start_matches("# HELP ").trim_start_matches("# TYPE ");
-    name.starts_with("process_")
-        || name.starts_with("llm_slo_http_connections")
-        || name.starts_with("llm_slo_config_last_reload_")
+    ["process_", "llm_slo_http_connections", "llm_slo_config_", "llm_slo_discovery_", "llm_slo_clock_"]
+        .iter()
+        .any(|p| name.starts_with(p))
 }
 
 fn without_live(body: &str) -> Vec<&str> {

@@ -9,15 +9,21 @@
 #   scripts/bench/versus-prometheus.sh [fresh|full ...]     # default: fresh full
 #
 # fresh: both start empty, as after a first deploy.
-# full:  both start with HISTORY seconds (default 6 h, the longest window the default
-#        alert rules read) of the targets' past: Prometheus from blocks that
+# full:  both start at steady state. Prometheus holds HISTORY seconds (default 6 h, the
+#        longest window the default alert rules read) of the targets' past, as blocks that
 #        `promtool tsdb create-blocks-from openmetrics` built out of fake_targets
-#        --history-out, goodput from a state_dir snapshot that examples/fill_state built
-#        out of the same values. What was live and what was derived: docs/footprint.md.
+#        --history-out. goodput starts from a state_dir snapshot that examples/fill_state
+#        built out of the same values, ingesting and evaluating PAST seconds (default a
+#        day: the capacity book keeps a day of intervals) tick by tick: full windows, the
+#        capacity book, the budget ledgers, the request stores (REQUESTS) and the alert
+#        states. The restore counts and the capacity series at the first tick are printed.
+#        docs/footprint.md has the figures.
 #
 # Env: N (targets, 20), INTERVAL (s, 5), WARMUP (s, 90), DURATION (s, 300), HISTORY (s,
-#      21600), BIN, FAKE, FILL (binaries), PROM (prometheus), PROMTOOL, PORT (19465),
-#      PROM_PORT (19090), FAKE_PORT (19100).
+#      21600), PAST (s, 86400, at least HISTORY), REQUESTS (tap: each target's request stores
+#      get a tap's requests at its engine's rate, filled to their cap; otlp: the same as engine
+#      spans; none: histograms only, the inputs Prometheus sees), BIN, FAKE, FILL (binaries), PROM
+#      (prometheus), PROMTOOL, PORT (19465), PROM_PORT (19090), FAKE_PORT (19100).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/bench/lib.sh
@@ -28,6 +34,8 @@ INTERVAL=${INTERVAL:-5}
 WARMUP=${WARMUP:-90}
 DURATION=${DURATION:-300}
 HISTORY=${HISTORY:-21600}
+PAST=${PAST:-86400}; [ "$PAST" -ge "$HISTORY" ] || PAST=$HISTORY
+REQUESTS=${REQUESTS:-tap}
 BIN=${BIN:-target/dist/goodput}
 FAKE=${FAKE:-target/release/examples/fake_targets}
 FILL=${FILL:-target/release/examples/fill_state}
@@ -80,7 +88,7 @@ pct() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$CLK_TCK" 'BEGIN { 
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.1f", b / a; else print "inf" }'; }
 
-echo "# nproc $(nproc), $(uname -sr), $N targets every ${INTERVAL}s, warm-up ${WARMUP}s, measured ${DURATION}s, $("$PROM" --version 2>&1 | head -n 1)"
+echo "# nproc $(nproc), $(uname -sr), $N targets every ${INTERVAL}s, requests $REQUESTS, warm-up ${WARMUP}s, measured ${DURATION}s, $("$PROM" --version 2>&1 | head -n 1)"
 printf '%-6s %9s %9s %7s %9s %9s %7s %9s %9s %7s %6s %6s %9s %-16s %-16s\n' mode gp_cpu prom_cpu cpu_x \
   gp_rss prom_rss rss_x gp_hwm prom_hwm hwm_x gp_up prom_up rule_ms load_start load_end
 for mode in "${MODES[@]}"; do
@@ -88,9 +96,9 @@ for mode in "${MODES[@]}"; do
   now=$(date +%s%3N)
   if [ "$mode" = full ]; then
     require_bin "$FILL" "cargo build --release --example fill_state"
-    anchor=$((now - HISTORY * 1000))
+    anchor=$((now - PAST * 1000))
     # An hour at a time, so the OpenMetrics text never needs more than ~1 GB of disk at 20 targets.
-    for ((from = anchor; from < now; from += 3600000)); do
+    for ((from = now - HISTORY * 1000; from < now; from += 3600000)); do
       to=$((from + 3600000 - INTERVAL * 1000)); [ "$to" -lt "$now" ] || to=$now
       "$FAKE" --targets "$N" --template "$template" --anchor-unix-ms "$anchor" --history-out "$work/past.om" \
         --history-from-unix-ms "$from" --history-to-unix-ms "$to" --history-step-ms $((INTERVAL * 1000)) \
@@ -99,7 +107,7 @@ for mode in "${MODES[@]}"; do
       rm -f "$work/past.om"
     done
     "$FILL" --config "$work/goodput.yaml" --template "$template" --anchor-unix-ms "$anchor" --to-unix-ms "$now" \
-      --step-ms $((INTERVAL * 1000))
+      --step-ms $((INTERVAL * 1000)) --requests "$REQUESTS" 2>&1 | sed 's/^/# /'
   elif [ "$mode" = fresh ]; then
     anchor=$now
   else
@@ -115,6 +123,21 @@ for mode in "${MODES[@]}"; do
     --web.listen-address "127.0.0.1:$PROM_PORT" --storage.tsdb.retention.time 2d >"$work/prom.log" 2>&1 &
   prom_pid=$!
   wait_http "http://127.0.0.1:$PORT/healthz"
+  if [ "$mode" = full ]; then
+    # What the snapshot gave back, and what the first tick that saw the targets up
+    # exports: the capacity book answers with the intervals restored (a day's worth),
+    # before a new one could have been estimated, and the budgets with their coverage.
+    first="" started=$(now_s)
+    for ((i = 0; i < 120; i++)); do
+      first=$(curl -fsS --max-time 30 "http://127.0.0.1:$PORT/metrics" || true)
+      grep -q '^llm_slo_capacity_intervals_used{' <<<"$first" && break
+      sleep 0.5
+    done
+    echo "# full: $(awk -v a="$started" -v b="$(now_s)" 'BEGIN { printf "%.1f", b - a }') s after /healthz answered:"
+    restored=$(awk -F'[{}",=]+' '/^llm_slo_state_restore_total\{/ && /result="restored"/ { printf "%s=%d ", $3, $NF }' <<<"$first")
+    echo "# full: restored sections: $restored"
+    echo "# full: at the first tick: $(grep -c '^llm_slo_capacity_request_rate{' <<<"$first") capacity samples, $(grep -c '^llm_slo_error_budget_remaining_ratio{' <<<"$first") budget samples, intervals used $(awk '/^llm_slo_capacity_intervals_used\{/ { print $2; exit }' <<<"$first"), budget coverage $(awk '/^llm_slo_error_budget_period_coverage_ratio\{/ { print $2; exit }' <<<"$first")"
+  fi
   wait_http "http://127.0.0.1:$PROM_PORT/-/ready" 120
   sleep "$WARMUP"
 

@@ -14,8 +14,14 @@ before it). Every expression then runs three times: with every variable at "All"
 with each variable at the first value Prometheus returned for it, and at the last. Each
 run must succeed and return data. Queries marked "goodputOptional": "<reason>" may be
 empty (reported, not failed) unless --require-optional is given; those also marked
-"goodputSomewhere": true (data the demo has, for some selection only, such as one engine's
-speculative decoding) must return data in at least one of the three runs.
+"goodputSomewhere": true (data the live check has, for some selection only, such as one
+engine's speculative decoding) must return data in at least one of the three runs. A panel
+that repeats per value of a variable ("repeat") runs once per value, as Grafana draws it.
+
+On a dashboard with a $pod variable every aggregation (`sum by (...)`, ...) and every
+`on (...)` match must keep the replica identity labels (IDENTITY below), so that two
+replicas never merge, unless the query is marked "goodputAcrossReplicas": "<reason>".
+scripts/ci/dashboard_replica_check.py checks the same against replicas live.
 
 usage: dashboard_promql_check.py [--promtool] [URL] [--time UNIX] [--require-optional] DASH.json...
 """
@@ -36,11 +42,17 @@ MACROS = [
 ]
 VAR_REF = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
 REGEX_SPECIAL = set("\\.+*?()|[]{}^$")
+# The labels that tell replicas apart (dashboards/queries.py IDENTITY; docs/config.md#external_labels).
+IDENTITY = ("namespace", "pod")
+AGGREGATION = re.compile(r"\b(sum|min|max|avg|count|group|stddev|stdvar|topk|bottomk|quantile|count_values)\s*"
+                         r"(?:by\s*\(([^)]*)\))?\s*\(")
+MATCHING = re.compile(r"\bon\s*\(([^)]*)\)")
 
 
 class Query:
-    def __init__(self, where, expr, optional=None, somewhere=False):
+    def __init__(self, where, expr, optional=None, somewhere=False, repeat=None, across=None):
         self.where, self.expr, self.optional, self.somewhere = where, expr, optional, somewhere
+        self.repeat, self.across = repeat, across
 
 
 def walk_panels(panels, out, problems, ids):
@@ -56,7 +68,8 @@ def walk_panels(panels, out, problems, ids):
         for t in p.get("targets") or []:
             if t.get("expr"):
                 where = f'panel {pid} "{p.get("title")}" ref {t.get("refId")}'
-                out.append(Query(where, t["expr"], t.get("goodputOptional"), bool(t.get("goodputSomewhere"))))
+                out.append(Query(where, t["expr"], t.get("goodputOptional"), bool(t.get("goodputSomewhere")),
+                                 p.get("repeat"), t.get("goodputAcrossReplicas")))
         walk_panels(p.get("panels"), out, problems, ids)
 
 
@@ -92,9 +105,28 @@ def escape_regex(value):
     return "".join("\\\\" + c if c in REGEX_SPECIAL else c for c in value)
 
 
+def identity_problems(qu):
+    """Where an aggregation or a vector match drops a replica identity label."""
+    out = []
+    for m in AGGREGATION.finditer(qu.expr):
+        labels = {label.strip() for label in (m.group(2) or "").split(",")}
+        if m.group(2) is None or not set(IDENTITY) <= labels:
+            out.append(f"{qu.where}: {m.group(0).strip()}...) merges replicas: group by {', '.join(IDENTITY)} "
+                       f"too, or mark the query goodputAcrossReplicas with the reason")
+    for m in MATCHING.finditer(qu.expr):
+        labels = {label.strip() for label in m.group(1).split(",")}
+        if not set(IDENTITY) <= labels:
+            out.append(f"{qu.where}: on ({m.group(1)}) matches across replicas: add {', '.join(IDENTITY)}")
+    return out
+
+
 def static_problems(dash, queries):
     problems = []
     names = {v.get("name") for v in variables(dash)}
+    if "pod" in names:
+        for qu in queries:
+            if not qu.across:
+                problems += identity_problems(qu)
     for qu in queries:
         for m in VAR_REF.finditer(qu.expr):
             name = m.group(1) or m.group(2)
@@ -124,9 +156,10 @@ def prom_query(base, expr, at):
     return res["data"]["result"], None
 
 
-def resolve_variables(dash, base, at, pick=0):
+def resolve_variables(dash, base, at, pick=0, every=None):
     """Returns ({name: all_value}, {name: concrete_value}, problems); the concrete value is
-    the value at index `pick` (0: first, -1: last) of those Prometheus returned."""
+    the value at index `pick` (0: first, -1: last) of those Prometheus returned. `every`,
+    a dict, receives each query variable's values as they would be substituted."""
     all_vals, first_vals, problems = {}, {}, []
     for v in variables(dash):
         name, kind = v.get("name"), v.get("type")
@@ -157,10 +190,21 @@ def resolve_variables(dash, base, at, pick=0):
             problems.append(f"variable ${name}: no values\n     {expr}")
             values = [".*"]
         multi = v.get("multi") or v.get("includeAll")
+        if every is not None:
+            every[name] = [escape_regex(x) if multi else x for x in values]
         first_vals[name] = escape_regex(values[pick]) if multi else values[pick]
         all_vals[name] = v.get("allValue", ".*") if v.get("includeAll") else first_vals[name]
         print(f"     ${name} = {values[:5]}{' ...' if len(values) > 5 else ''}{' (last)' if pick else ''}")
     return all_vals, first_vals, problems
+
+
+def expansions(queries, vals, every):
+    """(query, expression) pairs as Grafana runs them: a panel repeated per value of a
+    variable runs once per value of `every`, the rest once with `vals`."""
+    for qu in queries:
+        values = every.get(qu.repeat) if qu.repeat else None
+        for value in values or [None]:
+            yield qu, substitute(qu.expr, vals if value is None else dict(vals, **{qu.repeat: value}))
 
 
 def promtool_syntax(path, queries, all_vals):
@@ -186,7 +230,8 @@ def check(path, args):
     if not queries:
         problems.append("no PromQL expressions found")
     problems += static_problems(dash, queries)
-    all_vals, first_vals, var_problems = resolve_variables(dash, args.url, args.time)
+    every = {}
+    all_vals, first_vals, var_problems = resolve_variables(dash, args.url, args.time, every=every)
     problems += var_problems
     var_queries = [Query(f'variable ${v["name"]}', var_query(v))
                    for v in variables(dash) if v.get("type") == "query"]
@@ -202,8 +247,7 @@ def check(path, args):
             modes.append(("last", last_vals))
         somewhere = {}
         for mode, vals in modes:
-            for qu in queries:
-                expr = substitute(qu.expr, vals)
+            for qu, expr in expansions(queries, vals, every if mode == "all" else {}):
                 result, err = prom_query(args.url, expr, args.time)
                 if err:
                     problems.append(f"{qu.where} [{mode}]: {err}\n     {expr}")

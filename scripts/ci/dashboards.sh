@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Grafana dashboards: generated JSON is current, each dashboard type-checks against
-# @grafana/schema with tsc, and every PromQL expression parses (promtool) and uses only
-# defined variables. With a Prometheus URL, every expression must also return data there
+# @grafana/schema with tsc, and every PromQL expression parses (promtool), uses only
+# defined variables and, on a dashboard with $pod, keeps the replica identity in every
+# aggregation. With a Prometheus URL, every expression must also return data there
 # (see dashboard_promql_check.py; scripts/ci/dashboards-live.sh provides the Prometheus).
 # usage: scripts/ci/dashboards.sh [http://127.0.0.1:PORT]
 export CI_NAME=dashboards

@@ -5,8 +5,11 @@
 # one alert path (`alertPath`, default daemon); rendered rules pass promtool; the rendered
 # goodput config passes `goodput check` (skipped until it exists). Also: a typo in the values
 # fails (values.schema.json is strict); the aggregator with pod discovery gets list/watch on
-# pods and nothing more; the goodput-sidecar post-renderer adds the sidecar to another
-# chart's Deployment (scripts/ci/check_sidecar.py).
+# pods and nothing more; in sidecar mode the engine is the first and default container,
+# goodput has no probes and waits on a config that does not validate (exits with the tap),
+# and two renderings with different SLOs differ only in the
+# ConfigMap (scripts/ci/check_same_pods.py); the goodput-sidecar post-renderer adds the
+# sidecar to another chart's Deployment (scripts/ci/check_sidecar.py).
 export CI_NAME=helm
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -17,10 +20,11 @@ ensure_venv kubernetes-validate==1.37.0 PyYAML==6.0.3
 NPM=$(ensure_npm npm-k8s kubernetes-models@5.1.0 @kubernetes-models/prometheus-operator@6.0.0 js-yaml@5.5.0)
 ensure_k8s_bins
 cp scripts/ci/validate-k8s.mjs "$NPM/validate-k8s.mjs"
+export NPM
 BIN=$(goodput_bin)
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 "$HELM" version --short >&2
-yamllint -s -d '{extends: default, rules: {line-length: {max: 160}, document-start: disable, comments: {min-spaces-from-content: 1}, braces: {max-spaces-inside: 1}, indentation: {spaces: consistent, indent-sequences: whatever}}}' \
+yamllint -s -d "$YAMLLINT_CONFIG" \
   "$CHART/Chart.yaml" "$CHART/values.yaml" "$CHART"/ci/*.yaml || die "yamllint failed on the chart values"
 python3 -m json.tool "$CHART/values.schema.json" >/dev/null || die "values.schema.json is not JSON"
 
@@ -33,12 +37,7 @@ for v in "${variants[@]}"; do
   "$HELM" lint --strict "$CHART" "${args[@]}" >&2 || die "helm lint --strict failed ($v)"
   "$HELM" template goodput "$CHART" --namespace llm-serving "${args[@]}" >"$out" \
     || die "helm template failed ($v)"
-  kubernetes-validate --strict --quiet --kubernetes-version 1.31.0 "$out" 2>&1 | tee "$T/kv.log" >&2 \
-    || die "kubernetes-validate --strict failed on the chart ($v)"
-  grep -v "Couldn't find schema for kind \(ServiceMonitor\|PodMonitor\|PrometheusRule\)" "$T/kv.log" | grep -qi warn \
-    && die "kubernetes-validate warned ($v)"
-  (cd "$NPM" && node validate-k8s.mjs --expect Deployment,Service,ConfigMap,ServiceMonitor "$out") >&2 \
-    || die "schema validation failed on the chart ($v)"
+  validate_rendered "$out" Deployment,Service,ConfigMap,ServiceMonitor "the chart ($v)"
   path=daemon
   [ "$v" != default ] && grep -q '^alertPath: prometheus' "$v" && path=prometheus
   python3 scripts/ci/check_alert_path.py "$out" --expect "$path" >&2 || die "the chart must have one alert path: $path ($v)"
@@ -105,6 +104,37 @@ PY
 # Without discovery, no ServiceAccount and no API token in the pod.
 grep -q '^kind: ServiceAccount' "$T/default.yaml" && die "the sidecar render has a ServiceAccount"
 
+# Sidecar mode never harms the engine: the engine container first and named as the default
+# container, goodput without probes, a rolling update that never surges, and a config that
+# changes nothing but its ConfigMap (no checksum annotation, no name from the content).
+python3 - "$T/default.yaml" "$T/sidecar-tap-values.yaml" <<'PY' || die "the chart's sidecar mode can harm the engine"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+dep = next(d for d in docs if d["kind"] == "Deployment")
+tmpl = dep["spec"]["template"]
+names = [c["name"] for c in tmpl["spec"]["containers"]]
+assert names == ["engine", "goodput"], names
+ann = tmpl["metadata"].get("annotations") or {}
+assert ann.get("kubectl.kubernetes.io/default-container") == "engine", ann
+assert not any(k.startswith("checksum/") for k in ann), ann
+g = tmpl["spec"]["containers"][1]
+assert "readinessProbe" not in g and "livenessProbe" not in g, "goodput beside the engine has a probe"
+# A config that does not validate at start leaves goodput waiting, not restarting; with the
+# tap, whose Service traffic goes through goodput, it exits (the default).
+env = {e["name"]: e.get("value") for e in g.get("env") or []}
+assert env.get("GOODPUT_ON_INVALID_CONFIG") == "wait", env
+tap = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d and d["kind"] == "Deployment"][0]
+tg = next(c for c in tap["spec"]["template"]["spec"]["containers"] if c["name"] == "goodput")
+assert "GOODPUT_ON_INVALID_CONFIG" not in {e["name"] for e in tg.get("env") or []}, tg["env"]
+assert g["resources"]["limits"]["memory"] and g["resources"]["requests"]["memory"], g["resources"]
+assert dep["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}, dep["spec"]["strategy"]
+print("sidecar mode: engine first and default, goodput without probes and waiting on an invalid config (not with the tap), rolling update; ok")
+PY
+"$HELM" template goodput "$CHART" --namespace llm-serving \
+  --set-json 'slos=[{"name":"other","ttft":"1s","objective":0.99}]' >"$T/other-slos.yaml" || die "helm template failed (other SLOs)"
+python3 scripts/ci/check_same_pods.py "$T/default.yaml" "$T/other-slos.yaml" --configmap goodput >&2 \
+  || die "a change of goodput's config changes more than the chart's ConfigMap"
+
 # The post-renderer on another chart's Deployment: the sidecar added, the tap on its port.
 vchart=scripts/ci/testdata/vllm-chart
 "$HELM" template llama-8b "$vchart" >"$T/engine.yaml" || die "helm template $vchart failed"
@@ -112,9 +142,7 @@ command -v kubectl >/dev/null || export KUSTOMIZE="$KUBECTL kustomize"
 GOODPUT_DEPLOYMENT=llama-8b GOODPUT_TAP=true "$HELM" template llama-8b "$vchart" \
   --post-renderer deploy/helm/post-renderer/goodput-sidecar >"$T/engine-sidecar.yaml" \
   || die "helm template with the goodput-sidecar post-renderer failed"
-kubernetes-validate --strict --quiet --kubernetes-version 1.31.0 "$T/engine-sidecar.yaml" 2>&1 | tee "$T/kv.log" >&2 \
-  || die "kubernetes-validate --strict failed on the post-rendered engine chart"
-grep -v "Couldn't find schema for kind PodMonitor" "$T/kv.log" | grep -qi warn && die "kubernetes-validate warned (post-renderer)"
+validate_rendered "$T/engine-sidecar.yaml" Deployment,Service,ConfigMap,PodMonitor "the post-rendered engine chart"
 python3 scripts/ci/check_sidecar.py "$T/engine-sidecar.yaml" --source "$T/engine.yaml" \
   --deployment llama-8b --service llama-8b --tap >&2 || die "the post-renderer broke the engine chart's Deployment"
 log "PASS"

@@ -95,23 +95,36 @@ ensure_k8s_bins() {
   export HELM KUBECTL
 }
 
-# goodput_bin: path of the goodput binary to test. GOODPUT_BIN wins; then the newest of
-# target/{dist,release,debug}/goodput; otherwise a debug build.
+# goodput_bin: path of the goodput binary to test, built with the `kubernetes` feature as
+# the container image is (the shipped configs use pod discovery). GOODPUT_BIN wins; then
+# the newest of target/{dist,release,debug}/goodput that has the feature; otherwise a debug
+# build with it.
 goodput_bin() {
   if [ -n "${GOODPUT_BIN:-}" ]; then
     [ -x "$GOODPUT_BIN" ] || die "GOODPUT_BIN=$GOODPUT_BIN is not an executable"
+    has_kubernetes "$GOODPUT_BIN" \
+      || die "GOODPUT_BIN=$GOODPUT_BIN is built without the kubernetes feature: cargo build --bin goodput --features kubernetes"
     printf '%s\n' "$GOODPUT_BIN"; return
   fi
   local best="" f
   for f in "$ROOT"/target/dist/goodput "$ROOT"/target/release/goodput "$ROOT"/target/debug/goodput; do
-    if [ -x "$f" ] && { [ -z "$best" ] || [ "$f" -nt "$best" ]; }; then best=$f; fi
+    if [ -x "$f" ] && has_kubernetes "$f" && { [ -z "$best" ] || [ "$f" -nt "$best" ]; }; then best=$f; fi
   done
   if [ -z "$best" ]; then
-    log "no goodput binary found; cargo build --locked"
-    (cd "$ROOT" && cargo build --locked --bin goodput >&2) || die "cargo build failed"
+    log "no goodput binary with the kubernetes feature found; cargo build --locked --bin goodput --features kubernetes"
+    (cd "$ROOT" && cargo build --locked --bin goodput --features kubernetes >&2) || die "cargo build failed"
     best=$ROOT/target/debug/goodput
   fi
   printf '%s\n' "$best"
+}
+
+# has_kubernetes BIN: true when BIN accepts a `kubernetes:` discovery entry (the feature).
+has_kubernetes() {
+  local probe
+  probe=$(mktemp)
+  printf 'listen: 127.0.0.1:1\ndiscovery:\n  - kubernetes: {namespace: ci, selector: "a=b", port: http}\nwindows: [1m]\n' >"$probe"
+  if "$1" check --config "$probe" >/dev/null 2>&1; then rm -f "$probe"; return 0; fi
+  rm -f "$probe"; return 1
 }
 
 # daemon_missing OUTPUT: true when a subcommand's output says it is not implemented yet.
@@ -123,6 +136,28 @@ daemon_missing() {
 daemon_skip() {
   if [ "${GOODPUT_REQUIRE_DAEMON:-0}" = 1 ]; then die "daemon feature missing: $*"; fi
   log "SKIP (awaits the daemon): $*"
+}
+
+# The yamllint rules for the manifests, the chart's values and the configs. Commented-out
+# blocks ("uncomment to use") sit at the indentation they take once uncommented, so comment
+# indentation is not checked.
+export YAMLLINT_CONFIG='{extends: default, rules: {line-length: {max: 160}, document-start: disable, comments: {min-spaces-from-content: 1}, comments-indentation: disable, braces: {max-spaces-inside: 1}, indentation: {spaces: consistent, indent-sequences: whatever}}}'
+
+# validate_rendered FILE KINDS WHAT: rendered manifests pass kubernetes-validate --strict
+# (Kubernetes 1.31) without warnings, and the npm kubernetes-models schemas, including the
+# Prometheus Operator's, with at least one valid object of each of KINDS (comma-separated).
+# Needs ensure_venv kubernetes-validate and NPM from ensure_npm (validate-k8s.mjs in it).
+validate_rendered() {
+  local file=$1 kinds=$2 what=$3 kvlog
+  kvlog=$(mktemp)
+  kubernetes-validate --strict --quiet --kubernetes-version 1.31.0 "$file" >"$kvlog" 2>&1 \
+    || { cat "$kvlog" >&2; rm -f "$kvlog"; die "kubernetes-validate --strict failed on $what"; }
+  if grep -v "Couldn't find schema for kind \(ServiceMonitor\|PodMonitor\|PrometheusRule\)" "$kvlog" | grep -qi warn; then
+    cat "$kvlog" >&2; rm -f "$kvlog"; die "kubernetes-validate warned on $what"
+  fi
+  rm -f "$kvlog"
+  (cd "$NPM" && node validate-k8s.mjs --expect "$kinds" "$file") >/dev/null \
+    || { (cd "$NPM" && node validate-k8s.mjs "$file") | grep FAIL >&2; die "schema validation failed on $what"; }
 }
 
 # free_port: an unused TCP port on 127.0.0.1.

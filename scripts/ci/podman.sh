@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Container image: build the Dockerfile's runtime stage with podman (chroot isolation; no
 # Docker engine, no registry) on a Debian bookworm base made by debootstrap + podman import,
-# with a binary built on the host, then run it: --version, and `goodput check` on every
-# example config mounted read-only into a read-only container.
+# with a binary built on the host, then run it: --version, `goodput check` on every example
+# config mounted read-only into a read-only container, the daemon's /healthz, and a stop by
+# `sh -c 'kill 1'` in the container; then the container recipe of docs/deploy.md as written,
+# with podman for docker.
 # usage: scripts/ci/podman.sh [PATH/TO/goodput]   (default: see lib.sh goodput_bin)
 export CI_NAME=podman
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -88,13 +90,37 @@ for _ in $(seq 1 40); do
   sleep 0.5
 done
 logs=$(podman logs "$cid" 2>&1 | tail -20)
-podman stop -t 10 "$cid" >/dev/null 2>&1 || true
-podman rm -f "$cid" >/dev/null 2>&1 || true
 if [ "$healthy" = 1 ]; then
   log "goodput run in the read-only container: /healthz ok"
+  # How docs/kubernetes.md restarts goodput alone: SIGTERM to PID 1 from inside the
+  # container (the image's sh). goodput exits 0 within its 5 s shutdown bound.
+  podman exec "$cid" sh -c 'kill 1' || die "sh -c 'kill 1' failed in the container"
+  status=$(timeout 15 podman wait "$cid" 2>/dev/null || echo none)
+  podman rm -f "$cid" >/dev/null 2>&1 || true
+  [ "$status" = 0 ] || die "after sh -c 'kill 1' goodput exited with status $status, want 0 within 15 s"
+  log "sh -c 'kill 1' in the container: goodput exited 0"
 elif daemon_missing "$logs"; then
+  podman rm -f "$cid" >/dev/null 2>&1 || true
   daemon_skip "goodput run in the container: $logs"
 else
+  podman rm -f "$cid" >/dev/null 2>&1 || true
   printf '%s\n' "$logs" >&2; die "goodput run in the container never answered /healthz on 127.0.0.1:$port"
 fi
+
+# 5. The container recipe of docs/deploy.md, run as written in this checkout with podman
+#    standing in for docker (scripts/ci/shims/docker): the build is the runtime-prebuilt
+#    stage of the same Dockerfile, and the push goes nowhere.
+mkdir -p "$ctx/recipe/bin"
+cp scripts/ci/shims/docker "$ctx/recipe/bin/"
+python3 scripts/ci/doc_recipes.py extract docs/deploy.md --out "$ctx/recipe" --repo "$ROOT" --only container >"$ctx/recipe/runs.tsv" \
+  || die "docs/deploy.md has code blocks CI does not check"
+grep -q . "$ctx/recipe/runs.tsv" || die "docs/deploy.md has no container recipe"
+while IFS=$'\t' read -r _ _ script; do
+  log "run $(head -1 "$script" | sed 's/^# //')"
+  PODMAN_CONTEXT=$ctx PATH="$ctx/recipe/bin:$PATH" bash -e -o pipefail "$script" >&2 \
+    || die "the container recipe failed as docs/deploy.md shows it"
+done <"$ctx/recipe/runs.tsv"
+grep -ohE '[a-z0-9.-]+/goodput:[0-9A-Za-z.-]+' "$ctx/recipe"/.run-*.sh | sort -u | while read -r tag; do
+  podman rmi -f "$tag" >/dev/null 2>&1 || true
+done
 log "PASS"

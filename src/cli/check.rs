@@ -1,10 +1,12 @@
-//! `goodput check --config FILE [--probe]`: validate a config, print a summary or every
-//! error; with `--probe`, also scrape each target once and say which SLO clauses are
-//! bracketed rather than exact, or not evaluable, on what the engine exposes.
+//! `goodput check --config FILE [--probe] [--against URL]`: validate a config, print a
+//! summary or every error; with `--probe`, also scrape each target once and say which SLO
+//! clauses are bracketed rather than exact, or not evaluable, on what the engine exposes;
+//! with `--against`, say what reloading the file into a running daemon would change
+//! (super::against).
 
 use std::path::PathBuf;
 
-use super::CliResult;
+use super::subcommand::CliResult;
 use crate::config::{self, Config};
 use crate::daemon::target::{fetcher_for, limits_for};
 use crate::duration::format_duration;
@@ -20,6 +22,11 @@ pub struct Args {
     /// Findings and unreachable targets are warnings (exit 0).
     #[arg(long)]
     pub probe: bool,
+    /// Instead of the summary, print what reloading the file into the daemon running at
+    /// this address (`http://HOST:PORT` or `HOST:PORT`, its `listen`) would change, and
+    /// what each change would do to its state.
+    #[arg(long, value_name = "URL")]
+    pub against: Option<String>,
 }
 
 pub fn run(args: Args) -> CliResult {
@@ -28,7 +35,15 @@ pub fn run(args: Args) -> CliResult {
             for w in &loaded.warnings {
                 eprintln!("warning: {w}");
             }
-            print!("{}", summary(&args.config.display().to_string(), &loaded.config));
+            let file = args.config.display().to_string();
+            match &args.against {
+                Some(base) => {
+                    let running = super::against::fetch(base)?;
+                    let (changes, hash) = super::against::changes(&running, loaded.config.clone());
+                    print!("{}", super::against::report(&file, base, &running, &changes, &hash));
+                }
+                None => print!("{}", summary(&file, &loaded.config)),
+            }
             if args.probe {
                 for line in probe(&loaded.config)? {
                     eprintln!("warning: {line}");
@@ -86,9 +101,12 @@ pub fn probe(c: &Config) -> Result<Vec<String>, Box<dyn std::error::Error + Send
         }
     }
     ok.sort_by_key(|x| x.0);
-    for (_, name, snap) in &ok {
+    for (i, name, snap) in &ok {
         println!("  probed {name}: {} engine, {} model(s)", snap.engine.as_str(), snap.models.len());
-        msgs.extend(findings(&slos, name, snap).iter().map(|f| f.to_string()));
+        let t = &c.targets[*i];
+        let sources: Vec<&'static str> =
+            [(t.tap.is_some(), "tap"), (c.otlp.is_some(), "spans")].into_iter().filter(|s| s.0).map(|s| s.1).collect();
+        msgs.extend(findings(&slos, name, snap, &sources).iter().map(|f| f.to_string()));
     }
     Ok(msgs)
 }

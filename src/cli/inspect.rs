@@ -2,14 +2,15 @@
 //! engine, and print what goodput reads from it on the canonical vocabulary.
 //!
 //! The JSON shape is a contract (docs/engines.md#canonical-quantities):
-//! `{"engine", "families", "samples", "models": {model: {canonical: value}}, "absent", "warnings"}`.
+//! `{"engine", "families", "samples", "models": {model: {canonical: value}}, "absent", "warnings",
+//! "notes"}`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::CliResult;
+use super::subcommand::CliResult;
 use crate::adapt::{self, EngineHint};
 use crate::canonical::{Engine, Histogram, ModelSnapshot, Snapshot};
 use crate::gpu::dcgm;
@@ -25,14 +26,16 @@ pub struct Args {
     /// The engine, when auto-detection should be skipped.
     #[arg(long, default_value = "auto", value_parser = parse_hint)]
     pub engine: EngineHint,
-    /// Model name for engines whose metrics carry none (TGI).
+    /// Model name for engines whose metrics carry none (TGI, llama.cpp).
     #[arg(long, default_value = "")]
     pub model: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
+    /// A summary for people: per model, each canonical quantity.
     Text,
+    /// The JSON contract of docs/engines.md#canonical-quantities, for programs.
     Json,
 }
 
@@ -40,13 +43,17 @@ pub(crate) fn parse_hint(s: &str) -> Result<EngineHint, String> {
     if s == "auto" {
         return Ok(EngineHint::Auto);
     }
-    Engine::parse(s)
-        .map(EngineHint::Is)
-        .ok_or_else(|| format!("unknown engine {s:?}; expected auto, vllm, sglang, tgi, trtllm, nim or dynamo"))
+    Engine::parse(s).map(EngineHint::Is).ok_or_else(|| {
+        let names: Vec<&str> = Engine::ALL.iter().map(|e| e.as_str()).collect();
+        format!("unknown engine {s:?}; expected auto or one of {}", names.join(", "))
+    })
 }
 
 pub fn run(args: Args) -> CliResult {
-    let body = read_source(&args.source)?;
+    let (body, content_type) = read_source(&args.source)?;
+    if let Some(why) = not_an_exposition(&args.source, content_type.as_deref(), &body) {
+        return Err(why.into());
+    }
     let exp = match parse::parse(&body, &Limits::unlimited()) {
         Ok(e) => e,
         Err(e) if e.line > 0 => return Err(format!("{}:{}: {}", args.source, e.line, e.kind).into()),
@@ -65,19 +72,58 @@ pub fn run(args: Args) -> CliResult {
     Ok(0)
 }
 
-fn read_source(source: &str) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
+/// The body, and its Content-Type when it came over HTTP.
+type Source = (Vec<u8>, Option<String>);
+
+fn read_source(source: &str) -> Result<Source, Box<dyn std::error::Error + Send + Sync>> {
     if source.starts_with("http://") || source.starts_with("https://") {
         crate::scrape::install_crypto_provider();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         rt.block_on(async {
             let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(10)).build()?;
             let resp = client.get(source).send().await?.error_for_status()?;
-            Ok(resp.bytes().await?.to_vec())
+            let content_type =
+                resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
+            Ok((resp.bytes().await?.to_vec(), content_type))
         })
-        .map_err(|e: reqwest::Error| format!("{source}: {e}").into())
+        // reqwest's own message is "error sending request"; the chain says why (refused,
+        // no such host, a timeout).
+        .map_err(|e: reqwest::Error| crate::redact::error_chain(&e).into())
     } else {
-        std::fs::read(source).map_err(|e| format!("{source}: {e}").into())
+        Ok((std::fs::read(source).map_err(|e| format!("{source}: {e}"))?, None))
     }
+}
+
+/// Why `body` is not a Prometheus exposition at all, when it is JSON (an API's answer, an
+/// engine's `/health` or `/v1/models`): said up front instead of as a parse error at line 1.
+fn not_an_exposition(source: &str, content_type: Option<&str>, body: &[u8]) -> Option<String> {
+    let json_type = content_type.is_some_and(|t| {
+        let t = t.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+        t == "application/json" || t.ends_with("+json")
+    });
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if !json_type && !matches!(first, Some(b'{' | b'[')) {
+        return None;
+    }
+    let what = match content_type {
+        Some(t) if json_type => format!("JSON (Content-Type {t})"),
+        _ => "JSON".to_string(),
+    };
+    let mut msg = format!("{source}: the response is {what}, not a Prometheus exposition");
+    if source.starts_with("http://") || source.starts_with("https://") {
+        match url::Url::parse(source) {
+            Ok(mut u) if u.path() != "/metrics" => {
+                u.set_path("/metrics");
+                u.set_query(None);
+                msg.push_str(&format!("; engines serve their metrics at /metrics: try {}", crate::redact::url(&u)));
+            }
+            _ => msg.push_str("; is this the engine's metrics endpoint?"),
+        }
+    } else {
+        msg =
+            format!("{source}: the file is JSON, not a Prometheus exposition (a saved /metrics scrape is plain text)");
+    }
+    Some(msg)
 }
 
 fn num(v: f64) -> Value {
@@ -137,6 +183,7 @@ fn snapshot_json(s: &Snapshot) -> Value {
         "models": models,
         "absent": s.absent(),
         "warnings": s.warnings.iter().map(|w| w.message.as_str()).collect::<Vec<_>>(),
+        "notes": s.engine.request_path_note().into_iter().collect::<Vec<_>>(),
     })
 }
 
@@ -161,6 +208,7 @@ fn dcgm_json(exp: &parse::Exposition<'_>) -> Value {
         "gpus": gpus,
         "absent": [],
         "warnings": [],
+        "notes": [],
     })
 }
 
@@ -197,6 +245,9 @@ fn text(v: &Value) -> String {
     }
     for item in v["warnings"].as_array().into_iter().flatten() {
         out.push_str(&format!("warning: {}\n", item.as_str().unwrap_or_default()));
+    }
+    for item in v["notes"].as_array().into_iter().flatten() {
+        out.push_str(&format!("note: {}\n", item.as_str().unwrap_or_default()));
     }
     out
 }

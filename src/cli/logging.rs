@@ -7,7 +7,9 @@ use tracing_subscriber::EnvFilter;
 /// How log lines are written on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
+    /// One readable line per event.
     Human,
+    /// One JSON object per line, for log collectors.
     Json,
 }
 

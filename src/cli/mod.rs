@@ -1,9 +1,13 @@
 //! The `goodput` command line: one module per subcommand, each with its clap `Args`
 //! and a `run` that returns the process exit code.
 
+mod against;
 mod logging;
+mod subcommand;
 
 pub mod check;
+pub mod columns;
+pub mod completions;
 pub mod demo;
 pub mod inspect;
 pub mod record;
@@ -13,7 +17,7 @@ pub mod run;
 pub mod simulate;
 pub mod summary;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 pub use crate::cli::logging::LogFormat;
 
@@ -49,12 +53,17 @@ pub enum Command {
     Replay(replay::Args),
     /// Emit Prometheus recording and alerting rules for the configured SLOs.
     Rules(rules::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(completions::Args),
 }
 
 /// Runs the parsed command line and returns the process exit code.
 pub fn main(cli: Cli) -> i32 {
     crate::cli::logging::init(cli.log_format);
-    if matches!(cli.command, Command::Check(_) | Command::Inspect(_) | Command::Replay(_) | Command::Rules(_)) {
+    if matches!(
+        cli.command,
+        Command::Check(_) | Command::Inspect(_) | Command::Replay(_) | Command::Rules(_) | Command::Completions(_)
+    ) {
         die_quietly_on_broken_pipe();
     }
     let result = match cli.command {
@@ -66,11 +75,14 @@ pub fn main(cli: Cli) -> i32 {
         Command::Record(a) => record::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Rules(a) => rules::run(a),
+        Command::Completions(a) => completions::run(a, Cli::command()),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // The whole chain: an HTTP client's own message ("error sending request") hides
+            // the cause the user can act on ("connection refused", a DNS failure).
+            eprintln!("error: {}", crate::redact::error_chain(e.as_ref()));
             1
         }
     }
@@ -87,25 +99,83 @@ fn die_quietly_on_broken_pipe() {
     }
 }
 
-/// Errors a subcommand reports to the user before exiting 1.
-pub type CliResult = Result<i32, Box<dyn std::error::Error + Send + Sync>>;
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
 
-/// Loads a config for a subcommand that needs a valid one: prints every error (and a
-/// pointer to `goodput check`) or the warnings to stderr. `None` means exit 1.
-pub(crate) fn load_config(path: &std::path::Path) -> Option<crate::config::Config> {
-    match crate::config::load(path) {
-        Ok(loaded) => {
-            for w in &loaded.warnings {
-                eprintln!("warning: {w}");
-            }
-            Some(loaded.config)
+    use super::Cli;
+
+    /// Every subcommand under `cmd` (itself included) with its path, e.g. "goodput rules".
+    fn walk(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        out.push((path.clone(), cmd.clone()));
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            walk(sub, format!("{path} {}", sub.get_name()), out);
         }
-        Err(errs) => {
-            for e in &errs.0 {
-                eprintln!("error: {e}");
+    }
+
+    fn commands() -> Vec<(String, clap::Command)> {
+        let mut out = Vec::new();
+        walk(&Cli::command(), "goodput".into(), &mut out);
+        out
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_subcommand_and_argument_has_help() {
+        let mut missing = Vec::new();
+        for (path, cmd) in commands() {
+            if path != "goodput" && cmd.get_about().is_none() {
+                missing.push(format!("{path} (the subcommand)"));
             }
-            eprintln!("{}: {} error(s); `goodput check --config FILE` shows them too", path.display(), errs.0.len());
-            None
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                if a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} {}", a.get_long().map_or(id.to_string(), |l| format!("--{l}"))));
+                }
+            }
         }
+        assert!(commands().len() >= 10, "the walk found the subcommands");
+        assert!(missing.is_empty(), "arguments without help text (give each a /// doc comment): {missing:?}");
+    }
+
+    #[test]
+    fn every_config_flag_has_the_short_c() {
+        let mut with_config = Vec::new();
+        for (path, cmd) in commands() {
+            if let Some(a) = cmd.get_arguments().find(|a| a.get_long() == Some("config")) {
+                assert_eq!(a.get_short(), Some('c'), "{path} --config has no -c");
+                with_config.push(path);
+            }
+        }
+        for name in ["check", "run", "replay", "rules", "demo", "simulate"] {
+            assert!(with_config.contains(&format!("goodput {name}")), "goodput {name} takes --config: {with_config:?}");
+        }
+    }
+
+    /// `--format` always chooses what a command prints; simulate's old `--format` (the
+    /// simulated engine) is hidden, a deprecated name of `--engine`.
+    #[test]
+    fn every_visible_format_flag_is_an_output_format() {
+        const OUTPUT_FORMATS: [&str; 5] = ["text", "json", "table", "prometheusrule", "prometheus"];
+        let mut seen = 0;
+        for (path, cmd) in commands() {
+            let Some(a) = cmd.get_arguments().find(|a| a.get_long() == Some("format")) else { continue };
+            if path == "goodput simulate" {
+                assert!(a.is_hide_set(), "simulate --format is a hidden alias of --engine");
+                continue;
+            }
+            for v in a.get_possible_values() {
+                assert!(OUTPUT_FORMATS.contains(&v.get_name()), "{path} --format {}", v.get_name());
+            }
+            seen += 1;
+        }
+        assert_eq!(seen, 3, "inspect, replay and rules have --format");
     }
 }

@@ -7,10 +7,10 @@ use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior};
 use url::Url;
 
-use super::CliResult;
+use super::subcommand::CliResult;
 use crate::config::parse_bytes;
 use crate::daemon::clock::{Clock, SystemClock};
-use crate::duration::{parse_duration, parse_interval, parse_positive_duration};
+use crate::duration::{format_duration, parse_duration, parse_interval, parse_positive_duration};
 use crate::scrape::{FetchSpec, Fetcher};
 
 #[derive(Debug, clap::Args)]
@@ -36,7 +36,14 @@ pub struct Args {
     /// Largest body accepted.
     #[arg(long, default_value = "64MiB", value_parser = parse_bytes)]
     pub body_limit: usize,
+    /// No progress lines on stderr (the final summary and failures are still printed).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
+
+/// Time between progress lines; the first comes after the first scrape, so that a wrong
+/// URL shows at once.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 pub fn run(args: Args) -> CliResult {
     let url = Url::parse(&args.target)
@@ -66,18 +73,48 @@ pub fn run(args: Args) -> CliResult {
         follow_redirects: true,
     })?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let (ok, failed) = rt.block_on(record(&fetcher, &dir, args.interval, args.duration));
-    eprintln!("recorded {ok} scrape(s) into {} ({failed} failed)", dir.display());
+    let progress = Progress { start: Instant::now(), total: args.duration, quiet: args.quiet };
+    let (ok, failed) = rt.block_on(record(&fetcher, &dir, args.interval, &progress));
+    eprintln!(
+        "recorded {ok} scrape(s) into {} ({failed} failed) in {}",
+        dir.display(),
+        format_duration(whole_seconds(progress.start.elapsed()))
+    );
     Ok(if ok == 0 { 1 } else { 0 })
 }
 
-/// Scrapes every `interval` for `duration` (or until Ctrl-C); returns (saved, failed).
-async fn record(fetcher: &Fetcher, dir: &Path, interval: Duration, duration: Duration) -> (u64, u64) {
+/// The progress lines on stderr.
+struct Progress {
+    start: Instant,
+    total: Duration,
+    quiet: bool,
+}
+
+impl Progress {
+    fn line(&self, ok: u64, failed: u64) {
+        if !self.quiet {
+            eprintln!(
+                "recording: {ok} scrape(s) written, {failed} failed, {} of {}",
+                format_duration(whole_seconds(self.start.elapsed())),
+                format_duration(self.total)
+            );
+        }
+    }
+}
+
+fn whole_seconds(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs())
+}
+
+/// Scrapes every `interval` for the progress's total (or until Ctrl-C); returns (saved,
+/// failed).
+async fn record(fetcher: &Fetcher, dir: &Path, interval: Duration, progress: &Progress) -> (u64, u64) {
     let clock = SystemClock;
-    let end = Instant::now() + duration;
+    let end = progress.start + progress.total;
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let (mut ok, mut failed) = (0, 0);
+    let mut next_line = None;
     let stop = super::run::shutdown_signal();
     tokio::pin!(stop);
     loop {
@@ -98,6 +135,11 @@ async fn record(fetcher: &Fetcher, dir: &Path, interval: Duration, duration: Dur
                 failed += 1;
                 tracing::warn!("scrape failed: {e}");
             }
+        }
+        let now = Instant::now();
+        if next_line.is_none_or(|t| now >= t) {
+            progress.line(ok, failed);
+            next_line = Some(now + PROGRESS_EVERY);
         }
     }
     (ok, failed)

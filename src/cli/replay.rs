@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::CliResult;
+use super::subcommand::CliResult;
 use crate::duration::parse_duration;
 use crate::replay::{Recording, ReplayTarget, replay_with};
 
@@ -30,12 +30,14 @@ pub struct Args {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
+    /// One JSON line per instant, for programs.
     Json,
+    /// The demo's terminal summary per instant, for people.
     Table,
 }
 
 pub fn run(args: Args) -> CliResult {
-    let Some(cfg) = super::load_config(&args.config) else { return Ok(1) };
+    let Some(cfg) = super::subcommand::load_config(&args.config) else { return Ok(1) };
     let step_ms = i64::try_from(args.step.as_millis()).unwrap_or(i64::MAX);
     if step_ms <= 0 {
         return Err("--step must be at least 1ms, e.g. 5s".into());

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use std::collections::BTreeMap;
 
-use super::CliResult;
+use super::subcommand::CliResult;
 use crate::config;
-use crate::rules::{RulesSpec, groups, render_prometheus, render_prometheusrule};
+use crate::promql_rules::{RulesSpec, groups, render_prometheus, render_prometheusrule};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -20,8 +20,9 @@ pub enum Format {
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The daemon's config file; its `slos`, `windows` and `alerting` are used.
-    #[arg(long)]
+    #[arg(long, short)]
     pub config: PathBuf,
+    /// Output format: a PrometheusRule for the Prometheus Operator, or a plain rule file.
     #[arg(long, value_enum, default_value_t = Format::Prometheusrule)]
     pub format: Format,
     /// Extra label matchers for every engine series, e.g. 'job="vllm"'.
@@ -44,7 +45,7 @@ pub fn load_spec(
     selector: Option<String>,
     target_instances: &[String],
 ) -> Result<RulesSpec, String> {
-    let selector = selector.as_deref().map(crate::rules::parse_selector).transpose()?;
+    let selector = selector.as_deref().map(crate::promql_rules::parse_selector).transpose()?;
     // The rules never read external_labels: a pod's config generates rules anywhere.
     let loaded = config::load_with_env(path, &|name| Some(format!("${{{name}}}"))).map_err(|errs| errs.to_string())?;
     for w in &loaded.warnings {
@@ -92,6 +93,14 @@ pub fn run(args: Args) -> CliResult {
     };
     if spec.slos.is_empty() {
         eprintln!("note: {} defines no `slos`; only the non-SLO rules are generated", args.config.display());
+    }
+    if spec.alerting.runbook_page().is_none() {
+        eprintln!(
+            "note: {} sets no alerting.runbook_url, so these alerts carry no runbook_url annotation: no daemon serves \
+             Prometheus's alerts their runbooks. Set it to an address your on-call can open that serves goodput's \
+             /runbooks/ page, e.g. http://goodput.monitoring.example.com:9464/runbooks/ (docs/fleet.md#runbook-links)",
+            args.config.display()
+        );
     }
     let gs = match groups(&spec) {
         Ok(gs) => gs,

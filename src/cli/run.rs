@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::CliResult;
+use super::subcommand::CliResult;
 use crate::config::Config;
-use crate::daemon::{self, clock::SystemClock};
+use crate::daemon::{self, clock::SystemClock, standby};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -17,10 +17,39 @@ pub struct Args {
     /// `goodput rules`, so that each problem pages once (docs/alerts.md).
     #[arg(long, env = "GOODPUT_NO_ALERT_DELIVERY")]
     pub no_alert_delivery: bool,
+    /// What to do when the config cannot be read or does not validate at start: `exit` (1,
+    /// with the errors), or `wait`, serving /healthz, /metrics (llm_slo_config_waiting 1)
+    /// and the errors at /, until the file validates, then start: for a sidecar, whose exit
+    /// would take the engine's pod out of its Service (docs/kubernetes.md).
+    #[arg(long, env = "GOODPUT_ON_INVALID_CONFIG", value_enum, default_value_t = OnInvalidConfig::Exit)]
+    pub on_invalid_config: OnInvalidConfig,
+    /// Where `--on-invalid-config wait` serves while the config file has no valid `listen`
+    /// of its own (it cannot be read, is not YAML, or does not set one).
+    #[arg(long, env = "GOODPUT_STANDBY_LISTEN", value_name = "ADDR", default_value = standby::DEFAULT_LISTEN)]
+    pub standby_listen: std::net::SocketAddr,
+}
+
+/// `--on-invalid-config`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnInvalidConfig {
+    /// Print the errors and exit 1.
+    Exit,
+    /// Log the errors and wait, serving, until the file validates.
+    Wait,
 }
 
 pub fn run(args: Args) -> CliResult {
-    let Some(mut config) = super::load_config(&args.config) else { return Ok(1) };
+    let mut config = match args.on_invalid_config {
+        OnInvalidConfig::Exit => match super::subcommand::load_config(&args.config) {
+            Some(c) => c,
+            None => return Ok(1),
+        },
+        // `None`: stopped while waiting, which is a clean exit.
+        OnInvalidConfig::Wait => match load_or_wait(&args)? {
+            Some(c) => c,
+            None => return Ok(0),
+        },
+    };
     // Decided once, from the fleet at start: a reload that grows it keeps the allocator.
     match crate::allocator::fit_to_fleet(config.discovery.is_empty().then_some(config.targets.len())) {
         Ok(choice) => tracing::debug!(?choice, "allocator"),
@@ -40,9 +69,14 @@ pub fn run(args: Args) -> CliResult {
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let code = rt.block_on(async move {
-        let mut d = daemon::start(config, Arc::new(SystemClock)).await?;
+        let listen = config.listen;
+        let hint = format!("set `listen:` in {} to a free address", args.config.display());
+        let mut d = daemon::start(config, Arc::new(SystemClock)).await.map_err(|e| start_error(e, listen, &hint))?;
         // SIGHUP and changes of the file reload it (docs/discovery.md#reload).
         d.watch_config(args.config.clone(), prepare);
+        if args.no_alert_delivery {
+            d.set_overrides(vec![NO_ALERT_DELIVERY.to_string()]);
+        }
         shutdown_signal().await;
         tracing::info!(within = ?daemon::SHUTDOWN_GRACE, "shutting down");
         tokio::select! {
@@ -57,8 +91,60 @@ pub fn run(args: Args) -> CliResult {
     code
 }
 
+/// Why the daemon could not start; when an address it must listen on is taken, also what
+/// to change. `move_listen` says how to move the daemon's own address (`listen`), which
+/// differs between `run` (the config) and `demo` (`--listen`).
+pub(crate) fn start_error(
+    e: std::io::Error,
+    listen: std::net::SocketAddr,
+    move_listen: &str,
+) -> Box<dyn std::error::Error + Send + Sync> {
+    if e.kind() != std::io::ErrorKind::AddrInUse {
+        return e.into();
+    }
+    let msg = e.to_string();
+    let hint = if msg.starts_with(&format!("cannot listen on {listen}:")) {
+        let mut other = listen;
+        other.set_port(listen.port().wrapping_add(1).max(1));
+        format!("another process listens on {listen}; stop it, or {move_listen}, e.g. {other}")
+    } else if msg.contains("(otlp.listen)") {
+        "another process listens there; stop it, or set `otlp.listen` to a free address".to_string()
+    } else if msg.contains("for the tap of target") {
+        "another process listens there; stop it, or set that target's `tap.listen` to a free address".to_string()
+    } else {
+        "another process listens there; stop it, or choose a free address".to_string()
+    };
+    format!("{msg}\nhint: {hint}").into()
+}
+
+/// The config, or, when it does not validate, the first version of the file that does,
+/// waited for on a runtime of its own, ended before the daemon's starts (the allocator is
+/// chosen in between). `None` when SIGTERM or Ctrl-C came while waiting.
+fn load_or_wait(args: &Args) -> Result<Option<Config>, Box<dyn std::error::Error + Send + Sync>> {
+    if let Ok(loaded) = crate::config::load(&args.config) {
+        return Ok(Some(with_warnings(loaded)));
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let loaded = rt.block_on(standby::wait_for_valid_config(&args.config, args.standby_listen, async {
+        shutdown_signal().await;
+        tracing::info!("shutting down while waiting for a valid config");
+    }));
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    Ok(loaded.map(with_warnings))
+}
+
+fn with_warnings(loaded: crate::config::Loaded) -> Config {
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    loaded.config
+}
+
+/// The flag of [`no_alert_delivery`], as `/api/v1/config` names it among the overrides.
+pub(crate) const NO_ALERT_DELIVERY: &str = "--no-alert-delivery";
+
 /// Ignores the config's Alertmanagers and webhook (`--no-alert-delivery`).
-fn no_alert_delivery(config: &mut Config) {
+pub(crate) fn no_alert_delivery(config: &mut Config) {
     let a = &mut config.alerting;
     (a.alertmanager, a.webhook) = (None, None);
     a.alertmanagers.clear();

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::CliResult;
+use super::subcommand::CliResult;
 use crate::duration::parse_duration;
 use crate::sim::config::{Format, Profile, SimConfig};
 use crate::sim::{live, offline};
@@ -35,7 +35,7 @@ pub struct Opts {
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub scrape_interval: Duration,
     /// YAML file with every knob (see docs/simulator.md); flags below override it.
-    #[arg(long, value_name = "FILE.yaml")]
+    #[arg(long, short, value_name = "FILE.yaml")]
     pub config: Option<PathBuf>,
     /// Named load profile (applied on top of --config).
     #[arg(long, value_enum)]
@@ -49,13 +49,17 @@ pub struct Opts {
     /// Data-parallel engines.
     #[arg(long)]
     pub engines: Option<u32>,
+    /// Seed of the random streams: the same seed gives the same output.
     #[arg(long)]
     pub seed: Option<u64>,
     /// Arrival rate in requests/s (steady rate, end of a ramp, or base between bursts).
     #[arg(long)]
     pub rate: Option<f64>,
-    /// Exposition to serve.
+    /// The engine whose /metrics exposition the simulator writes.
     #[arg(long, value_enum)]
+    pub engine: Option<Format>,
+    /// Deprecated name of --engine, kept so that old scripts run; warns once.
+    #[arg(long, value_enum, hide = true, conflicts_with = "engine")]
     pub format: Option<Format>,
     /// Offline mode: unix seconds of virtual time zero.
     #[arg(long)]
@@ -127,7 +131,7 @@ impl Opts {
         if let Some(v) = self.rate {
             c.arrivals.rate = v;
         }
-        if let Some(v) = self.format {
+        if let Some(v) = self.engine.or(self.format) {
             c.format = v;
         }
         if let Some(v) = self.start {
@@ -176,6 +180,10 @@ fn capacity_sweep(args: &Opts, cfg: &goodput_sim::SimConfig) -> CliResult {
 
 pub fn run(args: Args) -> CliResult {
     let args = *args.opts;
+    if args.format.is_some() {
+        // `--format` names an output format everywhere else (inspect, replay, rules).
+        eprintln!("warning: `goodput simulate --format` is deprecated; use --engine (vllm, sglang or tgi)");
+    }
     let cfg = args.sim_config()?;
     if args.capacity_sweep {
         return capacity_sweep(&args, &cfg);

@@ -1,4 +1,4 @@
-"""Drives the simulator's OpenAI API with the official `openai` SDK (tests/sim_api.rs).
+"""Drives the simulator's OpenAI API with the official `openai` SDK (tests/it/sim_api.rs).
 
 Usage: sim_api.py BASE_URL SCENARIO. Prints one JSON object: what the client saw, with
 monotonic timestamps, for the Rust test to compare with the ground truth and /metrics.

@@ -24,11 +24,13 @@ pub enum Engine {
     Nim,
     /// The NVIDIA Dynamo HTTP frontend, in front of vLLM, SGLang or TensorRT-LLM workers.
     Dynamo,
+    /// llama.cpp's `llama-server`: counters and gauges only, no latency histogram.
+    Llamacpp,
 }
 
 impl Engine {
-    pub const ALL: [Engine; 6] =
-        [Engine::Vllm, Engine::Sglang, Engine::Tgi, Engine::Trtllm, Engine::Nim, Engine::Dynamo];
+    pub const ALL: [Engine; 7] =
+        [Engine::Vllm, Engine::Sglang, Engine::Tgi, Engine::Trtllm, Engine::Nim, Engine::Dynamo, Engine::Llamacpp];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -38,7 +40,26 @@ impl Engine {
             Engine::Trtllm => "trtllm",
             Engine::Nim => "nim",
             Engine::Dynamo => "dynamo",
+            Engine::Llamacpp => "llamacpp",
         }
+    }
+
+    /// Whether the engine exports latency histograms. Without them (llama.cpp), latency,
+    /// SLO attainment and goodput come only from the request path: a tap or engine spans
+    /// (docs/engines.md#llamacpp).
+    pub fn has_latency_histograms(self) -> bool {
+        !matches!(self, Engine::Llamacpp)
+    }
+
+    /// What `goodput inspect`, `goodput check --probe` and the status page say about an
+    /// engine whose /metrics cannot judge a request; `None` for the others.
+    pub fn request_path_note(self) -> Option<String> {
+        (!self.has_latency_histograms()).then(|| {
+            format!(
+                "{self} exposes no latency histograms and no model label: latency, SLO attainment and goodput \
+                 need the request path, a tap in front of the engine or its spans (docs/request-path.md)"
+            )
+        })
     }
 
     pub fn parse(s: &str) -> Option<Engine> {
@@ -108,6 +129,8 @@ kinds! {
         EstimatedFlopsPerGpu => "estimated_flops_per_gpu",
         EstimatedReadBytesPerGpu => "estimated_read_bytes_per_gpu",
         EstimatedWriteBytesPerGpu => "estimated_write_bytes_per_gpu",
+        /// Engine forward passes over the running batch (llama.cpp's `llama_decode()` calls).
+        DecodeCalls => "decode_calls",
     }
 }
 
@@ -120,6 +143,8 @@ kinds! {
         Waiting => "waiting",
         /// KV capacity in tokens (`num_gpu_blocks × block_size` from `cache_config_info`).
         KvCapacityTokens => "kv_capacity_tokens",
+        /// Mean requests in the batch per decode call since the engine started (llama.cpp).
+        BusySlotsPerDecode => "busy_slots_per_decode",
     }
 }
 
@@ -282,6 +307,8 @@ impl ModelSnapshot {
         match kind {
             // Each data-parallel rank owns its own KV pool; the model's usage is the mean.
             GaugeKind::KvCacheUsage => total.mean(),
+            // An average per decode call: ranks' averages do not add.
+            GaugeKind::BusySlotsPerDecode => total.mean(),
             _ => total.sum(),
         }
     }

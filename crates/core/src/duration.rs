@@ -13,32 +13,43 @@ use std::time::Duration;
 /// and production intervals are 1 s or more (docs/config.md).
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
+/// Why a written duration is refused; each message says what to write instead.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    #[error("empty duration; write e.g. 5s, 1m or 250ms")]
+    Empty,
+    #[error("invalid duration {text:?} ({reason}); write e.g. 5s, 1m or 250ms")]
+    Invalid { text: String, reason: humantime::DurationError },
+    #[error("{0} must be longer than 0s, e.g. 5s")]
+    Zero(String),
+    #[error(
+        "{0} is shorter than the minimum interval of {min}; use at least {min} (1s or more outside tests)",
+        min = format_duration(MIN_INTERVAL)
+    )]
+    BelowMinInterval(String),
+}
+
 /// Parses `250ms`, `5s`, `1m`, `1h30m`, `2d`. Bare numbers are rejected: a unit is required.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let s = s.trim();
     if s.is_empty() {
-        return Err("empty duration; write e.g. 5s, 1m or 250ms".into());
+        return Err(DurationError::Empty);
     }
-    humantime::parse_duration(s).map_err(|e| format!("invalid duration {s:?} ({e}); write e.g. 5s, 1m or 250ms"))
+    humantime::parse_duration(s).map_err(|reason| DurationError::Invalid { text: s.to_string(), reason })
 }
 
 /// [`parse_duration`], refusing zero (a timeout or window of `0s` means nothing).
-pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_positive_duration(s: &str) -> Result<Duration, DurationError> {
     match parse_duration(s)? {
-        d if d.is_zero() => Err(format!("{} must be longer than 0s, e.g. 5s", s.trim())),
+        d if d.is_zero() => Err(DurationError::Zero(s.trim().to_string())),
         d => Ok(d),
     }
 }
 
 /// [`parse_duration`], refusing anything shorter than [`MIN_INTERVAL`].
-pub fn parse_interval(s: &str) -> Result<Duration, String> {
+pub fn parse_interval(s: &str) -> Result<Duration, DurationError> {
     match parse_duration(s)? {
-        d if d < MIN_INTERVAL => Err(format!(
-            "{} is shorter than the minimum interval of {}; use at least {} (1s or more outside tests)",
-            s.trim(),
-            format_duration(MIN_INTERVAL),
-            format_duration(MIN_INTERVAL)
-        )),
+        d if d < MIN_INTERVAL => Err(DurationError::BelowMinInterval(s.trim().to_string())),
         d => Ok(d),
     }
 }
@@ -53,7 +64,7 @@ pub mod de {
 
     fn text<'de, D: Deserializer<'de>>(
         d: D,
-        parse: fn(&str) -> Result<Duration, String>,
+        parse: fn(&str) -> Result<Duration, super::DurationError>,
     ) -> Result<Duration, D::Error> {
         let s = String::deserialize(d)?;
         parse(&s).map_err(serde::de::Error::custom)
@@ -94,6 +105,12 @@ pub fn format_duration(d: Duration) -> String {
         }
     }
     out
+}
+
+/// RFC 3339 with milliseconds, UTC. Times before 1970 clamp to the epoch.
+pub fn rfc3339_ms(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_millis(t).to_string()
 }
 
 /// One evaluation window, e.g. the last 5 minutes. Never zero.
@@ -148,11 +165,12 @@ mod tests {
     #[test]
     fn positive_and_interval_bounds() {
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
-        assert!(parse_positive_duration("0s").unwrap_err().contains("longer than 0s"));
+        assert_eq!(parse_positive_duration("0s").unwrap_err().to_string(), "0s must be longer than 0s, e.g. 5s");
         assert_eq!(parse_positive_duration("1ms"), Ok(Duration::from_millis(1)));
-        let e = parse_interval("1ms").unwrap_err();
+        let e = parse_interval("1ms").unwrap_err().to_string();
         assert!(e.contains("shorter than the minimum interval of 100ms"), "{e}");
         assert_eq!(parse_interval("100ms"), Ok(MIN_INTERVAL));
-        assert!(parse_interval("5x").unwrap_err().contains("invalid duration"));
+        assert!(parse_interval("5x").unwrap_err().to_string().starts_with("invalid duration \"5x\" ("));
+        assert_eq!(parse_duration(" ").unwrap_err().to_string(), "empty duration; write e.g. 5s, 1m or 250ms");
     }
 }

@@ -7,7 +7,11 @@
 //! here rather than beside the budgets because the alert rules of the same tick read it.
 
 use crate::alert::config::AlertingConfig;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
 use crate::alert::from_report;
+use crate::alert::reload::Reconfigured;
 use crate::alert::state::{AlertEngine, Notification};
 use crate::alert::view;
 use crate::capacity::{CapacityBook, CapacityConfig};
@@ -27,9 +31,12 @@ pub struct Enricher {
     slos: Vec<Slo>,
     gpu: GpuConfig,
     cost: Option<CostConfig>,
-    capacity: CapacityBook,
+    /// Shared with what snapshots it (the daemon's `state_dir`).
+    capacity: Arc<Mutex<CapacityBook>>,
     /// Windows only the alert rules read: nothing is derived for them.
     alert_only: Vec<Window>,
+    /// `kv_cache.critical`, which the capacity book's saturation signal reads.
+    kv_critical: f64,
 }
 
 impl Enricher {
@@ -39,7 +46,7 @@ impl Enricher {
         gpu: Option<&GpuConfig>,
         cost: Option<&CostConfig>,
     ) -> Self {
-        let alerts = AlertEngine::new(alerting.rule_set(), alerting.runbook_base_url.clone(), alerting.resend_interval);
+        let alerts = AlertEngine::new(alerting.rule_set(), alerting.runbook_page(), alerting.resend_interval);
         let capacity = CapacityBook::new(
             eval.slos.clone(),
             CapacityConfig { kv_critical: eval.kv.critical, ..CapacityConfig::default() },
@@ -49,9 +56,47 @@ impl Enricher {
             slos: eval.slos.clone(),
             gpu: gpu.cloned().unwrap_or_default(),
             cost: cost.cloned(),
-            capacity,
+            capacity: Arc::new(Mutex::new(capacity)),
             alert_only: eval.alert_only.iter().map(|a| a.window).collect(),
+            kv_critical: eval.kv.critical,
         }
+    }
+
+    /// Takes the SLOs, alert rules, GPU and cost settings of a reloaded config at `now_ms`
+    /// (docs/discovery.md#reload). Alerts of unchanged rules and SLOs carry on; those of a
+    /// changed or removed rule or SLO end, each firing one with a resolution in the result
+    /// ([`AlertEngine::reconfigure`]). The capacity book is kept while the SLOs and
+    /// `kv_cache.critical` are the same: its history was judged against them, so a change
+    /// of either starts it afresh.
+    pub fn reconfigure(
+        &mut self,
+        eval: &EvalConfig,
+        alerting: &AlertingConfig,
+        gpu: Option<&GpuConfig>,
+        cost: Option<&CostConfig>,
+        now_ms: i64,
+    ) -> Reconfigured {
+        let changed: BTreeSet<String> =
+            self.slos.iter().filter(|o| !eval.slos.contains(o)).map(|o| o.name.clone()).collect();
+        let r = self.alerts.reconfigure(
+            alerting.rule_set(),
+            alerting.runbook_page(),
+            alerting.resend_interval,
+            &changed,
+            now_ms,
+        );
+        if self.slos != eval.slos || self.kv_critical != eval.kv.critical {
+            *self.capacity.lock().unwrap_or_else(|e| e.into_inner()) = CapacityBook::new(
+                eval.slos.clone(),
+                CapacityConfig { kv_critical: eval.kv.critical, ..CapacityConfig::default() },
+            );
+        }
+        self.slos = eval.slos.clone();
+        self.kv_critical = eval.kv.critical;
+        self.gpu = gpu.cloned().unwrap_or_default();
+        self.cost = cost.cloned();
+        self.alert_only = eval.alert_only.iter().map(|a| a.window).collect();
+        r
     }
 
     /// The alert states carried between ticks (what a `state_dir` snapshot saves).
@@ -61,6 +106,11 @@ impl Enricher {
 
     pub fn alerts_mut(&mut self) -> &mut AlertEngine {
         &mut self.alerts
+    }
+
+    /// The capacity book (what a `state_dir` snapshot saves of it, and restores into it).
+    pub fn capacity(&self) -> Arc<Mutex<CapacityBook>> {
+        self.capacity.clone()
     }
 
     /// Attaches `gpus` and what follows from them, evaluates the alert rules at the
@@ -85,7 +135,7 @@ impl Enricher {
             }
         }
         report.gpus = gpus;
-        report.capacity = self.capacity.feed(report);
+        report.capacity = self.capacity.lock().unwrap_or_else(|e| e.into_inner()).feed(report);
         let inputs = from_report::inputs(report, &self.slos);
         let notifications = self.alerts.evaluate(report.t_ms, &inputs);
         report.alerts = view::api_response(&self.alerts).data.alerts;

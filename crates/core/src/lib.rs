@@ -23,6 +23,8 @@
 //! never printed), [`kahan`] (Prometheus's compensated float sum, used wherever series are
 //! added).
 
+#![forbid(unsafe_code)]
+
 pub mod parse;
 
 pub mod adapt;

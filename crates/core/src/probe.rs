@@ -26,6 +26,10 @@ pub enum Finding {
     NotEvaluable { target: String, model: String, slo: String, clause: &'static str, reason: &'static str },
     /// An SLO applies to this target, but none of the models it serves.
     NoModel { target: String, slo: String, served: Vec<String> },
+    /// The engine has no latency histograms at all (llama.cpp): every SLO that applies is
+    /// judged only from requests. `sources` are the request sources configured for the
+    /// target (`tap`, `spans`); none means nothing can judge it.
+    RequestPathOnly { target: String, note: String, sources: Vec<&'static str> },
 }
 
 /// Seconds the way configs spell them: `250ms`, `12.5ms`, `1.5s`.
@@ -64,6 +68,13 @@ impl fmt::Display for Finding {
                     "target {target} model {model:?}, slo {slo}: the {clause} clause cannot be evaluated: {reason}"
                 )
             }
+            Finding::RequestPathOnly { target, note, sources } if sources.is_empty() => write!(
+                f,
+                "target {target}: {note}; none is configured for it, so its SLOs cannot be judged: add a `tap:` to the target"
+            ),
+            Finding::RequestPathOnly { target, note, sources } => {
+                write!(f, "target {target}: {note}; its SLOs are judged from the {}", sources.join(" and "))
+            }
             Finding::NoModel { target, slo, served } => write!(
                 f,
                 "target {target}, slo {slo}: selects none of the models the target serves ({}); check its `models`",
@@ -74,9 +85,16 @@ impl fmt::Display for Finding {
 }
 
 /// Findings for every SLO that applies to `target`, against the models in `snap`.
-pub fn findings(slos: &[Slo], target: &str, snap: &Snapshot) -> Vec<Finding> {
+/// `request_sources` are the request sources configured for the target (`tap`, `spans`),
+/// said once for an engine without latency histograms instead of every clause.
+pub fn findings(slos: &[Slo], target: &str, snap: &Snapshot, request_sources: &[&'static str]) -> Vec<Finding> {
     let mut out = Vec::new();
-    for slo in slos.iter().filter(|s| s.scope.applies_to_target(target)) {
+    let applying = || slos.iter().filter(|s| s.scope.applies_to_target(target));
+    let request_path_only = snap.engine.request_path_note().filter(|_| applying().next().is_some());
+    if let Some(note) = request_path_only.clone() {
+        out.push(Finding::RequestPathOnly { target: target.into(), note, sources: request_sources.to_vec() });
+    }
+    for slo in applying() {
         let models: Vec<_> = snap.models.iter().filter(|(m, _)| slo.scope.applies_to_model(m)).collect();
         if models.is_empty() {
             out.push(Finding::NoModel {
@@ -89,6 +107,9 @@ pub fn findings(slos: &[Slo], target: &str, snap: &Snapshot) -> Vec<Finding> {
             for (clause, threshold) in slo.clauses() {
                 let (kind, threshold) = (histogram_of(clause), threshold.as_secs_f64());
                 let Some(h) = m.histogram_total(kind) else {
+                    if request_path_only.is_some() {
+                        continue;
+                    }
                     let reason = missing_reason(kind);
                     out.push(Finding::NotEvaluable {
                         target: target.into(),

@@ -69,8 +69,11 @@ impl Scraped {
     }
 }
 
-/// What one scrape outcome changed, for the caller's log: a target that stays down with the
-/// same error is worth a debug line at most, a change of state or of error a warning.
+/// What one scrape outcome changed, for the caller's log: a target that stays down for a
+/// reason it already failed with in this outage is worth a debug line at most, a change of
+/// state or a new reason a warning. Keyed on the reason, not the message: a target whose
+/// timeouts alternate between two wordings, or whose failures alternate between two
+/// reasons, is logged once per reason and outage, not on every scrape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transition {
     /// The first successful scrape, or the first after failures.
@@ -79,9 +82,9 @@ pub enum Transition {
     StillUp,
     /// Up before (or never scraped), and now failing.
     WentDown,
-    /// Down before, and failing now for a different reason or message.
+    /// Down before, and failing now for a reason it has not failed with since it went down.
     ErrorChanged,
-    /// Down before, with the same error.
+    /// Down before, for a reason already seen in this outage (the message may differ).
     StillDown,
 }
 
@@ -93,12 +96,20 @@ pub struct TargetState {
     /// Whether any scrape has been recorded: a target that has never been scraped is down,
     /// but its first failure is still a change worth logging.
     seen: bool,
+    /// The reasons the target has failed with since it last came up (at most one entry
+    /// per `llm_slo_scrape_errors_total` reason).
+    down_reasons: Vec<String>,
 }
 
 impl TargetState {
     /// An empty state that keeps scrapes for `max_window`, the longest window evaluated.
     pub fn new(max_window: Duration) -> Self {
-        TargetState { windows: TargetWindows::new(max_window), health: Health::default(), seen: false }
+        TargetState {
+            windows: TargetWindows::new(max_window),
+            health: Health::default(),
+            seen: false,
+            down_reasons: Vec::new(),
+        }
     }
 
     /// The engine of the last successful scrape; `None` until there is one.
@@ -153,17 +164,20 @@ impl TargetState {
                 self.health.up = true;
                 self.health.last_successful_scrape_ms = Some(t_ms);
                 self.health.last_error = None;
+                self.down_reasons.clear();
                 if was_up { Transition::StillUp } else { Transition::CameUp }
             }
             Err(failure) => {
-                let text = failure.to_string();
-                let same = self.health.last_error.as_deref() == Some(text.as_str());
                 self.health.up = false;
-                self.health.last_error = Some(text);
+                self.health.last_error = Some(failure.to_string());
+                let seen_reason = self.down_reasons.contains(&failure.reason);
+                if !seen_reason {
+                    self.down_reasons.push(failure.reason.clone());
+                }
                 *self.health.errors_total.entry(failure.reason).or_insert(0) += 1;
                 if was_up || first {
                     Transition::WentDown
-                } else if same {
+                } else if seen_reason {
                     Transition::StillDown
                 } else {
                     Transition::ErrorChanged
@@ -224,6 +238,30 @@ mod tests {
         assert_eq!(t.observe(6_000, None, fail("timeout", "slow")), Transition::WentDown);
         // A failure keeps the time of the last success: how stale the windows are.
         assert_eq!(t.health.last_successful_scrape_ms, Some(5_000));
+    }
+
+    #[test]
+    fn alternating_messages_and_reasons_are_a_change_once_per_reason_and_outage() {
+        let mut t = TargetState::new(Duration::from_secs(60));
+        let a = "error sending request: operation timed out";
+        let b = "scrape timed out after 1s";
+        assert_eq!(t.observe(1_000, None, fail("timeout", a)), Transition::WentDown);
+        // The same reason in other words, alternating: not a change, however long it lasts.
+        for (i, m) in [b, a, b, a, b].into_iter().enumerate() {
+            assert_eq!(t.observe(2_000 + i as i64, None, fail("timeout", m)), Transition::StillDown, "{m}");
+        }
+        assert_eq!(t.health.last_error.as_deref(), Some("scrape timed out after 1s (timeout)"));
+        // Alternating reasons: each is a change the first time in this outage only.
+        assert_eq!(t.observe(3_000, None, fail("connect", "refused")), Transition::ErrorChanged);
+        for i in 0..4 {
+            let (r, m) = if i % 2 == 0 { ("timeout", a) } else { ("connect", "refused") };
+            assert_eq!(t.observe(3_100 + i, None, fail(r, m)), Transition::StillDown, "{r}");
+        }
+        assert_eq!(t.health.errors_total.get("timeout"), Some(&8));
+        // A new outage starts afresh.
+        assert_eq!(t.observe(4_000, None, Ok(snapshot())), Transition::CameUp);
+        assert_eq!(t.observe(5_000, None, fail("connect", "refused")), Transition::WentDown);
+        assert_eq!(t.observe(6_000, None, fail("timeout", a)), Transition::ErrorChanged);
     }
 
     #[test]

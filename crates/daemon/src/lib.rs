@@ -9,13 +9,13 @@
 //!  (YAML)   (HTTP,                                                            (GPU join,           (/metrics,
 //!           limits)                                                            alerts)              JSON API)
 //! gpu::nvml (driver thread) ───────────────────────────────────────────────► enrich
-//! otlp (engine spans) ─► [core] request::span ─► requests (inbox)
+//! otlp (engine spans) ─► [core] request::span ─► inbox
 //! enrich's notifications ─► deliver (Alertmanager, webhook)
-//! tap (proxy in front of an engine's API, [core] request::meter) ─► requests::Inbox
+//! tap (proxy in front of an engine's API, [core] request::meter) ─► inbox::Inbox
 //! ```
 //!
 //! [`daemon`] drives the flow live on a clock; [`replay`] drives the same core in virtual
-//! time over a recording; [`rules`] writes the same SLOs and alerts as PromQL for
+//! time over a recording; [`promql_rules`] writes the same SLOs and alerts as PromQL for
 //! Prometheus. The core's modules are re-exported under their own names, so
 //! `goodput::parse` is `goodput_core::parse`.
 
@@ -28,18 +28,19 @@ pub mod config;
 pub mod discovery;
 pub mod scrape;
 
-pub mod requests;
+pub mod inbox;
 pub mod tap;
 
 pub mod otlp;
 
 pub mod daemon;
 pub mod gpu;
+pub mod listen;
 pub mod serve;
 pub mod state;
 
 pub mod deliver;
-pub mod rules;
+pub mod promql_rules;
 
 pub mod replay;
 

@@ -216,6 +216,11 @@ pub(super) fn model_of<'e>(
     if table.model_labels.is_empty() { (default_model, None) } else { (UNLABELLED, None) }
 }
 
+/// The shard key of a [`Target::CounterPart`] series: its own labels and `part="<name>"`.
+pub(super) fn with_part(key: &str, name: &str) -> String {
+    if key.is_empty() { format!("part=\"{name}\"") } else { format!("{key},part=\"{name}\"") }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn file_sample<'e>(
     exp: &Exposition<'_>,
@@ -257,12 +262,19 @@ fn file_sample<'e>(
             return;
         }
         (
-            Target::Counter(_) | Target::Finished(_) | Target::FinishedByLabel(_) | Target::SpecAcceptedPerPosition,
+            Target::Counter(_)
+            | Target::CounterPart(..)
+            | Target::Finished(_)
+            | Target::FinishedByLabel(_)
+            | Target::SpecAcceptedPerPosition,
             Part::Value,
         ) => entry_value = Some(s.value),
         _ => return,
     }
-    let shard = filed.shards.id(shard);
+    let mut shard = filed.shards.id(shard);
+    if let Target::CounterPart(_, name) = target {
+        shard = filed.shards.literal(with_part(filed.shards.key(shard), name));
+    }
     let e = filed.acc((mapping as u32, model, shard));
     match target {
         Target::Histogram(_) => match part {

@@ -3,14 +3,16 @@
 //! Each engine is a mapping table ([`table`]) written from what its metrics *mean*
 //! (docs/engines.md), not from what they are called; [`build`] applies a table to a
 //! scrape generically. Series are grouped per model (`model_name`, Dynamo's `model`, none
-//! for TGI) and kept per source series (data-parallel `engine` ranks and the like) so that
+//! for TGI and llama.cpp) and kept per source series (data-parallel `engine` ranks and the like) so that
 //! rates can be taken per series first, as PromQL does.
 
 mod build;
 mod detect;
 mod dynamo;
+mod engines;
 mod index;
 mod intern;
+mod llamacpp;
 mod nim;
 mod resolve;
 mod sglang;
@@ -20,10 +22,10 @@ mod trtllm;
 mod vllm;
 
 pub use detect::detect;
+pub(crate) use engines::engine_table;
 
 use crate::canonical::{Engine, Snapshot};
 use crate::parse::Exposition;
-use table::EngineTable;
 
 /// Which engine a target runs: named in config, or detected from the scrape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -63,7 +65,7 @@ pub fn adapt_bounded(
         EngineHint::Is(e) => e,
         EngineHint::Auto => detect(exposition).ok_or_else(|| {
             AdaptError::NoEngineMetrics(
-                "no metrics of a known engine (vLLM, SGLang, TGI, TensorRT-LLM, NIM, Dynamo frontend) in this scrape; \
+                "no metrics of a known engine (vLLM, SGLang, TGI, TensorRT-LLM, NIM, Dynamo frontend, llama.cpp) in this scrape; \
                  check the URL points at the engine's /metrics, or set `engine:` on the target"
                     .into(),
             )
@@ -77,17 +79,6 @@ pub fn adapt_bounded(
         )));
     }
     Ok(snapshot)
-}
-
-pub(crate) fn engine_table(engine: Engine) -> &'static EngineTable {
-    match engine {
-        Engine::Vllm => &vllm::TABLE,
-        Engine::Sglang => &sglang::TABLE,
-        Engine::Tgi => &tgi::TABLE,
-        Engine::Trtllm => &trtllm::TABLE,
-        Engine::Nim => &nim::TABLE,
-        Engine::Dynamo => &dynamo::TABLE,
-    }
 }
 
 #[cfg(test)]

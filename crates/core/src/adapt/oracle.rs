@@ -154,12 +154,20 @@ fn file_sample(
             return;
         }
         (
-            Target::Counter(_) | Target::Finished(_) | Target::FinishedByLabel(_) | Target::SpecAcceptedPerPosition,
+            Target::Counter(_)
+            | Target::CounterPart(..)
+            | Target::Finished(_)
+            | Target::FinishedByLabel(_)
+            | Target::SpecAcceptedPerPosition,
             Part::Value,
         ) => entry_value = Some(s.value),
         _ => return,
     }
-    let shard = shard_key(labels, model_label, &["le", "position"]);
+    let mut shard = shard_key(labels, model_label, &["le", "position"]);
+    if let Target::CounterPart(_, name) = target {
+        let part = format!("part=\"{name}\"");
+        shard = if shard.is_empty() { part } else { format!("{shard},{part}") };
+    }
     let e = acc.entry((mapping, model.to_string(), shard)).or_default();
     match target {
         Target::Histogram(_) => match part {

@@ -86,7 +86,7 @@ pub(super) fn resolve(
                 let Some(h) = finish_histogram(a, &model, table.mappings[i].source, warnings) else { continue };
                 m.histograms.entry(kind).or_default().push(Shard { key: shard, created, value: h });
             }
-            Target::Counter(kind) | Target::HistogramSumAsCounter(kind) => {
+            Target::Counter(kind) | Target::HistogramSumAsCounter(kind) | Target::CounterPart(kind, _) => {
                 if let Some(v) = a.value {
                     let cv = CounterValue { value: v, reason: None };
                     m.counters.entry(kind).or_default().push(Shard { key: shard, created, value: cv });

@@ -24,6 +24,10 @@ pub enum Target {
     KvCapacityInfo,
     /// A histogram's `_sum` read as a monotonic counter (TGI has no token counters).
     HistogramSumAsCounter(CounterKind),
+    /// A counter that adds to one another row fills (llama.cpp counts the prompt tokens it
+    /// computed and those it reused from its cache apart): its series join that counter
+    /// with the extra shard label `part="<name>"`, so that each keeps its own rate.
+    CounterPart(CounterKind, &'static str),
 }
 
 /// One row: an exposed family name (for histograms, the base name without
@@ -62,6 +66,8 @@ impl Target {
             Target::SpecAcceptedPerPosition => Slot::SpecPerPosition,
             Target::Gauge(k) => Slot::Gauge(k),
             Target::KvCapacityInfo => Slot::Gauge(GaugeKind::KvCapacityTokens),
+            // A part adds to the counter instead of competing with its main source.
+            Target::CounterPart(k, part) => Slot::CounterPart(k, part),
         }
     }
 }
@@ -73,4 +79,5 @@ pub enum Slot {
     Gauge(GaugeKind),
     Finished(FinishReason),
     SpecPerPosition,
+    CounterPart(CounterKind, &'static str),
 }

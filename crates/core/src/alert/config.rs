@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use super::rule::{AlertName, Rule, RuleKind, RuleSet, Severity};
+use super::rule::{ALERTNAME, AlertName, Rule, RuleKind, RuleSet, Severity};
 use super::table::spec;
 use crate::duration::{Window, de};
 
@@ -30,7 +30,13 @@ pub struct AlertingConfig {
     /// Per-request HTTP timeout for deliveries.
     #[serde(default = "default_timeout", deserialize_with = "de::positive")]
     pub timeout: Duration,
-    /// `runbook_url` = this + alert name; without it, the alert's section of docs/runbooks.md.
+    /// The runbooks each alert's `runbook_url` annotation points into (docs/alerts.md#runbooks):
+    /// `<this>#<anchor>`, or this with `{alertname}` replaced. Without it, the daemon links
+    /// to its own `/runbooks/` page.
+    #[serde(default, deserialize_with = "runbook_page")]
+    pub runbook_url: Option<String>,
+    /// Deprecated spelling of `runbook_url: <this>/{alertname}` ([`base_as_page`]); `goodput
+    /// check` warns where it is written.
     #[serde(default)]
     pub runbook_base_url: Option<String>,
     /// A generic JSON webhook that gets the same alerts as Alertmanager.
@@ -54,6 +60,7 @@ impl Default for AlertingConfig {
             alertmanagers: Vec::new(),
             resend_interval: default_resend(),
             timeout: default_timeout(),
+            runbook_url: None,
             runbook_base_url: None,
             webhook: None,
             queue_capacity: default_queue_capacity(),
@@ -267,6 +274,28 @@ fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(s)
 }
 
+/// `alerting.runbook_url`: an http or https URL with a host. Without `{alertname}` it must
+/// have no `#fragment`, since each alert adds its own anchor.
+fn runbook_page<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?.trim().to_string();
+    let example = "https://goodput.example.com/runbooks/";
+    crate::redact::check_http_url(&s.replace(ALERTNAME, "LLMTargetDown"), example).map_err(serde::de::Error::custom)?;
+    if !s.contains(ALERTNAME) && s.contains('#') {
+        return Err(serde::de::Error::custom(format!(
+            "{:?} has a #fragment, but each alert adds its own (#llmtargetdown): write the page's address without it, like {example}, or put {ALERTNAME} where the alert name goes",
+            crate::redact::url_str(&s)
+        )));
+    }
+    Ok(Some(s))
+}
+
+/// The `runbook_url` that gives the links a deprecated `runbook_base_url` gave: the base, a
+/// `/` unless it ends in `/` or `#`, and the alert name.
+pub fn base_as_page(base: &str) -> String {
+    let sep = if base.ends_with('/') || base.ends_with('#') { "" } else { "/" };
+    format!("{base}{sep}{ALERTNAME}")
+}
+
 /// A rule's knobs that every kind has, as the user wrote them.
 struct Common {
     enabled: Option<bool>,
@@ -294,6 +323,12 @@ fn rule(name: AlertName, c: Common, min_window_coverage: f64, kind: impl FnOnce(
 }
 
 impl AlertingConfig {
+    /// Where each alert's `runbook_url` points, as written: `runbook_url`, or the deprecated
+    /// `runbook_base_url` turned into one; `None` when neither is set.
+    pub fn runbook_page(&self) -> Option<String> {
+        self.runbook_url.clone().or_else(|| self.runbook_base_url.as_deref().map(base_as_page))
+    }
+
     /// Every destination URL of the Alertmanager API, in config order.
     pub fn alertmanager_urls(&self) -> Vec<String> {
         self.alertmanager.iter().chain(&self.alertmanagers).map(|e| e.url.clone()).collect()
@@ -410,5 +445,49 @@ impl AlertingConfig {
             },
         ));
         RuleSet { rules }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alert::rule::runbook_url;
+
+    fn alerting(json: &str) -> Result<AlertingConfig, String> {
+        serde_json::from_str(json).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn runbook_links_follow_one_rule() {
+        let page = "https://goodput.example.com/runbooks/";
+        assert_eq!(runbook_url(page, AlertName::TargetDown), "https://goodput.example.com/runbooks/#llmtargetdown");
+        let wiki = "https://wiki.example.com/llm/{alertname}?from=goodput";
+        assert_eq!(runbook_url(wiki, AlertName::TargetDown), "https://wiki.example.com/llm/LLMTargetDown?from=goodput");
+        let c = alerting(&format!(r#"{{"runbook_url": " {page} "}}"#)).unwrap();
+        assert_eq!(c.runbook_page().as_deref(), Some(page));
+        assert_eq!(AlertingConfig::default().runbook_page(), None);
+    }
+
+    #[test]
+    fn the_deprecated_base_gives_the_links_it_gave() {
+        for (base, link) in [
+            ("https://rb.example/llm/", "https://rb.example/llm/LLMQueueGrowing"),
+            ("https://rb.example/llm", "https://rb.example/llm/LLMQueueGrowing"),
+            ("https://rb.example/all#", "https://rb.example/all#LLMQueueGrowing"),
+        ] {
+            let c = alerting(&format!(r#"{{"runbook_base_url": "{base}"}}"#)).unwrap();
+            assert_eq!(runbook_url(&c.runbook_page().unwrap(), AlertName::QueueGrowing), link, "{base}");
+        }
+    }
+
+    #[test]
+    fn a_runbook_url_that_cannot_link_is_refused() {
+        let e = alerting(r#"{"runbook_url": "https://rb.example/runbooks.md#top"}"#).unwrap_err();
+        assert!(e.contains("has a #fragment") && e.contains("{alertname}"), "{e}");
+        let e = alerting(r#"{"runbook_url": "wiki/llm"}"#).unwrap_err();
+        assert!(e.contains("is not a URL"), "{e}");
+        let e = alerting(r#"{"runbook_url": "ftp://rb.example/"}"#).unwrap_err();
+        assert!(e.contains("must start with http:// or https://"), "{e}");
+        assert!(alerting(r#"{"runbook_url": "https://rb.example/all#{alertname}"}"#).is_ok());
     }
 }

@@ -1,16 +1,18 @@
 //! Fills the rules' [`AlertInput`]s from one tick's [`Report`].
 //!
-//! A target that is down becomes one input without a model (its windows hold stale data,
-//! and only `LLMTargetDown` applies); a target that is up gives one input per model, with
+//! A target that is down becomes one input without a model, whose windows are the request
+//! sources still measuring it ([`super::down`]: only `LLMTargetDown` applies, and it says
+//! so); a target that is up gives one input per model, with
 //! the SLOs whose scope covers that target and model, and only their per-window results.
-//! Where requests were measured for a window, its SLO quantities come from them
-//! ([`from_requests`]).
+//! Where requests were measured for a window, its SLO quantities come from them: the
+//! readings [`latency`], [`slo_status`] and [`tokens_per_second`], which the summary and
+//! the status page show too, so that every surface has one value per quantity and tick.
 
-use super::input::{AlertInput, CapacityInput, KvUsage, SloReport, WindowInput};
+use super::input::{AlertInput, CapacityInput, KvUsage, SloReport, Sources, WindowInput};
 use super::table::LATENCY_ALERT_QUANTILE;
 use crate::canonical::HistogramKind;
 use crate::report::{Report, SloStatus, TargetReport, WindowReport};
-use crate::request::{self, DataSource, RequestWindow};
+use crate::request::{DataSource, RequestWindow};
 use crate::slo::{Bounded, Slo};
 
 /// One input per target (down) or per target and model (up). `slos` is every configured
@@ -25,7 +27,7 @@ pub fn inputs(report: &Report, slos: &[Slo]) -> Vec<AlertInput> {
                 up: false,
                 waiting_now: None,
                 slos: vec![],
-                windows: vec![],
+                windows: super::down::measuring(t),
                 capacity: vec![],
             });
             continue;
@@ -79,77 +81,125 @@ fn model_inputs<'a>(t: &'a TargetReport, slos: &'a [Slo]) -> impl Iterator<Item 
     })
 }
 
-fn p99(w: &WindowReport, kind: HistogramKind) -> Option<f64> {
-    w.latency
-        .iter()
-        .find(|q| q.metric == kind && q.quantile == LATENCY_ALERT_QUANTILE)
-        .map(|q| q.value)
-        .filter(|v| !v.is_nan())
+/// The request windows of `w` in the order every surface reads them: the tap, then engine
+/// spans, each when it saw a request finish in the window
+/// (docs/alerts.md#which-source-alerts-read).
+pub fn request_order(w: &WindowReport) -> impl Iterator<Item = &RequestWindow> {
+    w.requests.iter().filter(|r| r.source != DataSource::Metrics && r.requests > 0)
 }
 
-fn window(w: &WindowReport, slos: &[Slo]) -> WindowInput {
-    let mut input = WindowInput {
-        window: w.window,
-        coverage: w.coverage,
-        slo_source: DataSource::Metrics,
-        slo_coverage: w.coverage,
-        output_tokens_per_second: w.output_tokens_per_second,
-        preemptions_per_second: w.preemptions_per_second,
-        ttft_p99: p99(w, HistogramKind::Ttft),
-        tpot_p99: p99(w, HistogramKind::Tpot),
-        waiting_at_start: w.waiting.map(|g| g.first),
-        kv_usage: w.kv_cache.as_ref().map(|k| KvUsage { last: k.last, max: k.max }),
-        slos: w.slos.iter().filter(|r| slos.iter().any(|s| s.name == r.slo)).map(|r| slo(&r.slo, &r.status)).collect(),
+/// A latency quantile of `w` as every surface shows it, with its source: from the first
+/// request source that measured it (exact, or within the sketch's 2 %), else from the
+/// histograms.
+pub fn latency(w: &WindowReport, kind: HistogramKind, q: f64) -> Option<(f64, DataSource)> {
+    request_order(w).find_map(|r| r.quantile(kind, q).map(|v| (v, r.source))).or_else(|| {
+        w.latency
+            .iter()
+            .find(|l| l.metric == kind && l.quantile == q)
+            .map(|l| l.value)
+            .filter(|v| !v.is_nan())
+            .map(|v| (v, DataSource::Metrics))
+    })
+}
+
+/// One SLO over `w` as every surface shows it, with its source: from the first request
+/// source that evaluated it, else the histograms' result (evaluated or why not), else the
+/// first request source's reason. `None` when nothing in `w` names the SLO.
+pub fn slo_status<'a>(w: &'a WindowReport, name: &str) -> Option<(DataSource, &'a SloStatus)> {
+    let from_requests = |evaluated: bool| {
+        request_order(w).find_map(|r| {
+            let x = r.slos.iter().find(|x| x.slo == name)?;
+            (!evaluated || matches!(x.status, SloStatus::Evaluated(_))).then_some((r.source, &x.status))
+        })
     };
-    if let Some(primary) = request::preferred(w) {
-        from_requests(&mut input, w, primary, slos);
-    }
-    input
+    from_requests(true)
+        .or_else(|| w.slos.iter().find(|x| x.slo == name).map(|h| (DataSource::Metrics, &h.status)))
+        .or_else(|| from_requests(false))
 }
 
-/// The SLO quantities from requests (docs/alerts.md#which-source-alerts-read): the tap,
-/// which sees what clients see (errors, aborts, rejections and the time outside the engine);
-/// then engine spans, which miss aborted and rejected requests; then the histograms. Each
-/// quantity comes from the first of them that has it, and the SLO rules wait for the
-/// coverage of every source they read.
-fn from_requests(input: &mut WindowInput, w: &WindowReport, primary: &RequestWindow, slos: &[Slo]) {
-    let order: Vec<&RequestWindow> = std::iter::once(primary)
-        .chain(w.requests.iter().filter(|r| r.source != primary.source && r.requests > 0))
-        .collect();
-    let mut read = vec![primary.coverage];
-    input.slo_source = primary.source;
-    input.output_tokens_per_second = Some(primary.output_tokens_per_second);
-    for (field, kind) in [(&mut input.ttft_p99, HistogramKind::Ttft), (&mut input.tpot_p99, HistogramKind::Tpot)] {
-        match order.iter().find_map(|r| r.quantile(kind, LATENCY_ALERT_QUANTILE).map(|v| (v, r.coverage))) {
-            Some((v, coverage)) => {
-                *field = Some(v);
-                read.push(coverage);
-            }
-            None if field.is_some() => read.push(w.coverage),
-            None => {}
+/// The output throughput of `source` over `w`: for a request source, of the requests its
+/// goodput counts.
+pub fn tokens_per_second(w: &WindowReport, source: DataSource) -> Option<f64> {
+    match source {
+        DataSource::Metrics => w.output_tokens_per_second,
+        s => request_order(w).find(|r| r.source == s).map(|r| r.output_tokens_per_second),
+    }
+}
+
+/// Why a request source's joint attainment lies outside the histograms' bracket over the
+/// same window, to show beside it (docs/accuracy.md#brackets-and-sources); `None` inside it,
+/// or for the histograms themselves. The tap judges the requests that finished at the
+/// client in the window, spans and histograms what the engine observed: only spans outside
+/// the bracket mean the two did not see the same requests.
+pub fn outside_bracket(source: DataSource, exact: Bounded, bracket: Bounded) -> Option<&'static str> {
+    // Float noise of the two shares' divisions is not a finding.
+    const NOISE: f64 = 1e-9;
+    let below = exact.upper < bracket.lower - NOISE;
+    let above = exact.lower > bracket.upper + NOISE;
+    match (source, below, above) {
+        (DataSource::Metrics, _, _) | (_, false, false) => None,
+        (DataSource::Tap, true, _) => Some(TAP_BELOW),
+        (DataSource::Tap, _, true) => Some(TAP_ABOVE),
+        (DataSource::Otlp, _, _) => Some(SPANS_OUTSIDE),
+    }
+}
+
+/// The tap's share under the histograms' bracket.
+pub const TAP_BELOW: &str = "below the histograms' bracket: the tap also counts what the engine never records (failed connections and retries, client aborts, time queued outside the engine)";
+/// The tap's share over the histograms' bracket.
+pub const TAP_ABOVE: &str = "above the histograms' bracket: the histograms also count requests the tap did not see (other clients, requests in flight at the window's edges)";
+/// The spans' share outside the histograms' bracket.
+pub const SPANS_OUTSIDE: &str = "outside the histograms' bracket though both are the engine's: they did not see the same requests (spans dropped or sampled, requests finished between the window's start and its first scrape)";
+
+/// The SLO quantities from the first source that has each (docs/alerts.md#which-source-alerts-read):
+/// the tap, which sees what clients see (errors, aborts, rejections and the time outside the
+/// engine); then engine spans, which miss aborted and rejected requests; then the
+/// histograms. The SLO rules wait for the coverage of every source they read.
+fn window(w: &WindowReport, slos: &[Slo]) -> WindowInput {
+    let primary = request_order(w).next().map_or(DataSource::Metrics, |r| r.source);
+    let coverage = |s: DataSource| request_order(w).find(|r| r.source == s).map_or(w.coverage, |r| r.coverage);
+    let mut sources = Sources::default();
+    for s in [DataSource::Metrics].into_iter().chain(request_order(w).map(|r| r.source)) {
+        if let Some(t) = tokens_per_second(w, s) {
+            sources.tokens_per_second.insert(s, t);
         }
     }
-    input.slos = slos
+    let mut read = vec![coverage(primary)];
+    let ttft = latency(w, HistogramKind::Ttft, LATENCY_ALERT_QUANTILE);
+    let tpot = latency(w, HistogramKind::Tpot, LATENCY_ALERT_QUANTILE);
+    for (x, field) in [(ttft, &mut sources.ttft_p99), (tpot, &mut sources.tpot_p99)] {
+        if let Some((_, s)) = x {
+            *field = s;
+            read.push(coverage(s));
+        }
+    }
+    let slos: Vec<SloReport> = slos
         .iter()
         .filter_map(|s| {
-            let exact = order.iter().find_map(|r| {
-                let x = r.slos.iter().find(|x| x.slo == s.name)?;
-                matches!(x.status, SloStatus::Evaluated(_)).then_some((x, r.coverage))
-            });
-            if let Some((x, coverage)) = exact {
-                read.push(coverage);
-                return Some(slo(&x.slo, &x.status));
+            let (source, status) = slo_status(w, &s.name)?;
+            if matches!(status, SloStatus::Evaluated(_)) {
+                read.push(coverage(source));
             }
-            if let Some(h) = w.slos.iter().find(|x| x.slo == s.name) {
-                if matches!(h.status, SloStatus::Evaluated(_)) {
-                    read.push(w.coverage);
-                }
-                return Some(slo(&h.slo, &h.status));
+            if source != DataSource::Metrics {
+                sources.slos.insert(s.name.clone(), source);
             }
-            order.iter().find_map(|r| r.slos.iter().find(|x| x.slo == s.name)).map(|x| slo(&x.slo, &x.status))
+            Some(slo(&s.name, status))
         })
         .collect();
-    input.slo_coverage = read.into_iter().fold(1.0, f64::min);
+    WindowInput {
+        window: w.window,
+        coverage: w.coverage,
+        slo_source: primary,
+        slo_coverage: read.into_iter().fold(1.0, f64::min),
+        output_tokens_per_second: tokens_per_second(w, primary),
+        preemptions_per_second: w.preemptions_per_second,
+        ttft_p99: ttft.map(|x| x.0),
+        tpot_p99: tpot.map(|x| x.0),
+        waiting_at_start: w.waiting.map(|g| g.first),
+        kv_usage: w.kv_cache.as_ref().map(|k| KvUsage { last: k.last, max: k.max }),
+        slos,
+        sources,
+    }
 }
 
 fn slo(name: &str, status: &SloStatus) -> SloReport {

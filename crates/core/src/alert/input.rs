@@ -58,6 +58,41 @@ pub struct WindowInput {
     pub waiting_at_start: Option<f64>,
     pub kv_usage: Option<KvUsage>,
     pub slos: Vec<SloReport>,
+    /// Which source each SLO quantity above came from, for the alerts' `source` annotation.
+    pub sources: Sources,
+}
+
+/// Where the readings of a [`WindowInput`] came from: an alert names the source of the value
+/// it read, and that value is the /metrics series of that source and window
+/// (docs/alerts.md#what-an-alert-says-it-read). The default is the histograms for all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sources {
+    /// The sources of `ttft_p99` and `tpot_p99`.
+    pub ttft_p99: DataSource,
+    pub tpot_p99: DataSource,
+    /// Each SLO read from requests, by name; the others are from the histograms.
+    pub slos: BTreeMap<String, DataSource>,
+    /// Output tokens per second of each source that has them over the window: the
+    /// throughput beside a goodput of the same source.
+    pub tokens_per_second: BTreeMap<DataSource, f64>,
+}
+
+impl Default for Sources {
+    fn default() -> Sources {
+        Sources {
+            ttft_p99: DataSource::Metrics,
+            tpot_p99: DataSource::Metrics,
+            slos: BTreeMap::new(),
+            tokens_per_second: BTreeMap::new(),
+        }
+    }
+}
+
+impl Sources {
+    /// Where the SLO `name` was read from.
+    pub fn slo(&self, name: &str) -> DataSource {
+        self.slos.get(name).copied().unwrap_or(DataSource::Metrics)
+    }
 }
 
 /// One SLO's capacity for one target and model (docs/capacity.md), as the headroom rule
@@ -89,6 +124,8 @@ pub struct AlertInput {
     pub waiting_now: Option<f64>,
     /// The SLOs that apply to this target and model (none for a target that is down).
     pub slos: Vec<Slo>,
+    /// For a target that is down: one per request source (tap, spans) still measuring it
+    /// ([`super::down::measuring`]), empty when nothing does.
     pub windows: Vec<WindowInput>,
     /// Capacity per SLO; empty until the capacity book has an estimate.
     pub capacity: Vec<CapacityInput>,

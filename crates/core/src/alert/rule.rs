@@ -9,6 +9,7 @@ use super::input::{AlertInput, Clause, DataSource, WindowInput};
 use super::table::{AlertSpec, pct, render, secs, spec};
 use crate::report::RuleReadiness;
 
+pub use super::condition::Condition;
 pub use super::kind::{AlertName, LatencyClause, Rule, RuleKind, RuleSet, Severity};
 
 impl Rule {
@@ -49,22 +50,13 @@ pub fn burn_exceeds(burn: f64, factor: f64, clamped: bool) -> bool {
     if clamped { burn >= factor } else { burn > factor }
 }
 
-/// One alert whose condition holds at this tick.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Condition {
-    pub name: AlertName,
-    pub for_: Duration,
-    pub labels: BTreeMap<String, String>,
-    pub annotations: BTreeMap<String, String>,
-    /// The measured value that crossed the threshold.
-    pub value: f64,
-}
-
 struct Ctx<'a> {
     rule: &'a Rule,
     row: &'static AlertSpec,
     input: &'a AlertInput,
-    runbook_base_url: Option<&'a str>,
+    /// `alerting.runbook_url` as [`super::config::AlertingConfig::runbook_page`] gives it;
+    /// `None` (no page is known, as in a replay) leaves the annotation out.
+    runbook_page: Option<&'a str>,
 }
 
 impl Ctx<'_> {
@@ -87,7 +79,9 @@ impl Ctx<'_> {
         let mut annotations = BTreeMap::new();
         annotations.insert("summary".to_string(), render(self.row.summary, &all));
         annotations.insert("description".to_string(), render(self.row.description, &all));
-        annotations.insert("runbook_url".to_string(), runbook_url(self.runbook_base_url, self.rule.name));
+        if let Some(page) = self.runbook_page {
+            annotations.insert("runbook_url".to_string(), runbook_url(page, self.rule.name));
+        }
         Condition { name: self.rule.name, for_: self.rule.for_, labels, annotations, value }
     }
 
@@ -100,27 +94,30 @@ impl Ctx<'_> {
     }
 }
 
-/// The runbooks page of this repository (docs/runbooks.md), one section per alert. Every
-/// alert links into it unless `alerting.runbook_base_url` names another place.
-pub const DEFAULT_RUNBOOK_PAGE: &str = "https://github.com/goodput/goodput/blob/main/docs/runbooks.md";
+/// Where the daemon serves its runbooks (docs/runbooks.md rendered, one section per alert):
+/// the default `alerting.runbook_url` is this path on the daemon's own address.
+pub const RUNBOOKS_PATH: &str = "/runbooks/";
+
+/// The placeholder of `alerting.runbook_url` for a wiki with one page per alert.
+pub const ALERTNAME: &str = "{alertname}";
 
 impl AlertName {
-    /// The anchor of this alert's section of docs/runbooks.md. The section's heading is the
-    /// alert name, and GitHub's anchor for a heading without punctuation or spaces is the
-    /// heading in lowercase.
+    /// The anchor of this alert's section of the runbooks: the alert name in lowercase, as
+    /// the daemon's `/runbooks/` page and GitHub's rendering of docs/runbooks.md both make
+    /// it from the section's heading (the alert name).
     pub fn runbook_anchor(self) -> String {
         self.as_str().to_ascii_lowercase()
     }
 }
 
-/// The `runbook_url` annotation of an alert: its section of [`DEFAULT_RUNBOOK_PAGE`], or,
-/// with a `runbook_base_url`, that base + the alert name (a `/` between unless the base ends
-/// in `/` or `#`), for a wiki with one page per alert.
-pub fn runbook_url(base: Option<&str>, name: AlertName) -> String {
-    match base {
-        None => format!("{DEFAULT_RUNBOOK_PAGE}#{}", name.runbook_anchor()),
-        Some(base) if base.ends_with('/') || base.ends_with('#') => format!("{base}{}", name.as_str()),
-        Some(base) => format!("{base}/{}", name.as_str()),
+/// The `runbook_url` annotation of an alert, from `alerting.runbook_url` (docs/alerts.md#runbooks):
+/// the page + `#` + the alert's anchor, or, where the page holds [`ALERTNAME`], the page with
+/// the alert name in its place.
+pub fn runbook_url(page: &str, name: AlertName) -> String {
+    if page.contains(ALERTNAME) {
+        page.replace(ALERTNAME, name.as_str())
+    } else {
+        format!("{page}#{}", name.runbook_anchor())
     }
 }
 
@@ -161,11 +158,11 @@ pub fn readiness(rules: &RuleSet, inputs: &[AlertInput]) -> Vec<RuleReadiness> {
 /// Every condition that holds for these inputs. Missing or NaN measurements never fire, and
 /// neither does a rule whose windows are not yet covered enough ([`Rule::ready_for`]). SLO
 /// rules judge only the SLOs each input carries: those that apply to its target and model.
-pub fn conditions(rules: &RuleSet, inputs: &[AlertInput], runbook_base_url: Option<&str>) -> Vec<Condition> {
+pub fn conditions(rules: &RuleSet, inputs: &[AlertInput], runbook_page: Option<&str>) -> Vec<Condition> {
     let mut out = Vec::new();
     for input in inputs {
         for rule in rules.rules.iter().filter(|r| r.ready_for(input)) {
-            let cx = Ctx { rule, row: spec(rule.name), input, runbook_base_url };
+            let cx = Ctx { rule, row: spec(rule.name), input, runbook_page };
             eval_rule(&cx, &mut out);
         }
     }
@@ -177,45 +174,53 @@ fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
     match &cx.rule.kind {
         RuleKind::TargetDown => {
             if !input.up {
-                out.push(cx.condition(None, 0.0, &[("detail", "")]));
+                let mut c = cx.condition(None, 0.0, &[("detail", "")]);
+                super::down::still_measured(&mut c, input);
+                out.push(c);
             }
         }
         _ if !input.up => {}
         RuleKind::KvCacheSaturated { threshold } => {
             let last = input.windows.iter().filter_map(|w| w.kv_usage.map(|k| (w.window, k))).min_by_key(|(w, _)| *w);
-            if let Some((_, kv)) = last
+            if let Some((window, kv)) = last
                 && kv.last > *threshold
             {
                 let detail = format!(" (window max {})", pct(kv.max));
                 let vars = [("value", pct(kv.last)), ("detail", detail), ("threshold", pct(*threshold))];
-                out.push(cx.condition(None, kv.last, &borrow(&vars)));
+                out.push(cx.condition(None, kv.last, &borrow(&vars)).read(DataSource::Metrics, window));
             }
         }
         RuleKind::GoodputDivergence { threshold, window, throughput_floor } => {
             let Some(w) = input.window(*window) else { return };
-            let Some(tps) = w.output_tokens_per_second.filter(|t| *t > *throughput_floor) else { return };
             for slo in &input.slos {
                 let Some(s) = w.slos.iter().find(|s| s.slo == slo.name && s.evaluable) else { continue };
                 let Some(joint) = s.attainment.get(&Clause::Joint) else { continue };
-                if joint.estimate < *threshold {
+                // Goodput beside the throughput of its own source: the same requests.
+                let source = w.sources.slo(&slo.name);
+                let own = w.sources.tokens_per_second.get(&source).copied();
+                // `output_tokens_per_second` is the throughput of `slo_source`.
+                let Some(tps) = own.or(w.output_tokens_per_second.filter(|_| source == w.slo_source)) else {
+                    continue;
+                };
+                if tps > *throughput_floor && joint.estimate < *threshold {
                     let goodput = s.goodput_tokens_per_second.map(|g| format!(" (goodput {:.1} tokens/s)", g.estimate));
                     let vars = [
                         ("window", window.label()),
                         ("value", pct(joint.estimate)),
                         ("slo", slo.name.clone()),
-                        ("detail", evidence(w.slo_source, *joint)),
+                        ("detail", evidence(source, *joint)),
                         ("threshold", pct(*threshold)),
                         ("throughput", format!("{tps:.1} tokens/s{}", goodput.unwrap_or_default())),
                     ];
-                    out.push(cx.condition(Some(&slo.name), joint.estimate, &borrow(&vars)));
+                    out.push(cx.condition(Some(&slo.name), joint.estimate, &borrow(&vars)).read(source, *window));
                 }
             }
         }
         RuleKind::LatencyAboveSlo { clause, window } => {
             let Some(w) = input.window(*window) else { return };
-            let p99 = match clause {
-                LatencyClause::Ttft => w.ttft_p99,
-                LatencyClause::Tpot => w.tpot_p99,
+            let (p99, source) = match clause {
+                LatencyClause::Ttft => (w.ttft_p99, w.sources.ttft_p99),
+                LatencyClause::Tpot => (w.tpot_p99, w.sources.tpot_p99),
             };
             let Some(p99) = p99 else { return };
             for slo in &input.slos {
@@ -228,7 +233,7 @@ fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
                         ("threshold", super::table::limit(limit)),
                         ("window", window.label()),
                     ];
-                    out.push(cx.condition(Some(&slo.name), p99, &borrow(&vars)));
+                    out.push(cx.condition(Some(&slo.name), p99, &borrow(&vars)).read(source, *window));
                 }
             }
         }
@@ -239,7 +244,7 @@ fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
                 else {
                     continue;
                 };
-                let short_src = input.window(*short_window).map_or(DataSource::Metrics, |w| w.slo_source);
+                let short_src = input.window(*short_window).map_or(DataSource::Metrics, |w| w.sources.slo(&slo.name));
                 let (f, clamped) = effective_factor(*factor, slo.objective.get());
                 let ok = [long, short].iter().all(|s| {
                     s.evaluable && s.requests >= *min_requests && burn_exceeds(s.burn_rate.estimate, f, clamped)
@@ -264,7 +269,8 @@ fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
                             ),
                         ),
                     ];
-                    out.push(cx.condition(Some(&slo.name), short.burn_rate.estimate, &borrow(&vars)));
+                    let c = cx.condition(Some(&slo.name), short.burn_rate.estimate, &borrow(&vars));
+                    out.push(c.read(short_src, *short_window));
                 }
             }
         }
@@ -276,7 +282,7 @@ fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
                     ("window", window.label()),
                     ("threshold", per_second.to_string()),
                 ];
-                out.push(cx.condition(None, rate, &borrow(&vars)));
+                out.push(cx.condition(None, rate, &borrow(&vars)).read(DataSource::Metrics, *window));
             }
         }
         RuleKind::CapacityHeadroomLow { factor } => {
@@ -304,7 +310,7 @@ fn eval_rule(cx: &Ctx<'_>, out: &mut Vec<Condition>) {
                     ("window", window.label()),
                     ("threshold", format!("{min_waiting:.0}")),
                 ];
-                out.push(cx.condition(None, now, &borrow(&vars)));
+                out.push(cx.condition(None, now, &borrow(&vars)).read(DataSource::Metrics, *window));
             }
         }
     }

@@ -30,12 +30,12 @@ pub struct SavedAlert {
     pub last_sent_ms: Option<i64>,
 }
 
-/// A rule's definition as a snapshot compares it.
-fn definition(rule: &Rule) -> String {
+/// A rule's definition as a snapshot (and a config reload, super::reload) compares it.
+pub(super) fn definition(rule: &Rule) -> String {
     format!("{rule:?}")
 }
 
-fn rule_of(rules: &RuleSet, name: AlertName) -> Option<&Rule> {
+pub(super) fn rule_of(rules: &RuleSet, name: AlertName) -> Option<&Rule> {
     rules.rules.iter().find(|r| r.name == name)
 }
 

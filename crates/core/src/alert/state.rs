@@ -82,21 +82,26 @@ pub struct Notification {
 #[derive(Debug, Clone)]
 pub struct AlertEngine {
     pub(super) rules: RuleSet,
-    /// `alerting.runbook_base_url`; `None` links each alert to its section of docs/runbooks.md.
-    runbook_base_url: Option<String>,
-    resend_interval: Duration,
+    /// Where each alert's `runbook_url` points ([`super::config::AlertingConfig::runbook_page`]);
+    /// `None` leaves the annotation out.
+    pub(super) runbook_page: Option<String>,
+    pub(super) resend_interval: Duration,
     pub(super) active: BTreeMap<Fingerprint, ActiveAlert>,
+    /// Rule and input pairs judged and alerts visited by the evaluations so far: the work
+    /// of its ticks, counted rather than timed.
+    pub(super) work: u64,
 }
 
 impl AlertEngine {
     /// The SLO rules judge the SLOs each [`AlertInput`] carries, so the engine holds none.
-    pub fn new(rules: RuleSet, runbook_base_url: Option<String>, resend_interval: Duration) -> Self {
-        AlertEngine { rules, runbook_base_url, resend_interval, active: BTreeMap::new() }
+    pub fn new(rules: RuleSet, runbook_page: Option<String>, resend_interval: Duration) -> Self {
+        AlertEngine { rules, runbook_page, resend_interval, active: BTreeMap::new(), work: 0 }
     }
 
     /// One evaluation at `now_ms`; returns what delivery should send now.
     pub fn evaluate(&mut self, now_ms: i64, inputs: &[AlertInput]) -> Vec<Notification> {
-        let holding = conditions(&self.rules, inputs, self.runbook_base_url.as_deref());
+        let holding = conditions(&self.rules, inputs, self.runbook_page.as_deref());
+        self.work += (self.rules.rules.len() * inputs.len() + holding.len()) as u64;
         let mut seen = BTreeMap::new();
         for c in holding {
             let fp = Fingerprint::of(&c.labels);
@@ -133,6 +138,7 @@ impl AlertEngine {
         } else {
             HashMap::new()
         };
+        self.work += self.active.len() as u64;
         self.active.retain(|fp, a| {
             if seen.contains_key(fp) {
                 let due = a.last_sent_ms.is_none_or(|t| now_ms - t >= resend_ms);
@@ -159,6 +165,12 @@ impl AlertEngine {
     /// is covered enough for the rule to judge it. Rules that are not ready stay quiet.
     pub fn readiness(&self, inputs: &[AlertInput]) -> Vec<RuleReadiness> {
         readiness(&self.rules, inputs)
+    }
+
+    /// Rule and input pairs judged, conditions held and alerts visited by every evaluation
+    /// so far.
+    pub fn work(&self) -> u64 {
+        self.work
     }
 
     /// Pending and firing alerts, in fingerprint order.

@@ -34,7 +34,7 @@ pub struct AlertSpec {
 }
 
 /// The quantile the latency alerts compare with each SLO's threshold. The daemon evaluates
-/// it whatever `quantiles` says (docs/config.md#quantiles).
+/// it whatever `quantiles` says (docs/config.md#top-level).
 pub const LATENCY_ALERT_QUANTILE: f64 = 0.99;
 
 /// The placeholders templates may use. What each holds is up to the row:

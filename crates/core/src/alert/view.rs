@@ -1,11 +1,10 @@
 //! What the outside sees of the alert state: `llm_slo_alert` samples for /metrics and
 //! `goodput replay`, and the JSON of `/api/v1/alerts` (shaped like Prometheus's).
 
-use std::time::{Duration, UNIX_EPOCH};
-
 use serde::Serialize;
 
 use super::state::{ActiveAlert, AlertEngine};
+pub use crate::duration::rfc3339_ms;
 use crate::export::ExportSample;
 use crate::export::alerts::samples_of;
 pub use crate::report::AlertJson;
@@ -40,10 +39,4 @@ fn alert_json(a: &ActiveAlert) -> AlertJson {
         active_at: rfc3339_ms(a.active_at_ms),
         value: format!("{}", a.value),
     }
-}
-
-/// RFC 3339 with milliseconds, UTC. Times before 1970 clamp to the epoch.
-pub fn rfc3339_ms(ms: i64) -> String {
-    let t = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_millis(t).to_string()
 }

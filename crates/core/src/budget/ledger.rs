@@ -2,16 +2,16 @@
 //! totals of the rows inside the period kept up to date, so that reading the period costs
 //! nothing however long it is.
 //!
-//! Rows are `f32`: a count stays exact up to 2^24 per bucket (16.7 million requests in five
-//! minutes on one target), and halving the row is what keeps a 30-day period of a
-//! three-clause SLO under half a mebibyte. The totals are `f64`: every `f32` is exact in
+//! Rows are `f32`: a count stays exact up to 2^24 per bucket (16.7 million requests in an
+//! hour on one target, 4,660 a second), and halving the row is what keeps a full 28-day
+//! period of a three-clause SLO under 40 KiB. The totals are `f64`: every `f32` is exact in
 //! an `f64`, so adding a row when it is written and subtracting the same row when it
 //! leaves the period cancels exactly for counts, and to an `f64` rounding for fractions.
 
-/// Buckets per chunk of the ring: a day of five-minute buckets. A chunk is allocated when a
-/// bucket in it is first written, so a ledger holds what the period has seen so far, not
-/// the whole period from its first count (30 days of rows for each SLO of each target).
-const CHUNK: usize = 288;
+/// Rows per chunk of the ring: a day of hourly buckets. A chunk is allocated when a bucket
+/// in it is first written, so a ledger holds what the period has seen so far, not the whole
+/// period from its first count.
+const CHUNK: usize = 24;
 
 /// Rows of `width` counts in `len` buckets of `bucket_ms`; the newest bucket is `now`'s.
 /// A snapshot holds it as one flat row array ([`Flat`]), as it did before the chunks.
@@ -128,14 +128,16 @@ impl Ledger {
     }
 
     /// Adds `row` (`width` counts) to the bucket of `t_ms`. Counts older than the period
-    /// seen from the newest bucket are dropped: they are already outside it.
-    pub fn add(&mut self, t_ms: i64, row: &[f64]) {
+    /// seen from the newest bucket are dropped: they are already outside it. Returns the
+    /// rows written and cleared (the work it took, which depends on the buckets time
+    /// crossed, not on the period's length).
+    pub fn add(&mut self, t_ms: i64, row: &[f64]) -> u64 {
         debug_assert_eq!(row.len(), self.width);
         let b = self.bucket_of(t_ms);
-        self.advance_to(b);
+        let cleared = self.advance_to(b);
         let newest = self.newest.unwrap_or(b);
         if b <= newest - self.len as i64 {
-            return;
+            return cleared;
         }
         let (k, at) = self.slot(b);
         let cells = self.chunk_cells(k);
@@ -148,28 +150,32 @@ impl Ledger {
             self.totals[i] += f64::from(after) - f64::from(before);
         }
         self.first_ms = Some(self.first_ms.map_or(t_ms, |f| f.min(t_ms)));
+        cleared + 1
     }
 
-    /// Moves the newest bucket up to `now_ms`'s, clearing the buckets that leave the period.
-    pub fn advance(&mut self, now_ms: i64) {
+    /// Moves the newest bucket up to `now_ms`'s, clearing the buckets that leave the period;
+    /// returns the rows cleared.
+    pub fn advance(&mut self, now_ms: i64) -> u64 {
         let b = self.bucket_of(now_ms);
-        self.advance_to(b);
+        self.advance_to(b)
     }
 
-    fn advance_to(&mut self, b: i64) {
+    fn advance_to(&mut self, b: i64) -> u64 {
         let Some(newest) = self.newest else {
             self.newest = Some(b);
-            return;
+            return 0;
         };
         if b <= newest {
-            return;
+            return 0;
         }
+        let mut cleared = 0;
         if self.chunks.iter().any(Option::is_some) {
             // Buckets newest+1 ..= b take over slots that held buckets a period older.
             let steps = (b - newest).min(self.len as i64);
             for step in 1..=steps {
                 let (k, at) = self.slot(newest + step);
                 let Some(chunk) = self.chunks[k].as_mut() else { continue };
+                cleared += 1;
                 for i in 0..self.width {
                     self.totals[i] -= f64::from(chunk[at + i]);
                     chunk[at + i] = 0.0;
@@ -181,6 +187,7 @@ impl Ledger {
             }
         }
         self.newest = Some(b);
+        cleared
     }
 
     /// The sum of every row in the period ending with the newest bucket.
@@ -213,13 +220,52 @@ impl Ledger {
     /// Bytes on the heap once the whole period is written (what
     /// docs/metrics.md#error-budget-over-a-period bounds); less while it fills.
     pub fn heap_bytes(&self) -> usize {
-        self.len * self.width * std::mem::size_of::<f32>() + self.width * std::mem::size_of::<f64>()
+        self.len * self.width * std::mem::size_of::<f32>() + self.fixed_bytes()
     }
 
     /// Bytes on the heap now: the chunks written so far.
     pub fn allocated_bytes(&self) -> usize {
         let rows: usize = self.chunks.iter().flatten().map(|c| c.len()).sum();
-        rows * std::mem::size_of::<f32>() + self.width * std::mem::size_of::<f64>()
+        rows * std::mem::size_of::<f32>() + self.fixed_bytes()
+    }
+
+    /// The totals and the chunk table, allocated whole with the ledger.
+    fn fixed_bytes(&self) -> usize {
+        self.width * std::mem::size_of::<f64>() + self.chunks.len() * std::mem::size_of::<Option<Box<[f32]>>>()
+    }
+
+    /// This ledger read back from a snapshot, on the grid `Ledger::new(width, len,
+    /// bucket_ms)` gives: as it is when the grid is the same, else each bucket's row moved
+    /// to the new bucket that holds its start (exact when the new bucket length is a whole
+    /// number of old ones, as the hour is of the five minutes that snapshots of earlier
+    /// versions kept). `None` for another width or inconsistent cells.
+    pub fn fit(self, width: usize, len: usize, bucket_ms: i64) -> Option<Ledger> {
+        if self.width != width
+            || self.len == 0
+            || self.bucket_ms <= 0
+            || !self.has_shape(width, self.len, self.bucket_ms)
+        {
+            return None;
+        }
+        if (self.len, self.bucket_ms) == (len, bucket_ms) {
+            return Some(self);
+        }
+        let mut out = Ledger::new(width, len, bucket_ms);
+        let Some(newest) = self.newest else { return Some(out) };
+        out.newest = Some((newest * self.bucket_ms).div_euclid(bucket_ms));
+        let mut row = vec![0.0; width];
+        for b in (newest - self.len as i64 + 1)..=newest {
+            let (k, at) = self.slot(b);
+            let Some(chunk) = self.chunks[k].as_ref() else { continue };
+            let cells = &chunk[at..at + width];
+            if cells.iter().all(|v| *v == 0.0) {
+                continue;
+            }
+            row.iter_mut().zip(cells).for_each(|(r, c)| *r = f64::from(*c));
+            out.add(b * self.bucket_ms, &row);
+        }
+        out.first_ms = self.first_ms;
+        Some(out)
     }
 }
 
@@ -228,6 +274,7 @@ mod tests {
     use super::*;
 
     const MIN5: i64 = 300_000;
+    const HOUR: i64 = 3_600_000;
 
     #[test]
     fn a_period_is_covered_exactly_when_its_first_bucket_leaves() {
@@ -268,22 +315,53 @@ mod tests {
 
     #[test]
     fn a_ledger_holds_the_days_it_has_seen_not_the_whole_period() {
-        // 28 days of five-minute buckets, three counts a row: 8064 rows once full.
-        let mut l = Ledger::new(3, 8064, MIN5);
-        let t0 = 1_700_000_000_000 / MIN5 * MIN5;
-        for b in 0..72 {
-            l.add(t0 + b * MIN5, &[1.0, 0.5, 0.0]);
+        // 28 days of hourly buckets, three counts a row: 672 rows once full.
+        let mut l = Ledger::new(3, 672, HOUR);
+        let t0 = 1_700_000_000_000 / HOUR * HOUR;
+        for b in 0..6 {
+            l.add(t0 + b * HOUR, &[1.0, 0.5, 0.0]);
         }
         // Six hours fit one or two chunks of a day; the bound is for the whole period.
-        assert!(l.allocated_bytes() <= 2 * CHUNK * 3 * 4 + 3 * 8, "{} bytes", l.allocated_bytes());
-        assert!(l.heap_bytes() >= 10 * l.allocated_bytes());
-        assert_eq!(l.totals(), &[72.0, 36.0, 0.0]);
+        let table = 28 * std::mem::size_of::<Option<Box<[f32]>>>();
+        assert!(l.allocated_bytes() <= 2 * CHUNK * 3 * 4 + 3 * 8 + table, "{} bytes", l.allocated_bytes());
+        assert!(l.heap_bytes() >= 8 * l.allocated_bytes());
+        assert_eq!(l.totals(), &[6.0, 3.0, 0.0]);
         // A whole period later every chunk has been written, and what left the period is gone.
-        for b in 72..8064 + 10 {
-            l.add(t0 + b * MIN5, &[1.0, 0.5, 0.0]);
+        for b in 6..672 + 10 {
+            l.add(t0 + b * HOUR, &[1.0, 0.5, 0.0]);
         }
-        assert_eq!(l.totals(), &[8064.0, 4032.0, 0.0]);
+        assert_eq!(l.totals(), &[672.0, 336.0, 0.0]);
         assert_eq!(l.allocated_bytes(), l.heap_bytes());
+    }
+
+    #[test]
+    fn five_minute_rows_read_back_into_hours_keep_every_count_in_the_period() {
+        // A day of five-minute buckets, as snapshots of earlier versions hold a period, two
+        // days of counts so that the ring has wrapped: one count per bucket, and the bucket's
+        // number in the second column.
+        let mut old = Ledger::new(2, 288, MIN5);
+        let t0 = 1_700_000_000_000 / HOUR * HOUR;
+        for b in 0..2 * 288 + 5 {
+            old.add(t0 + b * MIN5 + 1_000, &[1.0, b as f64]);
+        }
+        let json = serde_json::to_value(&old).unwrap();
+        let back: Ledger = serde_json::from_value(json).unwrap();
+        let mut hourly = back.fit(2, 24, HOUR).expect("the same width");
+        assert!(hourly.has_shape(2, 24, HOUR));
+        // The five-minute ring holds buckets 293..=580. The hourly one holds hours 25..=48:
+        // hour 48 has buckets 576..=580, the others twelve each from bucket 300; buckets
+        // 293..=299 fall in hour 24, a period behind the newest hour, and go.
+        let kept: Vec<i64> = (300..2 * 288 + 5).collect();
+        assert_eq!(hourly.totals()[0], kept.len() as f64);
+        assert_eq!(hourly.totals()[1], kept.iter().sum::<i64>() as f64);
+        assert_eq!(hourly.first_ms(), old.first_ms());
+        // And it slides by hours: the next hour takes the slot of the oldest.
+        hourly.add(t0 + 49 * HOUR, &[1.0, 0.0]);
+        assert_eq!(hourly.totals()[0], (kept.len() - 12 + 1) as f64);
+        // The same grid reads back as it was; another width is refused.
+        let same = old.clone().fit(2, 288, MIN5).unwrap();
+        assert_eq!(same.totals(), old.totals());
+        assert!(old.fit(3, 24, HOUR).is_none());
     }
 
     #[test]
@@ -299,7 +377,7 @@ mod tests {
         let mut back: Ledger = serde_json::from_value(json).unwrap();
         assert!(back.has_shape(2, 600, MIN5));
         assert_eq!(back.totals(), l.totals());
-        // Only the chunks with counts are allocated again (rows 0–287, 288–575, 576–599).
+        // Only the chunks with counts are allocated again (those of rows 0–2, 300 and 599).
         assert_eq!(back.allocated_bytes(), l.allocated_bytes());
         // And it goes on as the original does: bucket 600 takes bucket 0's slot.
         for x in [&mut l, &mut back] {
@@ -309,7 +387,7 @@ mod tests {
         assert_eq!(back.totals(), &[902.0, 5.0]);
         // A ledger never written is an empty array; cells of the wrong length are refused.
         let empty: Ledger = serde_json::from_value(serde_json::to_value(Ledger::new(2, 600, MIN5)).unwrap()).unwrap();
-        assert!(empty.has_shape(2, 600, MIN5) && empty.allocated_bytes() == 16);
+        assert!(empty.has_shape(2, 600, MIN5) && empty.allocated_bytes() == empty.fixed_bytes());
         let mut bad = serde_json::to_value(&l).unwrap();
         bad["cells"] = serde_json::json!([1.0, 2.0, 3.0]);
         assert!(!serde_json::from_value::<Ledger>(bad).unwrap().has_shape(2, 600, MIN5));

@@ -3,15 +3,17 @@
 //! how much is left, as Sloth and Pyrra report it.
 //!
 //! Windows of an hour cannot hold weeks of scrapes, so the period is kept as counts: per
-//! target, model, SLO and source, a [`Ledger`] of five-minute buckets of raw increases
-//! (from histograms) or judged requests (from a tap or engine spans). A 28-day period of a
-//! three-clause SLO is 8,064 rows of 14 `f32`s, 0.43 MiB; a period over 30 days gets longer
-//! buckets rather than more of them ([`BudgetSpec::bucket_ms`]). The caller feeds the book
-//! ([`BudgetBook::feed_metrics`] each tick, [`BudgetBook::add_records`] with each batch of
-//! request records) and reads it ([`BudgetBook::report`]); nothing here reads a clock.
+//! target, model, SLO and source, a [`Ledger`] of at most [`MAX_BUCKETS`] buckets of raw
+//! increases (from histograms) or judged requests (from a tap or engine spans), hourly for
+//! the default 28 days. A full 28-day period of a three-clause SLO is 672 rows of 14 `f32`s,
+//! 37 KiB; the period's edge is known to within one bucket, 1/672 of the period. The caller
+//! feeds the book ([`BudgetBook::feed_metrics`] each tick, [`BudgetBook::add_records`] with
+//! each batch of request records) and reads it ([`BudgetBook::report`]); nothing here
+//! reads a clock.
 
 mod ledger;
-mod saved;
+pub mod reload;
+pub mod saved;
 pub mod tally;
 #[cfg(test)]
 mod tests;
@@ -19,14 +21,12 @@ mod tests;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Serialize;
-
 use crate::evaluate::range::RangeView;
+pub use crate::report::budget::{BudgetReport, Values};
 use crate::request::{Compact, DataSource, RequestRecord};
-use crate::slo::{Bounded, Slo};
+use crate::slo::Slo;
 use crate::window::TargetWindows;
 pub use ledger::Ledger;
-pub use saved::SavedBudgets;
 use tally::{PeriodValues, REQUEST_WIDTH};
 
 /// The period when an SLO names none: four whole weeks, so that every period holds each
@@ -41,8 +41,12 @@ pub const MAX_PERIOD: Duration = Duration::from_secs(366 * 86_400);
 /// The shortest bucket: the period's edge is known to within one.
 pub const BUCKET: Duration = Duration::from_secs(300);
 
-/// Most buckets per ledger: longer periods get longer buckets, so memory does not grow.
-pub const MAX_BUCKETS: u64 = 8_640;
+/// Most buckets per ledger: a period over [`MAX_BUCKETS`] × [`BUCKET`] (56 hours) gets
+/// longer buckets, an hour for the default 28 days, so that a ledger holds the same 672
+/// rows whatever its period. The edge of the period is known to within one bucket either
+/// way: the rows that leave it are the oldest bucket's, and finer buckets only for recent
+/// rows would not sharpen it.
+pub const MAX_BUCKETS: u64 = 672;
 
 /// How often the histogram ledgers of a target take the increase since they last did: the
 /// range read costs the same for a minute as for a tick, and a period of weeks does not
@@ -84,40 +88,10 @@ struct Key {
     source: DataSource,
 }
 
-/// One SLO's budget over its period, for one target, model and source.
-#[derive(Debug, Clone, Serialize)]
-pub struct BudgetReport {
-    pub target: String,
-    pub model: String,
-    pub slo: String,
-    pub source: DataSource,
-    pub objective: f64,
-    #[serde(serialize_with = "serialize_duration")]
-    pub period: Duration,
-    /// Share of the period that has data: below 1 until the daemon has counted a whole
-    /// period (its counts start when it does).
-    pub coverage: f64,
-    /// `None` while the period has no request to judge.
-    pub values: Option<Values>,
-}
-
-/// [`PeriodValues`], serializable.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Values {
-    pub requests: f64,
-    pub attainment: Bounded,
-    pub consumed: Bounded,
-    pub remaining: Bounded,
-}
-
 impl From<PeriodValues> for Values {
     fn from(v: PeriodValues) -> Values {
         Values { requests: v.requests, attainment: v.attainment, consumed: v.consumed, remaining: v.remaining }
     }
-}
-
-fn serialize_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&crate::duration::format_duration(*d))
 }
 
 /// Where the histogram ledgers of one target have counted up to.
@@ -137,6 +111,9 @@ pub struct BudgetBook {
     ledgers: BTreeMap<Key, Ledger>,
     anchors: BTreeMap<String, Anchor>,
     feed_every_ms: i64,
+    /// Rows the ledgers wrote and cleared and totals the reports read (see
+    /// [`BudgetBook::work`]).
+    work: u64,
 }
 
 impl BudgetBook {
@@ -148,6 +125,7 @@ impl BudgetBook {
             ledgers: BTreeMap::new(),
             anchors: BTreeMap::new(),
             feed_every_ms: METRICS_FEED_EVERY.as_millis() as i64,
+            work: 0,
         }
     }
 
@@ -182,9 +160,7 @@ impl BudgetBook {
                 }
                 let Some(row) = tally::request_row(&c, &self.specs[i].slo) else { continue };
                 let key = Key { target: r.target.clone(), model: r.model.clone(), slo: i, source: r.source.into() };
-                if let Some(l) = self.ledger(key, REQUEST_WIDTH) {
-                    l.add(t_ms, &row);
-                }
+                self.work += self.ledger(key, REQUEST_WIDTH).map_or(0, |l| l.add(t_ms, &row));
             }
         }
     }
@@ -223,9 +199,7 @@ impl BudgetBook {
                 let key =
                     Key { target: target.to_string(), model: model.to_string(), slo: i, source: DataSource::Metrics };
                 let width = row.len();
-                if let Some(l) = self.ledger(key, width) {
-                    l.add(newest, &row);
-                }
+                self.work += self.ledger(key, width).map_or(0, |l| l.add(newest, &row));
             }
         }
     }
@@ -233,10 +207,11 @@ impl BudgetBook {
     /// Every ledger's budget at `now_ms`, in target, model, SLO and source order.
     pub fn report(&mut self, now_ms: i64) -> Vec<BudgetReport> {
         let specs = &self.specs;
+        let work = &mut self.work;
         self.ledgers
             .iter_mut()
             .map(|(k, l)| {
-                l.advance(now_ms);
+                *work += l.advance(now_ms) + l.totals().len() as u64;
                 let spec = &specs[k.slo];
                 let objective = spec.slo.objective.get();
                 let values = match k.source {
@@ -259,9 +234,20 @@ impl BudgetBook {
             .collect()
     }
 
-    /// Bytes the ledgers hold (each allocated in full on its first count).
+    /// Bytes the ledgers would hold with their whole periods written.
     pub fn heap_bytes(&self) -> usize {
         self.ledgers.values().map(Ledger::heap_bytes).sum()
+    }
+
+    /// Bytes the ledgers hold now: a day of rows at a time as their periods fill.
+    pub fn allocated_bytes(&self) -> usize {
+        self.ledgers.values().map(Ledger::allocated_bytes).sum()
+    }
+
+    /// Rows the ledgers wrote and cleared, and rows the reports read, since the book began
+    /// (or was restored): the work of its ticks, counted rather than timed.
+    pub fn work(&self) -> u64 {
+        self.work
     }
 
     /// The number of ledgers (target, model, SLO and source).

@@ -3,13 +3,15 @@
 //!
 //! A ledger is restored only into the SLO with the same definition and period (its rows
 //! are that SLO's clauses, its buckets that period's); a changed SLO starts its budget
-//! afresh. The anchor (the newest scrape counted) comes back with the ledgers, so the next
+//! afresh. A ledger of the five-minute buckets earlier versions kept comes back as hourly
+//! buckets, every count kept that is still in the period. The anchor (the newest scrape counted) comes back with the ledgers, so the next
 //! feed counts what the histograms gained across the restart, once.
 
 use serde::{Deserialize, Serialize};
 
+use super::ledger::Ledger;
 use super::tally::{REQUEST_WIDTH, histogram_width};
-use super::{Anchor, BudgetBook, BudgetSpec, Key, Ledger};
+use super::{Anchor, BudgetBook, BudgetSpec, Key};
 use crate::request::DataSource;
 
 /// One target's ledgers and where its histogram ledgers counted up to.
@@ -57,7 +59,8 @@ impl BudgetBook {
     }
 
     /// Takes back `target`'s saved ledgers whose SLO is configured with the same definition
-    /// and period; returns how many were taken and how many were dropped.
+    /// and period (on this version's buckets: [`Ledger::fit`]); returns how many were taken
+    /// and how many were dropped.
     pub fn restore(&mut self, target: &str, saved: SavedBudgets) -> (usize, usize) {
         if !self.targets.iter().any(|t| t == target) {
             return (0, saved.ledgers.len());
@@ -65,18 +68,19 @@ impl BudgetBook {
         let (mut taken, mut dropped) = (0, 0);
         for s in saved.ledgers {
             let slo = self.specs.iter().position(|spec| definition(spec) == s.spec);
-            let fits = slo.is_some_and(|i| {
+            // A ledger of an earlier version's finer buckets is moved onto this grid.
+            let fitted = slo.and_then(|i| {
                 let spec = &self.specs[i];
                 let width = match s.source {
                     DataSource::Metrics => histogram_width(&spec.slo),
                     DataSource::Tap | DataSource::Otlp => REQUEST_WIDTH,
                 };
-                s.ledger.has_shape(width, spec.buckets(), spec.bucket_ms())
+                Some((i, s.ledger.fit(width, spec.buckets(), spec.bucket_ms())?))
             });
-            match slo.filter(|_| fits) {
-                Some(slo) => {
+            match fitted {
+                Some((slo, ledger)) => {
                     let key = Key { target: target.to_string(), model: s.model, slo, source: s.source };
-                    self.ledgers.entry(key).or_insert(s.ledger);
+                    self.ledgers.entry(key).or_insert(ledger);
                     taken += 1;
                 }
                 None => dropped += 1,

@@ -2,7 +2,8 @@
 //!
 //! From histograms the interval's row is, per clause, the raw increase of the clause
 //! histogram's observations and of those at or under the threshold (bracketed and
-//! interpolated as [`attainment`] does), with the finished and failed requests. The joint
+//! interpolated: [`HistogramCounts`], the definition a window's attainment uses), with the
+//! finished and failed requests. The joint
 //! attainment is worked out from the period's totals, not per interval: the marginals of a
 //! few seconds describe different populations (TTFT is counted at the first token, the
 //! finish at the end), while over a period of weeks the difference is the handful of
@@ -11,12 +12,9 @@
 //! From requests (a tap, engine spans) each request is judged against the SLO as the
 //! windows judge it ([`judge`]), so the row holds exact joint counts.
 
-use crate::canonical::{CounterKind, FinishReason, HistogramKind};
 use crate::evaluate::range::ModelRange;
-use crate::evaluate::ratios;
-use crate::evaluate::slo::histogram_of;
 use crate::request::{Compact, Verdict, judge};
-use crate::slo::{Bounded, Slo, attainment, burn_rate, joint};
+use crate::slo::{Bounded, Clause, HistogramClause, HistogramCounts, Slo, burn_rate};
 
 /// Width of a histogram row: finished, failed, then four counts per clause.
 pub fn histogram_width(slo: &Slo) -> usize {
@@ -27,21 +25,14 @@ pub fn histogram_width(slo: &Slo) -> usize {
 pub const REQUEST_WIDTH: usize = 3;
 
 /// One interval of one model's histograms against `slo`: `[finished, failed, (observed,
-/// good lower, good estimate, good upper) per clause]`. `None` when the model lacks a
-/// clause's histogram (the SLO is not evaluable from metrics) or a count is not a number.
+/// good lower, good estimate, good upper) per clause]`, the counts of [`HistogramCounts`].
+/// `None` when the model lacks a clause's histogram (the SLO is not evaluable from metrics)
+/// or a count is not a number.
 pub fn histogram_row(m: &ModelRange, slo: &Slo) -> Option<Vec<f64>> {
-    let finished = ratios::counter_all(m, CounterKind::RequestsFinished).unwrap_or(0.0);
-    let failed =
-        ratios::counter(m, CounterKind::RequestsFinished, |r| r.is_some_and(FinishReason::is_failure)).unwrap_or(0.0);
-    let mut row = vec![finished, failed];
-    for (clause, threshold) in slo.clauses() {
-        let kind: HistogramKind = histogram_of(clause);
-        let h = ratios::histogram(m, kind)?;
-        let observed = h.buckets.last().filter(|b| b.le == f64::INFINITY).map_or(0.0, |b| b.count);
-        match attainment(&h, threshold.as_secs_f64()) {
-            Some(a) => row.extend([observed, a.lower * observed, a.estimate * observed, a.upper * observed]),
-            None => row.extend([0.0; 4]),
-        }
+    let c = crate::evaluate::slo::counts(slo, m).ok()?;
+    let mut row = vec![c.finished.unwrap_or(0.0), c.failed];
+    for k in &c.clauses {
+        row.extend([k.observed, k.good.lower, k.good.estimate, k.good.upper]);
     }
     row.iter().all(|v| v.is_finite() && *v >= 0.0).then_some(row)
 }
@@ -79,27 +70,27 @@ fn values(requests: f64, attainment: Bounded, objective: f64) -> PeriodValues {
     PeriodValues { requests, attainment, consumed, remaining }
 }
 
-/// The period from histogram totals; `None` while a clause has no observation in it.
+/// The period from histogram totals ([`HistogramCounts::attainment`] of the summed rows);
+/// `None` while a clause has no observation in it.
 pub fn from_histogram_totals(t: &[f64], objective: f64) -> Option<PeriodValues> {
     let (finished, failed) = (t[0], t[1]);
-    let mut clauses = Vec::new();
-    let mut observed_max: f64 = 0.0;
-    for c in t[2..].chunks_exact(4) {
-        let observed = c[0];
-        if observed <= 0.0 {
-            return None;
-        }
-        observed_max = observed_max.max(observed);
-        let share = |v: f64| (v / observed).clamp(0.0, 1.0);
-        let (lower, upper) = (share(c[1]), share(c[3]));
-        clauses.push(Bounded { lower, estimate: share(c[2]).clamp(lower, upper), upper });
-    }
-    if clauses.is_empty() {
-        return None;
-    }
-    let failed_share = if finished > 0.0 { (failed / finished).clamp(0.0, 1.0) } else { 0.0 };
+    let clauses: Vec<HistogramClause> = t[2..]
+        .chunks_exact(4)
+        .map(|c| HistogramClause {
+            // Which clause a column holds does not change the joint bounds.
+            clause: Clause::E2e,
+            observed: c[0],
+            good: Bounded { lower: c[1], estimate: c[2], upper: c[3] },
+        })
+        .collect();
+    let observed_max = clauses.iter().map(|c| c.observed).fold(0.0, f64::max);
+    // The requests in flight at the period's edges, which TTFT and finishes count
+    // differently, are a handful among weeks of traffic: the TTFT bracket is not restated.
+    let counts =
+        HistogramCounts { finished: (finished > 0.0).then_some(finished), failed, clauses, in_flight_at_start: None };
+    let attained = counts.attainment()?;
     let requests = if finished > 0.0 { finished } else { observed_max };
-    Some(values(requests, joint(&clauses, failed_share), objective))
+    Some(values(requests, attained.joint, objective))
 }
 
 /// The period from request totals; `None` while no request was judged in it.

@@ -4,7 +4,7 @@
 
 use super::history::{History, Identity, Interval, Judged};
 use super::saturation::{self, TREND_INTERVALS};
-use super::{CapacityBook, CapacityReport, MAX_MODELS_PER_TARGET, MAX_PENDING, Pending, SPACING, assess};
+use super::{CapacityBook, CapacityReport, MAX_MODELS_PER_TARGET, MAX_PENDING, Pending, SPACING, assess, refresh};
 use crate::canonical::{FinishReason, HistogramKind};
 use crate::report::{Report, SloStatus, WindowReport};
 use crate::request::{ARRIVAL_SLOT_MS, ArrivalCell, Basis, DataSource};
@@ -40,9 +40,10 @@ impl CapacityBook {
                 }
                 let slos: Vec<&Slo> = self.slos.iter().filter(|s| s.applies_to(&t.target, &m.model)).collect();
                 if series.slos.len() != slos.len() || series.slos.iter().zip(&slos).any(|(a, b)| *a != b.name) {
-                    series.history = History::default();
+                    series.history = History::new(slos.iter().map(|s| s.objective.get()).collect(), self.cfg.fit);
                     series.pending.clear();
                     series.slos = slos.iter().map(|s| s.name.clone()).collect();
+                    series.generation += 1;
                 }
                 let window_ms = w.window.millis() as f64;
                 let new_share = last_ms.map_or(1.0, |l| ((report.t_ms - l) as f64 / window_ms).min(1.0));
@@ -58,7 +59,11 @@ impl CapacityBook {
                         *j = Judged { exact: true, ..Judged::default() };
                     }
                 }
+                let resets = series.history.resets;
                 series.history.push(identity, iv);
+                if series.history.resets != resets {
+                    series.generation += 1;
+                }
                 for (k, c) in cells.iter().enumerate() {
                     let new = c.iter().flat_map(|c| c.iter()).filter(|c| last_ms.is_none_or(|l| c.finished_ms >= l));
                     series.pending.extend(new.map(|cell| Pending {
@@ -78,15 +83,43 @@ impl CapacityBook {
                 series.pending.drain(..excess);
                 let reasons = saturation::reasons(&series.history.recent(TREND_INTERVALS), self.cfg.kv_critical);
                 series.saturation.update(reasons);
-                series.latest = Some(assess(&t.target, &m.model, series, &slos, report.t_ms, &self.cfg));
+                series.latest = Some(assess(&t.target, &m.model, series, &slos));
+                if !series.stale {
+                    series.stale = true;
+                    self.queue.push_back((t.target.clone(), m.model.clone()));
+                }
             }
         }
+        self.refresh_some(report.t_ms);
         let up: std::collections::HashSet<&str> = report.targets.iter().map(|t| t.target.as_str()).collect();
         self.series
             .iter()
             .filter(|((target, _), _)| up.contains(&target.as_str()))
             .filter_map(|(_, s)| s.latest.clone())
             .collect()
+    }
+}
+
+impl CapacityBook {
+    /// Refreshes the estimates of the series queued longest: as many per tick as spreads
+    /// one interval's worth of refreshes (every series, once per [`SPACING`]) evenly over
+    /// the ticks in between, so that no tick carries every series' bootstrap. A series
+    /// gets an interval, and thus a refresh, at most once per [`SPACING`], so the queue
+    /// never holds more than the book's series.
+    fn refresh_some(&mut self, t_ms: i64) {
+        let spacing = SPACING.as_millis() as i64;
+        let gap = self.last_t_ms.map(|l| t_ms - l).filter(|g| *g > 0 && *g < spacing);
+        self.last_t_ms = Some(t_ms);
+        let budget = gap.map_or(self.queue.len(), |g| {
+            ((self.series.len() as u64 * g as u64).div_ceil(spacing as u64) as usize).max(1)
+        });
+        for _ in 0..budget {
+            let Some(key) = self.queue.pop_front() else { break };
+            if let Some(s) = self.series.get_mut(&key).filter(|s| s.stale) {
+                refresh(s, &self.cfg);
+                self.estimates_made += 1;
+            }
+        }
     }
 }
 

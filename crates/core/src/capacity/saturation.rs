@@ -4,46 +4,15 @@
 
 use serde::Serialize;
 
-use super::history::Interval;
+use super::interval::Interval;
+pub use super::interval::LAG_SHARE;
 use super::stats::{mann_kendall, theil_sen};
-
-/// Why an engine is called saturated. The first two are the signal; the rest corroborate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reason {
-    /// Requests waiting rise (Theil–Sen slope > 0, Mann–Kendall p < 0.05) and average ≥ 1.
-    QueueGrowing,
-    /// Completions stay more than 10 % under arrivals: Little's law diverges.
-    CompletionsLag,
-    /// KV-cache usage at or above the critical band.
-    KvCritical,
-    /// The engine preempts requests.
-    Preemptions,
-    /// p99 TTFT rises significantly over the same intervals.
-    TtftRising,
-}
-
-impl Reason {
-    pub const ALL: [Reason; 5] =
-        [Reason::QueueGrowing, Reason::CompletionsLag, Reason::KvCritical, Reason::Preemptions, Reason::TtftRising];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::QueueGrowing => "queue_growing",
-            Reason::CompletionsLag => "completions_lag",
-            Reason::KvCritical => "kv_critical",
-            Reason::Preemptions => "preemptions",
-            Reason::TtftRising => "ttft_rising",
-        }
-    }
-}
+pub use crate::report::capacity::Reason;
 
 /// Intervals the trend tests read: 8 intervals of 15 s are two minutes.
 pub const TREND_INTERVALS: usize = 8;
 /// Significance of the trend tests.
 pub const TREND_P: f64 = 0.05;
-/// Completions this far under arrivals count as lagging.
-pub const LAG_SHARE: f64 = 0.10;
 /// Consecutive intervals a new state must hold before it is shown (hysteresis): entering
 /// takes two, leaving three, so one noisy interval neither raises nor clears it.
 pub const ENTER_AFTER: u32 = 2;
@@ -93,7 +62,7 @@ pub fn signal(reasons: &[Reason]) -> bool {
 }
 
 /// The saturation state of one target and model, with hysteresis.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Saturation {
     pub saturated: bool,
     /// The reasons behind the state while saturated; empty otherwise.

@@ -6,6 +6,7 @@
 //! as Prometheus adds them ([`crate::kahan`]). The math is in [`promql`], the range
 //! selection in [`range`].
 
+mod config;
 pub mod extra;
 pub mod incremental;
 pub mod kv;
@@ -25,51 +26,17 @@ use std::sync::Arc;
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 use crate::duration::Window;
 use crate::kahan::{self, KahanSum};
-use crate::report::{LatencyMean, LatencyQuantile, Limits, ModelReport, WindowReport};
-use crate::slo::Slo;
+use crate::report::{LatencyMean, LatencyQuantile, ModelReport, WindowReport};
 use crate::window::{LATENCY_HISTOGRAMS, Quantity, TargetWindows};
 
+pub use config::{AlertWindow, EvalConfig};
 pub use promql::RateMode;
 use range::{ModelRange, RangeView};
-pub use thin::{AlertWindow, Thin, Thinning};
+pub use thin::{Thin, Thinning};
 
 // The band limits live beside the bands they define, in the report, which every output
 // reads; evaluation only applies them.
 pub use crate::report::KvThresholds;
-
-/// What to evaluate at each tick.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct EvalConfig {
-    pub windows: Vec<Window>,
-    pub quantiles: Vec<f64>,
-    pub kv: KvThresholds,
-    /// Every configured SLO; [`EvalConfig::for_target`] keeps those of one target.
-    pub slos: Vec<Slo>,
-    /// Draft step cost / target step cost, for the spec-decode speedup estimate.
-    pub spec_draft_cost_ratio: Option<f64>,
-    /// The windows of `windows` that only the alert rules read: each is evaluated and
-    /// exported only for them ([`thin`]).
-    pub alert_only: Vec<AlertWindow>,
-}
-
-impl EvalConfig {
-    /// This config with only the SLOs that select `target`.
-    pub fn for_target(&self, target: &str) -> EvalConfig {
-        let mut cfg = self.clone();
-        cfg.slos.retain(|s| s.scope.applies_to_target(target));
-        cfg
-    }
-
-    /// `window`'s entry in [`EvalConfig::alert_only`], if the rules alone read it.
-    pub fn alert_window(&self, window: Window) -> Option<&AlertWindow> {
-        self.alert_only.iter().find(|a| a.window == window)
-    }
-
-    /// The limits a report exports beside its values: every SLO, and the KV bands.
-    pub fn limits(&self) -> Limits {
-        Limits { slos: self.slos.clone(), kv: self.kv }
-    }
-}
 
 /// The quantiles exported when the config names none.
 pub const DEFAULT_QUANTILES: [f64; 4] = [0.5, 0.9, 0.95, 0.99];

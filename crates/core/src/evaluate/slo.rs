@@ -1,14 +1,12 @@
 //! SLOs over one window of one model: per-clause attainment, joint attainment with
 //! failures counted as bad, goodput and burn rate (docs/architecture.md#joint-attainment).
 
-use std::collections::BTreeMap;
-
 use super::range::ModelRange;
 use super::ratios;
 use crate::canonical::GaugeKind;
 use crate::canonical::{CounterKind, FinishReason, HistogramKind};
 use crate::report::{SloReport, SloStatus, SloValues};
-use crate::slo::{Bounded, Clause, Slo, attainment, burn_rate, joint, restate};
+use crate::slo::{Clause, HistogramClause, HistogramCounts, Slo, burn_rate};
 
 /// The histogram a clause is measured on.
 pub fn histogram_of(clause: Clause) -> HistogramKind {
@@ -48,47 +46,52 @@ fn status(
     requests_per_second: Option<f64>,
     output_tokens_per_second: Option<f64>,
 ) -> SloStatus {
-    let mut per_clause: BTreeMap<Clause, Bounded> = BTreeMap::new();
-    for (clause, threshold) in spec.clauses() {
-        let kind = histogram_of(clause);
-        let threshold = threshold.as_secs_f64();
-        let Some(h) = ratios::histogram(m, kind) else {
-            // The adapter also drops a histogram it cannot read honestly (no +Inf bucket,
-            // NaN counts): that is counted in llm_slo_scrape_warnings_total.
-            let reason = format!("{}: {}, or none usable (see scrape warnings)", clause.as_str(), missing_reason(kind));
-            return SloStatus::NotEvaluable { reason };
-        };
-        match attainment(&h, threshold) {
-            Some(a) => {
-                per_clause.insert(clause, a);
-            }
-            None => return SloStatus::NoTraffic,
-        }
-    }
-    let requests = ratios::counter_all(m, CounterKind::RequestsFinished);
-    let failed = ratios::counter(m, CounterKind::RequestsFinished, |r| r.is_some_and(FinishReason::is_failure));
-    let failed_share = ratios::ratio(failed, requests).unwrap_or(0.0);
-    let mut clauses: Vec<(Clause, Bounded)> = per_clause.iter().map(|(c, b)| (*c, *b)).collect();
-    // Joint attainment counts the requests that finished in the window; TTFT counted
-    // those whose first token came in it. Restate TTFT for the finished population, with
-    // the requests in flight at the window's first scrape as the possible difference.
-    if let (Some(n), Some(outsiders)) = (requests, in_flight_at_start(m))
-        && let Some((_, ttft)) = clauses.iter_mut().find(|(c, _)| *c == Clause::Ttft)
-        && let Some(observed) =
-            ratios::histogram(m, HistogramKind::Ttft).and_then(|h| h.buckets.last().map(|b| b.count))
-    {
-        *ttft = restate(*ttft, observed, n, outsiders);
-    }
-    let clauses: Vec<Bounded> = clauses.into_iter().map(|(_, b)| b).collect();
-    let joint = joint(&clauses, failed_share);
-    per_clause.insert(Clause::Joint, joint);
+    let counts = match counts(spec, m) {
+        Ok(c) => c,
+        Err(reason) => return SloStatus::NotEvaluable { reason },
+    };
+    let Some(a) = counts.attainment() else { return SloStatus::NoTraffic };
+    let joint = a.joint;
+    let mut attainment = a.clauses;
+    attainment.insert(Clause::Joint, joint);
     SloStatus::Evaluated(SloValues {
-        attainment: per_clause,
+        attainment,
         burn_rate: burn_rate(joint, spec.objective.get()),
         goodput_requests_per_second: requests_per_second.map(|r| joint.scale(r)),
         goodput_tokens_per_second: output_tokens_per_second.map(|r| joint.scale(r)),
-        requests: requests.unwrap_or(f64::NAN),
-        failed: failed.unwrap_or(0.0),
+        requests: counts.finished.unwrap_or(f64::NAN),
+        failed: counts.failed,
+    })
+}
+
+/// Why an SLO is not evaluable from histograms over a window no scrape reached.
+pub const NO_SCRAPE: &str =
+    "no successful scrape of this model in the window (the target is down or no longer serves it)";
+
+/// One SLO's histogram counts over one model's range ([`HistogramCounts`]: the one
+/// definition of attainment from histograms), or why the SLO cannot be evaluated on it.
+pub fn counts(spec: &Slo, m: &ModelRange) -> Result<HistogramCounts, String> {
+    // Without a scrape in the window nothing is known of the engine's histograms: saying
+    // the engine has none would blame the engine for a target that is down.
+    if m.span().is_none() {
+        return Err(NO_SCRAPE.to_string());
+    }
+    let mut clauses = Vec::new();
+    for (clause, threshold) in spec.clauses() {
+        let kind = histogram_of(clause);
+        let Some(h) = ratios::histogram(m, kind) else {
+            // The adapter also drops a histogram it cannot read honestly (no +Inf bucket,
+            // NaN counts): that is counted in llm_slo_scrape_warnings_total.
+            return Err(format!("{}: {}, or none usable (see scrape warnings)", clause.as_str(), missing_reason(kind)));
+        };
+        clauses.push(HistogramClause::of(clause, &h, threshold.as_secs_f64()));
+    }
+    Ok(HistogramCounts {
+        finished: ratios::counter_all(m, CounterKind::RequestsFinished),
+        failed: ratios::counter(m, CounterKind::RequestsFinished, |r| r.is_some_and(FinishReason::is_failure))
+            .unwrap_or(0.0),
+        clauses,
+        in_flight_at_start: in_flight_at_start(m),
     })
 }
 

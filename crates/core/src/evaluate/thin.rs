@@ -10,20 +10,11 @@
 //! The store keeps full scrapes only as long as the longest configured window, and beyond
 //! it only the series some alert-only window keeps ([`Thinning`]).
 
-use super::EvalConfig;
+use super::config::EvalConfig;
 use super::slo::histogram_of;
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 use crate::duration::Window;
 use crate::window::{Kept, Quantity};
-
-/// A window in [`EvalConfig::windows`] that only the alert rules read.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AlertWindow {
-    pub window: Window,
-    /// The latency quantiles the rules read of this window (of TTFT and TPOT): empty unless
-    /// a latency rule reads it.
-    pub quantiles: Vec<f64>,
-}
 
 /// The latency histograms whose quantiles a latency rule compares with an SLO threshold.
 pub const ALERT_LATENCY_HISTOGRAMS: &[HistogramKind] = &[HistogramKind::Ttft, HistogramKind::Tpot];

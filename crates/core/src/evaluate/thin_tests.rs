@@ -12,7 +12,7 @@ use crate::canonical::{
 };
 use crate::export;
 use crate::report::{Health, Report, TargetReport};
-use crate::slo::{Objective, Scope};
+use crate::slo::{Objective, Scope, Slo};
 
 /// The `i`th scrape of one vLLM-like rank with every kind of series the tests look for.
 fn scrape(i: u32) -> Arc<Snapshot> {

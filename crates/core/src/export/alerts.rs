@@ -2,7 +2,8 @@
 //! Prometheus's own `ALERTS` series; and `llm_slo_alert_rule_ready`: whether each rule's
 //! windows are covered enough for it to judge (docs/alerts.md#after-a-restart).
 
-use super::{Collect, Emit, ExportSample, Label, Labels};
+use super::emit::{Collect, Emit, ExportSample, Label, Labels};
+use super::registry::{Family, Unit};
 use crate::report::{AlertJson, RuleReadiness};
 
 pub const ALERT_FAMILY: &str = "llm_slo_alert";
@@ -10,8 +11,18 @@ pub const ALERT_HELP: &str = "Pending or firing alerts, like Prometheus's ALERTS
 pub const READY_FAMILY: &str = "llm_slo_alert_rule_ready";
 pub const READY_HELP: &str = "1 when the window an alert rule reads is covered enough by data (alerting.min_window_coverage) for the rule to judge this target and model; 0 while the rule waits, e.g. after a start.";
 
-/// Both families, with HELP and TYPE.
-pub const FAMILIES: &[(&str, &str, &str)] = &[(ALERT_FAMILY, ALERT_HELP, "gauge"), (READY_FAMILY, READY_HELP, "gauge")];
+crate::label_set! {
+    /// `model` and `slo` only where the alert has them.
+    pub Alert = [alertname, severity, state, target, model, slo];
+    /// `model` only where the rule reads a model's series.
+    pub Ready = [alertname, target, model, window];
+}
+
+/// Both families.
+pub const FAMILIES: &[Family] = &[
+    Family::gauge::<Alert>(ALERT_FAMILY, Unit::Flag, ALERT_HELP),
+    Family::gauge::<Ready>(READY_FAMILY, Unit::Flag, READY_HELP),
+];
 
 /// `llm_slo_alert_rule_ready{alertname, target, model, window}`, in the order given.
 pub fn readiness_samples(readiness: &[RuleReadiness]) -> Vec<ExportSample> {

@@ -1,8 +1,8 @@
 //! The error-budget families: each SLO's budget over its period, per target, model and
 //! source (docs/metrics.md#error-budget-over-a-period).
 
-use super::emit::Finite;
-use super::{Collect, Emit, ExportSample, Labels};
+use super::emit::{Collect, Emit, ExportSample, Finite, Labels};
+use super::registry::{Family, Unit};
 use crate::budget::BudgetReport;
 use crate::duration::format_duration;
 
@@ -11,34 +11,34 @@ pub const CONSUMED: &str = "llm_slo_error_budget_consumed_ratio";
 pub const PERIOD_REQUESTS: &str = "llm_slo_error_budget_period_requests";
 pub const PERIOD_COVERAGE: &str = "llm_slo_error_budget_period_coverage_ratio";
 
-/// Every family this module emits, in output order, with HELP and TYPE.
-pub const FAMILIES: &[(&str, &str, &str)] = &[
-    (
+crate::label_set! {
+    pub Bounded = [target, model, slo, source, period, bound];
+    pub Period = [target, model, slo, source, period];
+}
+
+/// Every family this module emits, in output order.
+pub const FAMILIES: &[Family] = &[
+    Family::gauge::<Bounded>(
         REMAINING,
+        Unit::Ratio,
         "Share of the SLO's error budget left over its period: 1 - consumed; negative once overspent.",
-        "gauge",
     ),
-    (
+    Family::gauge::<Bounded>(
         CONSUMED,
+        Unit::Ratio,
         "Share of the SLO's error budget spent over its period: (1 - attainment over the period) / (1 - objective).",
-        "gauge",
     ),
-    (PERIOD_REQUESTS, "Requests the SLO judged over its period.", "gauge"),
-    (
+    Family::gauge::<Period>(PERIOD_REQUESTS, Unit::Requests, "Requests the SLO judged over its period."),
+    Family::gauge::<Period>(
         PERIOD_COVERAGE,
+        Unit::Ratio,
         "Share of the SLO's period the budget has data for: below 1 until the daemon has counted a whole period.",
-        "gauge",
     ),
 ];
 
-/// HELP and TYPE of a family of this module.
-pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
-    FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2))
-}
-
 /// The samples of every budget, grouped by family.
 pub fn samples(budgets: &[BudgetReport]) -> Vec<ExportSample> {
-    let mut out = Collect::new(|name| FAMILIES.iter().position(|f| f.0 == name));
+    let mut out = Collect::new(|name| FAMILIES.iter().position(|f| f.name == name));
     emit(budgets, &mut Finite(&mut out));
     out.finish()
 }
@@ -109,6 +109,6 @@ mod tests {
         // Nothing to judge yet: only how much of the period is covered.
         let s = samples(&[report(None)]);
         assert_eq!(s.iter().map(|x| x.name).collect::<Vec<_>>(), [PERIOD_COVERAGE]);
-        assert!(FAMILIES.iter().all(|f| family_meta(f.0).is_some() && super::super::family_meta(f.0).is_some()));
+        assert!(FAMILIES.iter().all(|f| super::super::family_meta(f.name) == Some(f.meta())));
     }
 }

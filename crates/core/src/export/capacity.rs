@@ -1,8 +1,9 @@
 //! The capacity families: each SLO's capacity with its spread, headroom, the data it rests
 //! on, and the saturation signal, per target and model (docs/metrics.md#capacity).
 
-use super::emit::Finite;
-use super::{Collect, Emit, ExportSample, Labels, QUANTILE_LABEL, quantile_label};
+use super::emit::{Collect, Emit, ExportSample, Finite, Labels};
+use super::families::{QUANTILE_LABEL, quantile_label};
+use super::registry::{Family, LabelValue, Unit};
 use crate::capacity::{CapacityReport, Reason};
 
 pub const REQUEST_RATE: &str = "llm_slo_capacity_request_rate";
@@ -12,40 +13,58 @@ pub const AGE: &str = "llm_slo_capacity_age_seconds";
 pub const ARRIVAL_RATE: &str = "llm_slo_capacity_arrival_rate";
 pub const SATURATED: &str = "llm_slo_saturated";
 
-/// Every family this module emits, in output order, with HELP and TYPE.
-pub const FAMILIES: &[(&str, &str, &str)] = &[
-    (
+crate::label_set! {
+    /// `bound` only for `method="bounds"`.
+    pub Rate = [target, model, slo, q, method, censored, bound];
+    pub Slo = [target, model, slo];
+    pub Model = [target, model];
+    pub Saturated = [target, model, reason: Reason];
+}
+
+impl LabelValue for Reason {
+    const ALL: &'static [Reason] = &Reason::ALL;
+    fn as_str(self) -> &'static str {
+        Reason::as_str(self)
+    }
+}
+
+/// Every family this module emits, in output order.
+pub const FAMILIES: &[Family] = &[
+    Family::gauge::<Rate>(
         REQUEST_RATE,
+        Unit::RequestsPerSecond,
         "Highest request rate (requests/s) at which the SLO's attainment still met its objective, quantile q of its posterior; method=empirical from requests, bounds from each end of the histogram bracket (bound=lower|upper); censored=true: no failing load seen yet, a lower bound.",
-        "gauge",
     ),
-    (
+    Family::gauge::<Slo>(
         HEADROOM,
+        Unit::Ratio,
         "Conservative capacity (q=0.1, lower end) over the current arrival rate: below 1 the engine is past the load at which it met the SLO.",
-        "gauge",
     ),
-    (INTERVALS_USED, "Evaluation intervals of the current workload the capacity estimate rests on.", "gauge"),
-    (AGE, "Request-weighted mean age of the intervals the capacity estimate rests on.", "gauge"),
-    (
+    Family::gauge::<Slo>(
+        INTERVALS_USED,
+        Unit::Count,
+        "Evaluation intervals of the current workload the capacity estimate rests on.",
+    ),
+    Family::gauge::<Slo>(
+        AGE,
+        Unit::Seconds,
+        "Request-weighted mean age of the intervals the capacity estimate rests on.",
+    ),
+    Family::gauge::<Model>(
         ARRIVAL_RATE,
+        Unit::RequestsPerSecond,
         "Requests arriving per second in the newest interval: completions plus the change in requests in flight.",
-        "gauge",
     ),
-    (
+    Family::gauge::<Saturated>(
         SATURATED,
+        Unit::Flag,
         "1 for each reason while the engine is saturated (queue growing while completions lag arrivals, with hysteresis); 0 otherwise.",
-        "gauge",
     ),
 ];
 
-/// HELP and TYPE of a family of this module.
-pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
-    FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2))
-}
-
 /// The samples of every target and model's capacity, grouped by family.
 pub fn samples(reports: &[CapacityReport]) -> Vec<ExportSample> {
-    let mut out = Collect::new(|name| FAMILIES.iter().position(|f| f.0 == name));
+    let mut out = Collect::new(|name| FAMILIES.iter().position(|f| f.name == name));
     emit(reports, &mut Finite(&mut out));
     out.finish()
 }
@@ -133,6 +152,6 @@ mod tests {
         assert_eq!(sat.len(), Reason::ALL.len());
         assert_eq!(sat.iter().filter(|x| x.value == 1.0).count(), 2);
         assert!(s.iter().any(|x| x.name == HEADROOM && x.value == 0.75));
-        assert!(FAMILIES.iter().all(|f| super::super::family_meta(f.0).is_some()));
+        assert!(FAMILIES.iter().all(|f| super::super::family_meta(f.name) == Some(f.meta())));
     }
 }

@@ -5,7 +5,21 @@
 
 use std::collections::HashMap;
 
-use super::ExportSample;
+/// One exported sample: family name, labels in order, value.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ExportSample {
+    pub name: &'static str,
+    pub labels: Vec<(&'static str, String)>,
+    pub value: f64,
+}
+
+impl ExportSample {
+    /// Emits this sample as it is, its labels borrowed.
+    pub fn emit(&self, out: &mut dyn Emit) {
+        let labels: Vec<Label<'_>> = self.labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        out.sample(self.name, Labels::new(&labels, &[]), self.value);
+    }
+}
 
 /// One label: its name, and its value borrowed from the report or a constant.
 pub type Label<'a> = (&'static str, &'a str);
@@ -91,8 +105,3 @@ impl Emit for Collect {
 
 /// Where families no rank knows begin: after every ranked one.
 pub const UNRANKED: usize = 1 << 20;
-
-/// The position of `name` in `tables` taken one after the other.
-pub(crate) fn position(tables: &[&[(&str, &str, &str)]], name: &str) -> Option<usize> {
-    tables.iter().flat_map(|t| t.iter()).position(|f| f.0 == name)
-}

@@ -1,8 +1,53 @@
-//! The exported families' names, HELP and TYPE, and the label names they share
-//! (docs/metrics.md): the contract dashboards, rules and tests read.
+//! The per-target families' declarations (docs/metrics.md): name, HELP, TYPE, unit and label
+//! names, the contract dashboards, rules and tests read; and the label names other families
+//! share with them.
 
-use super::{alerts, budget, capacity, gpu, limits, requests};
-use crate::canonical::HistogramKind;
+use super::registry::{Family, LabelValue, Unit};
+use crate::canonical::{HistogramKind, WarningReason};
+use crate::report::KvBand;
+
+crate::label_set! {
+    pub Quantile = [target, model, window, source, q];
+    pub Bracket = [target, model, window, metric, q, side];
+    pub LatencyMean = [target, model, window, source, metric];
+    pub Tokens = [target, model, window, source, direction];
+    pub Source = [target, model, window, source];
+    pub FinishReason = [target, model, window, finished_reason];
+    /// `stat="last"` has no `window` (docs/metrics.md#series-without-a-window).
+    pub Stat = [target, model, window, stat];
+    pub Band = [target, model, window, band: KvBand];
+    pub Attainment = [target, model, window, source, slo, clause, bound];
+    pub Goodput = [target, model, window, source, slo, bound];
+    pub Slo = [target, model, window, source, slo];
+    pub SloOutcome = [target, model, window, source, slo, outcome];
+    pub ModelBand = [target, model, band: KvBand];
+    pub Model = [target, model];
+    pub Window = [target, model, window];
+    pub Component = [target, model, window, component];
+    pub Direction = [target, model, window, direction];
+    pub PromptLe = [target, model, window, prompt_tokens_le];
+    pub GenerationLe = [target, model, window, generation_tokens_le];
+    pub Position = [target, model, window, position];
+    pub Target = [target];
+    /// Only the labels discovery knows for the target.
+    pub TargetInfo = [target, discovery, namespace, pod, node];
+    pub TargetReason = [target, reason];
+    pub TargetWarning = [target, reason: WarningReason];
+}
+
+impl LabelValue for KvBand {
+    const ALL: &'static [KvBand] = &KvBand::ALL;
+    fn as_str(self) -> &'static str {
+        KvBand::as_str(self)
+    }
+}
+
+impl LabelValue for WarningReason {
+    const ALL: &'static [WarningReason] = WarningReason::ALL;
+    fn as_str(self) -> &'static str {
+        WarningReason::as_str(self)
+    }
+}
 
 pub const TTFT: &str = "llm_slo_ttft_seconds";
 pub const TPOT: &str = "llm_slo_tpot_seconds";
@@ -49,146 +94,175 @@ pub const LAST_SCRAPE_SUCCESS: &str = "llm_slo_target_last_scrape_success_timest
 pub const LAST_EVALUATION: &str = "llm_slo_target_last_evaluation_timestamp_seconds";
 
 /// Every family this module emits, in output order, with HELP and TYPE.
-pub const FAMILIES: &[(&str, &str, &str)] = &[
-    (
+pub const FAMILIES: &[Family] = &[
+    Family::gauge::<Quantile>(
         TTFT,
+        Unit::Seconds,
         "Time to first token quantile q over the window: source=metrics is PromQL-exact histogram_quantile of the engine's buckets; tap/otlp the nearest-rank quantile of measured requests.",
-        "gauge",
     ),
-    (TPOT, "Per-request time per output token quantile over the window (PromQL-exact).", "gauge"),
-    (ITL, "Inter-token latency quantile over the window (PromQL-exact).", "gauge"),
-    (E2E, "End-to-end request latency quantile over the window (PromQL-exact).", "gauge"),
-    (
+    Family::gauge::<Quantile>(
+        TPOT,
+        Unit::Seconds,
+        "Per-request time per output token quantile over the window (PromQL-exact).",
+    ),
+    Family::gauge::<Quantile>(ITL, Unit::Seconds, "Inter-token latency quantile over the window (PromQL-exact)."),
+    Family::gauge::<Quantile>(
+        E2E,
+        Unit::Seconds,
+        "End-to-end request latency quantile over the window (PromQL-exact).",
+    ),
+    Family::gauge::<Bracket>(
         BRACKET,
+        Unit::Seconds,
         "Bounds of the histogram bucket that holds each exported quantile; the quantile is interpolated inside.",
-        "gauge",
     ),
-    (
+    Family::gauge::<LatencyMean>(
         LATENCY_MEAN,
+        Unit::Seconds,
         "Mean of a latency histogram over the window (metric=ttft|tpot|itl|e2e): increase of its _sum over increase of its _count.",
-        "gauge",
     ),
-    (
+    Family::gauge::<Tokens>(
         TOKENS,
-        "Token throughput, sum over shards of rate(tokens[window]); direction=input is prompt, output is generated.",
-        "gauge",
+        Unit::TokensPerSecond,
+        "Token throughput: source=metrics is the sum over shards of rate(tokens[window]) (direction=input is prompt, output is generated); source=tap|otlp the output tokens of the requests that source saw finish in the window, over its seconds.",
     ),
-    (REQUESTS, "Finished requests per second over the window, every finish reason.", "gauge"),
-    (
+    Family::gauge::<Source>(
+        REQUESTS,
+        Unit::RequestsPerSecond,
+        "Finished requests per second over the window, every finish reason (source=metrics) or status (source=tap|otlp).",
+    ),
+    Family::gauge::<FinishReason>(
         FINISHED_BY_REASON,
+        Unit::RequestsPerSecond,
         "Finished requests per second over the window by the engine's finish reason (stop, length, abort, error, success, other).",
-        "gauge",
     ),
-    (
+    Family::gauge::<Stat>(
         KV_UTILIZATION,
+        Unit::Ratio,
         "KV-cache usage (0-1): mean and max over the window's scrapes; stat=last, at the last scrape, has no window.",
-        "gauge",
     ),
-    (KV_BAND_TIME, "Share of the window's scrapes with KV-cache usage in each band.", "gauge"),
-    (
+    Family::gauge::<Band>(KV_BAND_TIME, Unit::Ratio, "Share of the window's scrapes with KV-cache usage in each band."),
+    Family::gauge::<Attainment>(
         ATTAINMENT,
+        Unit::Ratio,
         "Share of the window's requests meeting an SLO clause (joint: all clauses, failures count as bad). bound=lower|upper bracket the truth; source=metrics: estimate interpolates (joint: independence product); tap/otlp: exact per request, bounds apart only for TPOT from a counted token number.",
-        "gauge",
     ),
-    (
+    Family::gauge::<Goodput>(
         GOODPUT_TOKENS,
+        Unit::TokensPerSecond,
         "Output tokens/s of requests meeting the SLO: joint attainment x output tokens/s, with bounds.",
-        "gauge",
     ),
-    (GOODPUT_REQUESTS, "Requests/s meeting the SLO: joint attainment x finished requests/s, with bounds.", "gauge"),
-    (BURN_RATE, "Error-budget burn rate (1 - joint attainment) / (1 - objective), with bounds.", "gauge"),
-    (
+    Family::gauge::<Goodput>(
+        GOODPUT_REQUESTS,
+        Unit::RequestsPerSecond,
+        "Requests/s meeting the SLO: joint attainment x finished requests/s, with bounds.",
+    ),
+    Family::gauge::<Goodput>(
+        BURN_RATE,
+        Unit::Number,
+        "Error-budget burn rate (1 - joint attainment) / (1 - objective), with bounds.",
+    ),
+    Family::gauge::<Slo>(
         SLO_EVALUABLE,
+        Unit::Flag,
         "1 when the SLO could be evaluated on this engine; 0 when it lacks a clause's histogram (see /api/v1/report for the reason).",
-        "gauge",
     ),
-    (
+    Family::gauge::<SloOutcome>(
         WINDOW_REQUESTS,
+        Unit::Requests,
         "Requests finished in the window (source=metrics: raw increase), and how many failed or were aborted (outcome label); tap/otlp also count outcome=unobservable, left out of the joint population.",
-        "gauge",
     ),
-    (KV_CURRENT_BAND, "1 for the KV-cache band of the last scrape, 0 for the others (no window).", "gauge"),
-    (KV_CAPACITY, "KV-cache capacity in tokens at the last scrape (no window).", "gauge"),
-    (
+    Family::gauge::<ModelBand>(
+        KV_CURRENT_BAND,
+        Unit::Flag,
+        "1 for the KV-cache band of the last scrape, 0 for the others (no window).",
+    ),
+    Family::gauge::<Model>(KV_CAPACITY, Unit::Tokens, "KV-cache capacity in tokens at the last scrape (no window)."),
+    Family::gauge::<Stat>(
         RUNNING,
+        Unit::Requests,
         "Requests in the running batch: mean and max over the window's scrapes; stat=last has no window.",
-        "gauge",
     ),
-    (
+    Family::gauge::<Stat>(
         WAITING,
+        Unit::Requests,
         "Requests waiting in the queue: mean and max over the window's scrapes; stat=last has no window.",
-        "gauge",
     ),
-    (PREEMPTIONS, "Preemption events per second, sum over shards of rate(preemptions[window]).", "gauge"),
-    (
+    Family::gauge::<Window>(
+        PREEMPTIONS,
+        Unit::EventsPerSecond,
+        "Preemption events per second, sum over shards of rate(preemptions[window]).",
+    ),
+    Family::gauge::<Component>(
         TTFT_COMPONENT,
+        Unit::Seconds,
         "Mean TTFT and its parts over the window: queue, prefill, and other (API server, tokenization). Means only.",
-        "gauge",
     ),
-    (REQUEST_TOKENS_MEAN, "Mean prompt (input) and output tokens per request finished in the window.", "gauge"),
-    (
+    Family::gauge::<Direction>(
+        REQUEST_TOKENS_MEAN,
+        Unit::Tokens,
+        "Mean prompt (input) and output tokens per request finished in the window.",
+    ),
+    Family::gauge::<PromptLe>(
         PROMPT_LENGTH_SHARE,
+        Unit::Ratio,
         "Share of requests finished in the window with a prompt of at most prompt_tokens_le tokens.",
-        "gauge",
     ),
-    (
+    Family::gauge::<GenerationLe>(
         GENERATION_LENGTH_SHARE,
+        Unit::Ratio,
         "Share of requests finished in the window with at most generation_tokens_le output tokens.",
-        "gauge",
     ),
-    (SPEC_ACCEPTANCE, "Speculative decoding: accepted / proposed draft tokens over the window.", "gauge"),
-    (SPEC_ACCEPTED_LENGTH, "Speculative decoding: tokens per verification step, 1 + accepted / drafts.", "gauge"),
-    (SPEC_POSITION, "Speculative decoding: accepted tokens at a draft position / drafts.", "gauge"),
-    (
+    Family::gauge::<Window>(
+        SPEC_ACCEPTANCE,
+        Unit::Ratio,
+        "Speculative decoding: accepted / proposed draft tokens over the window.",
+    ),
+    Family::gauge::<Window>(
+        SPEC_ACCEPTED_LENGTH,
+        Unit::Tokens,
+        "Speculative decoding: tokens per verification step, 1 + accepted / drafts.",
+    ),
+    Family::gauge::<Position>(
+        SPEC_POSITION,
+        Unit::Ratio,
+        "Speculative decoding: accepted tokens at a draft position / drafts.",
+    ),
+    Family::gauge::<Window>(
         SPEC_SPEEDUP,
+        Unit::Number,
         "Speculative decoding: expected speedup for the configured draft cost ratio (a model, not a measurement).",
-        "gauge",
     ),
-    (PREFIX_HIT, "Prefix-cache hits / queries over the window.", "gauge"),
-    (
+    Family::gauge::<Window>(PREFIX_HIT, Unit::Ratio, "Prefix-cache hits / queries over the window."),
+    Family::gauge::<Window>(
         WINDOW_COVERAGE,
+        Unit::Ratio,
         "Share of the window covered by scrape data (0-1): time since the model's oldest scrape in the window plus one scrape spacing, over the window. Below 1 until the daemon has scraped for a whole window.",
-        "gauge",
     ),
-    (TARGET_UP, "1 when the last scrape of the target succeeded.", "gauge"),
-    (
+    Family::gauge::<Target>(TARGET_UP, Unit::Flag, "1 when the last scrape of the target succeeded."),
+    Family::gauge::<TargetInfo>(
         TARGET_INFO,
+        Unit::Flag,
         "Always 1, for each discovered target: which discovery source found it and, from Kubernetes or a target file, its pod, namespace and node.",
-        "gauge",
     ),
-    (SCRAPE_DURATION, "Duration of the last scrape of the target.", "gauge"),
-    (SCRAPE_ERRORS, "Failed scrapes of the target since start, by reason.", "counter"),
-    (
+    Family::gauge::<Target>(SCRAPE_DURATION, Unit::Seconds, "Duration of the last scrape of the target."),
+    Family::counter::<TargetReason>(SCRAPE_ERRORS, Unit::Count, "Failed scrapes of the target since start, by reason."),
+    Family::counter::<TargetWarning>(
         SCRAPE_WARNINGS,
+        Unit::Count,
         "Scrapes of the target accepted with a problem since start, by reason (duplicate series, an unusable histogram).",
-        "counter",
     ),
-    (LAST_SCRAPE_SUCCESS, "Unix time the last successful scrape of the target started.", "gauge"),
-    (
+    Family::gauge::<Target>(
+        LAST_SCRAPE_SUCCESS,
+        Unit::Timestamp,
+        "Unix time the last successful scrape of the target started.",
+    ),
+    Family::gauge::<Target>(
         LAST_EVALUATION,
+        Unit::Timestamp,
         "Unix time the target's exported values were evaluated at; behind the other targets when its evaluation is late.",
-        "gauge",
     ),
 ];
-
-/// HELP text and TYPE of an exported family (this module's, the alert and GPU ones).
-pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
-    if name == alerts::ALERT_FAMILY {
-        return Some((alerts::ALERT_HELP, "gauge"));
-    }
-    if name == alerts::READY_FAMILY {
-        return Some((alerts::READY_HELP, "gauge"));
-    }
-    FAMILIES
-        .iter()
-        .find(|f| f.0 == name)
-        .map(|f| (f.1, f.2))
-        .or_else(|| gpu::family_meta(name))
-        .or_else(|| requests::family_meta(name))
-        .or_else(|| limits::family_meta(name))
-        .or_else(|| budget::family_meta(name))
-        .or_else(|| capacity::family_meta(name))
-}
 
 /// The quantile family of a latency histogram, if it is exported.
 pub fn latency_family(kind: HistogramKind) -> Option<&'static str> {
@@ -212,3 +286,8 @@ pub const PROMPT_TOKENS_LE_LABEL: &str = "prompt_tokens_le";
 
 /// The label of [`GENERATION_LENGTH_SHARE`], as [`PROMPT_TOKENS_LE_LABEL`] is for prompts.
 pub const GENERATION_TOKENS_LE_LABEL: &str = "generation_tokens_le";
+
+/// The [`QUANTILE_LABEL`] value: shortest decimal that round-trips (`0.5`, `0.99`).
+pub fn quantile_label(q: f64) -> String {
+    format!("{q}")
+}

@@ -4,30 +4,77 @@
 //! dcgm-exporter's `modelName`), plus `target` when the caller joined the GPU to one. A reading
 //! the source could not give is simply absent: no sample, never a zero.
 
-use super::emit::Finite;
-use super::{Collect, Emit, ExportSample, Label, Labels};
+use super::emit::{Collect, Emit, ExportSample, Finite, Label, Labels};
+use super::families::Window;
+use super::registry::{Family, Unit};
 use crate::gpu::derive::Derived;
 use crate::gpu::reading::{GpuReading, THROTTLE_REASONS};
 
 type Field = fn(&GpuReading) -> Option<f64>;
 
-/// Gauge families read straight off a [`GpuReading`], with their HELP text.
+crate::label_set! {
+    /// `target` where the GPU is joined to one; `model_name` where the source names the product.
+    pub Gpu = [target, gpu, uuid, model_name];
+    pub Throttle = [target, gpu, uuid, model_name, reason];
+    pub WindowSource = [target, model, window, source];
+    pub Cost = [target, model, window, kind, bound];
+}
+
+/// Gauge families read straight off a [`GpuReading`], in output order.
+pub const FAMILIES: &[Family] = &[
+    Family::gauge::<Gpu>(
+        "llm_slo_gpu_utilization_ratio",
+        Unit::Ratio,
+        "Share of time at least one kernel ran on the GPU (NVML/DCGM GPU_UTIL; not a FLOP fraction).",
+    ),
+    Family::gauge::<Gpu>(
+        "llm_slo_gpu_memory_controller_utilization_ratio",
+        Unit::Ratio,
+        "Share of time device memory was read or written (time-based, not bandwidth).",
+    ),
+    Family::gauge::<Gpu>("llm_slo_gpu_memory_used_bytes", Unit::Bytes, "Device memory in use."),
+    Family::gauge::<Gpu>("llm_slo_gpu_memory_total_bytes", Unit::Bytes, "Device memory in total."),
+    Family::gauge::<Gpu>("llm_slo_gpu_power_watts", Unit::Watts, "Power draw (1 s average on Ampere and newer)."),
+    Family::gauge::<Gpu>("llm_slo_gpu_power_limit_watts", Unit::Watts, "Enforced power limit."),
+    Family::gauge::<Gpu>("llm_slo_gpu_sm_clock_hertz", Unit::Hertz, "Current SM clock."),
+    Family::gauge::<Gpu>("llm_slo_gpu_memory_clock_hertz", Unit::Hertz, "Current memory clock."),
+    Family::gauge::<Gpu>("llm_slo_gpu_temperature_celsius", Unit::Celsius, "GPU die temperature."),
+    Family::gauge::<Gpu>("llm_slo_gpu_pcie_tx_bytes_per_second", Unit::BytesPerSecond, "PCIe transmit throughput."),
+    Family::gauge::<Gpu>("llm_slo_gpu_pcie_rx_bytes_per_second", Unit::BytesPerSecond, "PCIe receive throughput."),
+    Family::gauge::<Gpu>(
+        "llm_slo_gpu_dram_active_ratio",
+        Unit::Ratio,
+        "DRAM bandwidth used over the theoretical maximum (NVML GPM DramBwUtil or DCGM DRAM_ACTIVE).",
+    ),
+    Family::gauge::<Gpu>(
+        "llm_slo_gpu_tensor_active_ratio",
+        Unit::Ratio,
+        "Share of time any tensor pipe was active (GPM AnyTensorUtil or DCGM PIPE_TENSOR_ACTIVE).",
+    ),
+    Family::gauge::<Gpu>(
+        "llm_slo_gpu_sm_occupancy_ratio",
+        Unit::Ratio,
+        "Resident warps over the maximum (GPM SmOccupancy or DCGM SM_OCCUPANCY).",
+    ),
+];
+
+/// What each of [`FAMILIES`] reads off a reading, in the same order.
 #[rustfmt::skip]
-const GPU_GAUGES: &[(&str, Field, &str)] = &[
-    ("llm_slo_gpu_utilization_ratio", |r| r.gpu_utilization_ratio, "Share of time at least one kernel ran on the GPU (NVML/DCGM GPU_UTIL; not a FLOP fraction)."),
-    ("llm_slo_gpu_memory_controller_utilization_ratio", |r| r.memory_controller_utilization_ratio, "Share of time device memory was read or written (time-based, not bandwidth)."),
-    ("llm_slo_gpu_memory_used_bytes", |r| r.memory_used_bytes, "Device memory in use."),
-    ("llm_slo_gpu_memory_total_bytes", |r| r.memory_total_bytes, "Device memory in total."),
-    ("llm_slo_gpu_power_watts", |r| r.power_watts, "Power draw (1 s average on Ampere and newer)."),
-    ("llm_slo_gpu_power_limit_watts", |r| r.power_limit_watts, "Enforced power limit."),
-    ("llm_slo_gpu_sm_clock_hertz", |r| r.sm_clock_hertz, "Current SM clock."),
-    ("llm_slo_gpu_memory_clock_hertz", |r| r.memory_clock_hertz, "Current memory clock."),
-    ("llm_slo_gpu_temperature_celsius", |r| r.temperature_celsius, "GPU die temperature."),
-    ("llm_slo_gpu_pcie_tx_bytes_per_second", |r| r.pcie_tx_bytes_per_second, "PCIe transmit throughput."),
-    ("llm_slo_gpu_pcie_rx_bytes_per_second", |r| r.pcie_rx_bytes_per_second, "PCIe receive throughput."),
-    ("llm_slo_gpu_dram_active_ratio", |r| r.dram_active_ratio, "DRAM bandwidth used over the theoretical maximum (NVML GPM DramBwUtil or DCGM DRAM_ACTIVE)."),
-    ("llm_slo_gpu_tensor_active_ratio", |r| r.tensor_active_ratio, "Share of time any tensor pipe was active (GPM AnyTensorUtil or DCGM PIPE_TENSOR_ACTIVE)."),
-    ("llm_slo_gpu_sm_occupancy_ratio", |r| r.sm_occupancy_ratio, "Resident warps over the maximum (GPM SmOccupancy or DCGM SM_OCCUPANCY)."),
+const FIELDS: [Field; 14] = [
+    |r| r.gpu_utilization_ratio,
+    |r| r.memory_controller_utilization_ratio,
+    |r| r.memory_used_bytes,
+    |r| r.memory_total_bytes,
+    |r| r.power_watts,
+    |r| r.power_limit_watts,
+    |r| r.sm_clock_hertz,
+    |r| r.memory_clock_hertz,
+    |r| r.temperature_celsius,
+    |r| r.pcie_tx_bytes_per_second,
+    |r| r.pcie_rx_bytes_per_second,
+    |r| r.dram_active_ratio,
+    |r| r.tensor_active_ratio,
+    |r| r.sm_occupancy_ratio,
 ];
 
 const THROTTLE: &str = "llm_slo_gpu_throttle_reasons";
@@ -36,32 +83,38 @@ const HBM: &str = "llm_slo_hbm_bandwidth_utilization_ratio";
 const TPOT_FLOOR: &str = "llm_slo_decode_tpot_floor_seconds";
 const COST: &str = "llm_slo_cost_dollars_per_million_tokens";
 
-/// HELP text and TYPE of a GPU/MFU/HBM/cost family; `None` for other families.
-pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
-    if let Some((_, _, help)) = GPU_GAUGES.iter().find(|(n, _, _)| *n == name) {
-        return Some((help, "gauge"));
-    }
-    let help = match name {
-        THROTTLE => "1 when the GPU clocks are held down for this reason (NVML clock-event reasons), else 0.",
-        MFU => "Model FLOPs utilization: achieved model FLOP/s over dense peak FLOP/s of the serving GPUs.",
-        HBM => "Memory bandwidth used over the peak, per GPU; source says how it was measured.",
-        TPOT_FLOOR => "Fastest possible decode step: bytes read per step per GPU over peak memory bandwidth.",
-        COST => "Dollars per million output tokens (kind=output) or SLO-compliant output tokens (kind=good_output).",
-        _ => return None,
-    };
-    Some((help, "gauge"))
-}
-
-/// Every GPU family name this module can emit, in output order.
-pub fn family_names() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = GPU_GAUGES.iter().map(|(n, _, _)| *n).collect();
-    v.extend([THROTTLE, MFU, HBM, TPOT_FLOOR, COST]);
-    v
-}
+/// Throttling per GPU, then the figures derived per target, model and window.
+pub const DERIVED: &[Family] = &[
+    Family::gauge::<Throttle>(
+        THROTTLE,
+        Unit::Flag,
+        "1 when the GPU clocks are held down for this reason (NVML clock-event reasons), else 0.",
+    ),
+    Family::gauge::<WindowSource>(
+        MFU,
+        Unit::Ratio,
+        "Model FLOPs utilization: achieved model FLOP/s over dense peak FLOP/s of the serving GPUs.",
+    ),
+    Family::gauge::<WindowSource>(
+        HBM,
+        Unit::Ratio,
+        "Memory bandwidth used over the peak, per GPU; source says how it was measured.",
+    ),
+    Family::gauge::<Window>(
+        TPOT_FLOOR,
+        Unit::Seconds,
+        "Fastest possible decode step: bytes read per step per GPU over peak memory bandwidth.",
+    ),
+    Family::gauge::<Cost>(
+        COST,
+        Unit::Dollars,
+        "Dollars per million output tokens (kind=output) or SLO-compliant output tokens (kind=good_output).",
+    ),
+];
 
 /// Where a per-GPU family comes among them: the gauges in table order, then throttling.
 pub fn reading_rank(name: &str) -> Option<usize> {
-    GPU_GAUGES.iter().position(|g| g.0 == name).or_else(|| (name == THROTTLE).then_some(GPU_GAUGES.len()))
+    FAMILIES.iter().position(|g| g.name == name).or_else(|| (name == THROTTLE).then_some(FAMILIES.len()))
 }
 
 /// Per-GPU samples, grouped by family, GPUs in the given order.
@@ -86,10 +139,10 @@ pub fn emit_readings<'a>(readings: &'a [GpuReading], target: Option<&'a str>, ou
         l
     };
     let all: Vec<Vec<Label<'a>>> = readings.iter().map(labels).collect();
-    for (name, field, _) in GPU_GAUGES {
+    for (family, field) in FAMILIES.iter().zip(FIELDS) {
         for (r, l) in readings.iter().zip(&all) {
             if let Some(v) = field(r) {
-                out.sample(name, Labels::new(l, &[]), v);
+                out.sample(family.name, Labels::new(l, &[]), v);
             }
         }
     }
@@ -138,12 +191,11 @@ mod tests {
     use crate::gpu::derive::{Bounds, FlopsSource, Mfu};
 
     #[test]
-    fn every_family_has_meta() {
-        for n in family_names() {
-            let (help, kind) = family_meta(n).unwrap();
-            assert!(!help.is_empty() && kind == "gauge", "{n}");
+    fn every_family_is_a_gauge_with_help() {
+        for f in FAMILIES.iter().chain(DERIVED) {
+            assert!(!f.help.is_empty() && f.kind == crate::export::Kind::Gauge, "{}", f.name);
         }
-        assert_eq!(family_meta("llm_slo_ttft_seconds"), None);
+        assert_eq!(FAMILIES.len(), FIELDS.len());
     }
 
     #[test]

@@ -7,46 +7,48 @@
 //! (`target`, `model`) pairs whose `llm_slo_evaluable{slo}` exists, and a query restricts
 //! a limit to a target with `and on (slo) llm_slo_evaluable{target="…"}`.
 
-use super::{Collect, Emit, ExportSample, Labels};
-use crate::report::Limits;
+use super::emit::{Collect, Emit, ExportSample, Labels};
+use super::registry::{Family, Unit};
+use crate::report::ConfiguredLimits;
 
 pub const OBJECTIVE: &str = "llm_slo_objective_ratio";
 pub const THRESHOLD: &str = "llm_slo_threshold_seconds";
 pub const KV_BAND_LIMIT: &str = "llm_slo_kv_cache_band_limit_ratio";
 
-/// The limit families, in output order, with HELP and TYPE.
-pub const FAMILIES: &[(&str, &str, &str)] = &[
-    (
+crate::label_set! {
+    pub Slo = [slo];
+    pub SloClause = [slo, clause];
+    pub Limit = [limit];
+}
+
+/// The limit families, in output order.
+pub const FAMILIES: &[Family] = &[
+    Family::gauge::<Slo>(
         OBJECTIVE,
+        Unit::Ratio,
         "The SLO's objective from the config: the share of requests that must meet every clause (no target or window).",
-        "gauge",
     ),
-    (
+    Family::gauge::<SloClause>(
         THRESHOLD,
+        Unit::Seconds,
         "The latency limit of one SLO clause (ttft, tpot, e2e) from the config (no target or window).",
-        "gauge",
     ),
-    (
+    Family::gauge::<Limit>(
         KV_BAND_LIMIT,
+        Unit::Ratio,
         "KV-cache band limits from the config (0-1): usage below underloaded is underloaded, target_low to target_high is the target band, above critical is critical.",
-        "gauge",
     ),
 ];
 
-/// HELP text and TYPE of a limit family.
-pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
-    FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2))
-}
-
 /// Every limit of the config, family by family, SLOs in config order.
-pub fn samples(limits: &Limits) -> Vec<ExportSample> {
-    let mut out = Collect::new(|name| FAMILIES.iter().position(|f| f.0 == name));
+pub fn samples(limits: &ConfiguredLimits) -> Vec<ExportSample> {
+    let mut out = Collect::new(|name| FAMILIES.iter().position(|f| f.name == name));
     emit(limits, &mut out);
     out.finish()
 }
 
 /// Emits every limit of the config, family by family, SLOs in config order.
-pub fn emit(limits: &Limits, out: &mut impl Emit) {
+pub fn emit(limits: &ConfiguredLimits, out: &mut impl Emit) {
     for s in &limits.slos {
         out.sample(OBJECTIVE, Labels::new(&[("slo", s.name.as_str())], &[]), s.objective.get());
     }

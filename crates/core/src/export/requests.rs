@@ -1,63 +1,96 @@
 //! The request path's samples (docs/metrics.md#exact-values-from-requests).
 //!
-//! Request-derived quantiles, attainment, goodput, burn rate and window counts go into the
+//! Request-derived quantiles, throughput, attainment, goodput, burn rate and window counts go into the
 //! same families as the histogram-derived ones, told apart by `source` (`tap`, `otlp`; the
 //! histogram-derived series say `source="metrics"`): [`emit_window`]. The families only the
 //! request path has come from [`emit_window_own`] (coverage, TTFT gap) and [`emit_path`]
 //! (cumulative counters, the inbox and store).
 
-use super::{
-    Emit, Label, Labels, QUANTILE_LABEL, SLO_EVALUABLE, WINDOW_REQUESTS, latency_family, quantile_label, slo_values,
+use super::emit::{Emit, Label, Labels};
+use super::families::{
+    QUANTILE_LABEL, REQUESTS, Source, TOKENS, Target, WINDOW_REQUESTS, latency_family, quantile_label,
 };
-use crate::report::{SloStatus, WindowReport};
-use crate::request::{RequestPathReport, Status};
+use super::registry::{Family, LabelValue, Unit};
+use super::slo::slo_status;
+use crate::report::WindowReport;
+use crate::request::{RequestPathReport, Status, Unmeasured};
 
 pub const COVERAGE: &str = "llm_slo_request_window_coverage_ratio";
 pub const TTFT_GAP: &str = "llm_slo_ttft_gap_seconds";
+pub const TTFT_GAP_REQUESTS: &str = "llm_slo_ttft_gap_requests";
 pub const REQUESTS_TOTAL: &str = "llm_slo_requests_total";
 pub const GOOD_REQUESTS_TOTAL: &str = "llm_slo_good_requests_total";
 pub const INBOX: &str = "llm_slo_request_inbox_records_total";
 pub const REJECTED: &str = "llm_slo_request_store_rejected_total";
 pub const HELD: &str = "llm_slo_request_store_records";
 pub const EVICTED: &str = "llm_slo_request_store_evicted_total";
+pub const SERIES_EVICTED: &str = "llm_slo_request_store_series_evicted_total";
 
-/// The request path's own families, in output order, with HELP and TYPE.
-pub const FAMILIES: &[(&str, &str, &str)] = &[
-    (
+crate::label_set! {
+    pub Gap = [target, model, window, reference, stat, q];
+    pub GapOutcome = [target, model, window, outcome];
+    pub SeriesStatus = [target, model, source, status];
+    pub SeriesSlo = [target, model, slo, source];
+    pub Series = [target, model, source];
+    pub Outcome = [outcome];
+    pub Reason = [reason];
+}
+
+/// The reasons a tap forwards a request without a record (the daemon's tap families).
+impl LabelValue for Unmeasured {
+    const ALL: &'static [Unmeasured] = &Unmeasured::ALL;
+    fn as_str(self) -> &'static str {
+        Unmeasured::as_str(self)
+    }
+}
+
+/// The request path's own families, in output order.
+pub const FAMILIES: &[Family] = &[
+    Family::gauge::<Source>(
         COVERAGE,
+        Unit::Ratio,
         "Share of the window a request source has watched (0-1): time since the first request it reported for this target and model began, over the window.",
-        "gauge",
     ),
-    (
+    Family::gauge::<Gap>(
         TTFT_GAP,
-        "Client-side TTFT from the tap minus the engine's TTFT (reference=otlp spans, else metrics histograms): stat=mean is the difference of means, stat=quantile the difference of the q quantiles.",
-        "gauge",
+        Unit::Seconds,
+        "Client-side TTFT from the tap minus the engine's TTFT of the same request (reference=response: the engine's times in the response, otlp: its span, by request id), over the requests paired in the window: stat=mean, min, or the q quantile of the per-request gaps.",
     ),
-    (
+    Family::gauge::<GapOutcome>(
+        TTFT_GAP_REQUESTS,
+        Unit::Requests,
+        "Tap requests with a TTFT that finished in the window, by whether they were paired with the engine's view of the same request (outcome=paired) or why not.",
+    ),
+    Family::counter::<SeriesStatus>(
         REQUESTS_TOTAL,
+        Unit::Requests,
         "Requests a source measured since start, by how they ended (ok, http_<code>, stream_error, client_abort, upstream_reset, truncated).",
-        "counter",
     ),
-    (
+    Family::counter::<SeriesSlo>(
         GOOD_REQUESTS_TOTAL,
+        Unit::Requests,
         "Requests a source measured since start that met every clause of the SLO, judged by the measured values.",
-        "counter",
     ),
-    (
+    Family::counter::<Outcome>(
         INBOX,
+        Unit::Count,
         "Request records producers handed the daemon since start: accepted, or dropped because the inbox was full.",
-        "counter",
     ),
-    (
+    Family::counter::<Reason>(
         REJECTED,
-        "Request records the store refused since start, by reason (unknown_target, too_many_series, invalid, future).",
-        "counter",
+        Unit::Count,
+        "Request records the store refused since start, by reason: whole (unknown_target, invalid, future: in no window and no counter), or only their model name (model_too_long, unknown_model: counted under model=\"\" instead).",
     ),
-    (HELD, "Request records held for exact windows (at most the per-series cap).", "gauge"),
-    (
+    Family::gauge::<Series>(HELD, Unit::Count, "Request records held for exact windows (at most the per-series cap)."),
+    Family::counter::<Series>(
         EVICTED,
+        Unit::Count,
         "Request records pushed out by the per-series cap since start; windows reaching back past them are evaluated from time slots.",
-        "counter",
+    ),
+    Family::counter::<Target>(
+        SERIES_EVICTED,
+        Unit::Count,
+        "Request series (model and source) of a target pushed out since start to make room for a new one, the least recently seen first.",
     ),
 ];
 
@@ -76,21 +109,13 @@ pub fn emit_window(base: &[Label<'_>], w: &WindowReport, out: &mut impl Emit) {
                 out.sample(family, Labels::new(base, &[source, (QUANTILE_LABEL, &q)]), l.value);
             }
         }
+        // Throughput over the very requests the source's goodput counts, so that goodput
+        // is read beside a throughput of the same population (never above it).
+        out.sample(TOKENS, Labels::new(base, &[source, ("direction", "output")]), r.output_tokens_per_second);
+        out.sample(REQUESTS, Labels::new(base, &[source]), r.requests_per_second);
         for s in &r.slos {
             let slo = [source, ("slo", s.slo.as_str())];
-            let values = match &s.status {
-                SloStatus::Evaluated(v) => v,
-                SloStatus::NotEvaluable { .. } => {
-                    out.sample(SLO_EVALUABLE, Labels::new(base, &slo), 0.0);
-                    continue;
-                }
-                SloStatus::NoTraffic => {
-                    out.sample(SLO_EVALUABLE, Labels::new(base, &slo), 1.0);
-                    continue;
-                }
-            };
-            out.sample(SLO_EVALUABLE, Labels::new(base, &slo), 1.0);
-            slo_values(base, &slo, values, out);
+            slo_status(base, &slo, &s.status, out);
         }
         // Counted for every SLO row, as the histogram path does; `unobservable` is the
         // requests left out of the joint population.
@@ -111,9 +136,15 @@ pub fn emit_window_own(base: &[Label<'_>], w: &WindowReport, out: &mut impl Emit
         let source = ("source", r.source.as_str());
         out.sample(COVERAGE, Labels::new(base, &[source]), r.coverage);
         let Some(gap) = &r.ttft_gap else { continue };
+        out.sample(TTFT_GAP_REQUESTS, Labels::new(base, &[("outcome", "paired")]), gap.paired as f64);
+        for (why, n) in &gap.unpaired {
+            out.sample(TTFT_GAP_REQUESTS, Labels::new(base, &[("outcome", why)]), *n as f64);
+        }
         let reference = ("reference", gap.reference.as_str());
-        if let Some(mean) = gap.mean {
-            out.sample(TTFT_GAP, Labels::new(base, &[reference, ("stat", "mean")]), mean);
+        for (stat, value) in [("mean", gap.mean), ("min", gap.min)] {
+            if let Some(v) = value {
+                out.sample(TTFT_GAP, Labels::new(base, &[reference, ("stat", stat)]), v);
+            }
         }
         for &(q, v) in &gap.quantiles {
             let q = quantile_label(q);
@@ -150,9 +181,7 @@ pub fn emit_path(p: &RequestPathReport, out: &mut impl Emit) {
     for (reason, n) in &p.rejected {
         out.sample(REJECTED, Labels::new(&[], &[("reason", reason)]), *n as f64);
     }
-}
-
-/// HELP text and TYPE of a request-path family.
-pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
-    FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2))
+    for (target, n) in &p.series_evicted {
+        out.sample(SERIES_EVICTED, Labels::new(&[], &[("target", target)]), *n as f64);
+    }
 }

@@ -4,9 +4,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::*;
-use crate::canonical::HistogramKind;
+use crate::canonical::{HistogramKind, WarningReason};
 use crate::duration::Window;
-use crate::report::{GaugeStats, Health, KvReport, LatencyQuantile, ModelReport, RuleReadiness, TargetReport};
+use crate::report::{
+    GaugeStats, Health, KvBand, KvReport, LatencyQuantile, ModelReport, Report, RuleReadiness, SCRAPE_ERROR_REASONS,
+    TargetReport, WindowReport,
+};
 
 fn report() -> Report {
     let w = Window::new(Duration::from_secs(300)).unwrap();
@@ -57,6 +60,23 @@ fn report() -> Report {
         }],
         ..Report::default()
     }
+}
+
+/// The report's samples, each checked against its family's declaration: registered, and
+/// carrying only labels the family declares (a closed set's only its values).
+fn samples(r: &Report) -> Vec<ExportSample> {
+    let s = super::samples(r);
+    for x in &s {
+        let family = report_registry().get(x.name).unwrap_or_else(|| panic!("{} is not registered", x.name));
+        for (k, v) in &x.labels {
+            let label = family.labels.iter().find(|l| l.name == *k);
+            let label = label.unwrap_or_else(|| panic!("{} {k}: not among {:?}", x.name, family.labels));
+            if let Some(values) = label.values() {
+                assert!(values.contains(&v.as_str()), "{} {k}={v} not among {values:?}", x.name);
+            }
+        }
+    }
+    s
 }
 
 fn find<'a>(s: &'a [ExportSample], name: &str, extra: &[(&str, &str)]) -> Option<&'a ExportSample> {
@@ -160,11 +180,11 @@ fn families_come_out_grouped_in_a_stable_order_with_meta() {
     let s = samples(&report());
     // The window families in table order; the alert families (not in the table) after them.
     let order: Vec<usize> =
-        s.iter().map(|x| FAMILIES.iter().position(|f| f.0 == x.name).unwrap_or(FAMILIES.len())).collect();
+        s.iter().map(|x| FAMILIES.iter().position(|f| f.name == x.name).unwrap_or(FAMILIES.len())).collect();
     assert!(order.windows(2).all(|p| p[0] <= p[1]), "{order:?}");
     assert!(s.iter().all(|x| family_meta(x.name).is_some()));
-    for (name, _, _) in FAMILIES {
-        assert!(family_meta(name).is_some());
+    for f in FAMILIES {
+        assert_eq!(family_meta(f.name), Some(f.meta()));
     }
     assert_eq!(family_meta(SCRAPE_ERRORS).unwrap().1, "counter");
     assert!(family_meta("nope").is_none());
@@ -243,7 +263,7 @@ fn means_finish_reasons_and_generation_mix_land_in_their_families() {
 #[test]
 fn limits_are_exported_once_from_the_config() {
     use crate::evaluate::KvThresholds;
-    use crate::report::Limits;
+    use crate::report::ConfiguredLimits;
     use crate::slo::{Objective, Scope, Slo};
     let ms = Duration::from_millis;
     let slo = |name: &str, ttft, tpot, e2e, objective| Slo {
@@ -259,7 +279,7 @@ fn limits_are_exported_once_from_the_config() {
     let mut b = r.targets[0].clone();
     b.target = "b".into();
     r.targets.push(b);
-    r.limits = Limits {
+    r.limits = ConfiguredLimits {
         slos: vec![
             slo("chat", Some(ms(500)), Some(ms(50)), None, 0.99),
             slo("batch", None, None, Some(ms(30_000)), 0.95),
@@ -287,8 +307,8 @@ fn limits_are_exported_once_from_the_config() {
             (l(&[("limit", "critical")]), 0.95),
         ]
     );
-    for (name, _, kind) in limits::FAMILIES {
-        assert_eq!(family_meta(name).unwrap().1, *kind);
+    for f in limits::FAMILIES {
+        assert_eq!(family_meta(f.name).unwrap().1, f.kind.as_str());
     }
 }
 
@@ -300,7 +320,7 @@ fn targets_emitted_a_slice_at_a_time_give_the_reports_samples() {
     b.health.up = true;
     r.targets.push(b);
     // What rendering a slice of targets at a time emits.
-    let mut split = Collect::new(super::sample_rank);
+    let mut split = Collect::new(super::walk::sample_rank);
     emit_targets(&r.targets[..1], &mut split);
     emit_targets(&r.targets[1..], &mut split);
     emit_report_wide(&r, &mut split);

@@ -1,3 +1,5 @@
+use std::borrow::Cow;
+
 use super::*;
 
 fn ok(body: &str) -> Exposition<'_> {

@@ -1,17 +1,17 @@
 //! Puts the store's windows into the tick's [`Report`], beside the histogram-derived values
-//! of the same target, model and window, and works out the TTFT gap between the tap and the
-//! engine (docs/metrics.md#exact-values-from-requests).
+//! of the same target, model and window. The tap's windows carry their TTFT gap, paired per
+//! request by the store ([`super::pair`]); it is never a difference of the tap's and the
+//! histograms' distributions.
 //!
 //! A model the engine's /metrics does not name (a client's spelling of it) gets a model
 //! entry of its own, with empty histogram windows.
 
 use super::evaluate::SeriesWindows;
-use super::report::{DataSource, RequestPathReport, RequestWindow, TtftGap};
-use crate::canonical::HistogramKind;
+use crate::report::request::{DataSource, RequestPathReport, RequestWindow};
 use crate::report::{ModelReport, Report, SloStatus, SloValues, WindowReport};
 
-/// Adds every series' windows to the report's targets, fills the TTFT gaps, and sets
-/// `report.request_path`. Series of targets the report lacks are left out.
+/// Adds every series' windows to the report's targets and sets `report.request_path`.
+/// Series of targets the report lacks are left out.
 pub fn attach(report: &mut Report, series: Vec<SeriesWindows>, counters: RequestPathReport) {
     for s in series {
         let Some(t) = report.targets.iter_mut().find(|t| t.target == s.key.target) else { continue };
@@ -36,47 +36,7 @@ pub fn attach(report: &mut Report, series: Vec<SeriesWindows>, counters: Request
             wr.requests.sort_by_key(|r| r.source);
         }
     }
-    for m in report.targets.iter_mut().flat_map(|t| &mut t.models) {
-        for w in &mut m.windows {
-            let gap = ttft_gap(w);
-            if let Some(tap) = w.requests.iter_mut().find(|r| r.source == DataSource::Tap) {
-                tap.ttft_gap = gap;
-            }
-        }
-    }
     report.request_path = Some(counters);
-}
-
-/// The tap's TTFT against the engine's: spans when they measured TTFT in the window (the
-/// same clock discipline, per request), else the histogram.
-fn ttft_gap(w: &WindowReport) -> Option<TtftGap> {
-    let tap = w.requests.iter().find(|r| r.source == DataSource::Tap)?;
-    let tap_mean = tap.mean_ttft_seconds?;
-    let otlp = w.requests.iter().find(|r| r.source == DataSource::Otlp && r.mean_ttft_seconds.is_some());
-    let quantiles_of = |f: &dyn Fn(f64) -> Option<f64>| -> Vec<(f64, f64)> {
-        tap.latency
-            .iter()
-            .filter(|l| l.metric == HistogramKind::Ttft)
-            .filter_map(|l| f(l.quantile).map(|e| (l.quantile, l.value - e)))
-            .collect()
-    };
-    if let Some(o) = otlp {
-        return Some(TtftGap {
-            reference: DataSource::Otlp,
-            mean: o.mean_ttft_seconds.map(|m| tap_mean - m),
-            quantiles: quantiles_of(&|q| o.quantile(HistogramKind::Ttft, q)),
-        });
-    }
-    let hist = |q: f64| {
-        w.latency
-            .iter()
-            .find(|l| l.metric == HistogramKind::Ttft && l.quantile == q)
-            .map(|l| l.value)
-            .filter(|v| v.is_finite())
-    };
-    let mean = w.ttft_breakdown.map(|b| tap_mean - b.ttft).filter(|v| v.is_finite());
-    let quantiles = quantiles_of(&hist);
-    (mean.is_some() || !quantiles.is_empty()).then_some(TtftGap { reference: DataSource::Metrics, mean, quantiles })
 }
 
 /// The request window a consumer should read for `w`: the first of tap, then otlp, that

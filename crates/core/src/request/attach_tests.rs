@@ -43,7 +43,8 @@ fn rec(source: Source, model: &str, at: f64, ttft: f64, status: Status) -> Reque
         output_tokens: Some(TokenCount { value: 10, exact: true }),
         itl: Vec::new(),
         engine: None,
-        request_id: None,
+        // The tap's record and the span of one request share the response's id.
+        request_id: Some(format!("cmpl-{model}-{at}")),
     }
 }
 
@@ -120,9 +121,9 @@ fn tap_requests_override_healthy_histograms_in_export_and_alerts() {
     assert_eq!(v.attainment[&Clause::Joint], Bounded::exact(0.6));
     assert_eq!(v.attainment[&Clause::Ttft], Bounded::exact(0.75), "6 of the 8 that got a first token");
     assert!((v.burn_rate.estimate - 4.0).abs() < 1e-9);
-    // The tap against the spans: nearest-rank p50 0.3 − 0.1, means 0.45 − 0.1.
+    // The tap against the spans, request by request: 6 gaps of 0.2 and 2 of 0.8.
     let gap = tap.ttft_gap.as_ref().unwrap();
-    assert_eq!(gap.reference, DataSource::Otlp);
+    assert_eq!((gap.reference, gap.paired), (crate::request::GapReference::Otlp, 8));
     assert!((gap.mean.unwrap() - 0.35).abs() < 1e-9, "{gap:?}");
     assert!((gap.quantiles[0].1 - 0.2).abs() < 1e-9, "{gap:?}");
 
@@ -138,8 +139,21 @@ fn tap_requests_override_healthy_histograms_in_export_and_alerts() {
     assert_eq!(good.value, 6.0);
     let gap = find(&s, export::requests::TTFT_GAP, &[("reference", "otlp"), ("stat", "mean")]).unwrap();
     assert!((gap.value - 0.35).abs() < 1e-9);
+    let pairs = |outcome| find(&s, export::requests::TTFT_GAP_REQUESTS, &[("outcome", outcome)]).map(|x| x.value);
+    assert_eq!((pairs("paired"), pairs("no_engine_record")), (Some(8.0), Some(0.0)));
     let p99 = find(&s, export::TTFT, &[("source", "tap"), ("q", "0.99")]).unwrap();
     assert_eq!(p99.value, 0.9);
+    // Each source's throughput, over the requests its goodput counts: 10 tap requests of
+    // 10 tokens in 60 s, 8 spans; the histograms' own 100 tokens/s stays under metrics.
+    let tokens =
+        |source| find(&s, export::TOKENS, &[("source", source), ("direction", "output")]).map(|x| x.value).unwrap();
+    assert_eq!((tokens("metrics"), tokens("tap"), tokens("otlp")), (100.0, 100.0 / 60.0, 80.0 / 60.0));
+    let rps = |source| find(&s, export::REQUESTS, &[("source", source)]).map(|x| x.value);
+    assert_eq!((rps("tap"), rps("otlp")), (Some(10.0 / 60.0), Some(8.0 / 60.0)));
+    for source in ["tap", "otlp"] {
+        let good = find(&s, export::GOODPUT_TOKENS, &[("source", source), ("bound", "upper")]).unwrap().value;
+        assert!(good <= tokens(source), "{source}: goodput {good} above its own throughput");
+    }
 
     let inputs = from_report::inputs(&report, &[slo()]);
     let wi = &inputs[0].windows[0];
@@ -161,14 +175,16 @@ fn spans_come_next_and_histograms_last() {
     attach(&mut report, st.evaluate(NOW_MS), st.counters());
     let wi = &from_report::inputs(&report, &[slo()])[0].windows[0];
     assert_eq!((wi.slo_source, wi.slos[0].attainment[&Clause::Joint].estimate), (DataSource::Otlp, 0.0));
-    // The tap's gap falls back to the histograms when there are no spans.
+    // Without spans the tap's gap is absent, with its reason: the histograms are no
+    // per-request partner.
     let mut st = store(w);
     st.ingest([rec(Source::Tap, "m", 10.0, 0.4, Status::Ok)], NOW_MS);
+    st.ingest([], NOW_MS + crate::request::PAIR_WAIT_MS);
     let mut report = healthy_report(w);
-    attach(&mut report, st.evaluate(NOW_MS), st.counters());
+    attach(&mut report, st.evaluate(NOW_MS + crate::request::PAIR_WAIT_MS), st.counters());
     let gap = report.targets[0].models[0].windows[0].requests[0].ttft_gap.clone().unwrap();
-    assert_eq!(gap.reference, DataSource::Metrics);
-    assert!((gap.mean.unwrap() - 0.25).abs() < 1e-9 && (gap.quantiles[0].1 - 0.2).abs() < 1e-9, "{gap:?}");
+    assert_eq!((gap.paired, gap.mean, gap.unpaired["no_engine_record"]), (0, None, 1), "{gap:?}");
+    assert!(gap.absent.is_some_and(|why| why.contains("no engine span")), "{gap:?}");
     // Nothing from requests in the window: the histograms, as before.
     let report = healthy_report(w);
     let wi = &from_report::inputs(&report, &[slo()])[0].windows[0];

@@ -81,13 +81,6 @@ impl Compact {
         self.tpot.is_nan() || self.tokens_exact()
     }
 
-    /// A streamed request with at most one output token, counted exactly, has no time
-    /// between tokens: it meets every TPOT limit. Without this, one-token answers would
-    /// be left out of the joint population as if TPOT were unobservable.
-    pub fn tpot_vacuous(&self) -> bool {
-        self.tpot.is_nan() && !self.ttft.is_nan() && self.tokens_exact() && self.output_tokens <= 1
-    }
-
     /// When the source first saw this request: it finished `e2e` after it arrived.
     pub fn started(&self) -> f64 {
         self.finished - self.e2e
@@ -140,13 +133,14 @@ mod tests {
 
     #[test]
     fn one_streamed_token_meets_any_tpot() {
+        use crate::request::tpot_vacuous;
         let one = RequestRecord { tpot_s: None, output_tokens: Some(TokenCount { value: 1, exact: true }), ..record() };
-        assert!(Compact::of(&one).unwrap().tpot_vacuous());
+        assert!(tpot_vacuous(&Compact::of(&one).unwrap()) && tpot_vacuous(&one));
         // Counted, not known: the one event may have carried many tokens.
         let counted = RequestRecord { output_tokens: Some(TokenCount { value: 1, exact: false }), ..one.clone() };
-        assert!(!Compact::of(&counted).unwrap().tpot_vacuous());
+        assert!(!tpot_vacuous(&Compact::of(&counted).unwrap()) && !tpot_vacuous(&counted));
         // Not streamed: no TTFT, so nothing is known about its tokens' timing.
         let whole = RequestRecord { ttft_s: None, ..one };
-        assert!(!Compact::of(&whole).unwrap().tpot_vacuous());
+        assert!(!tpot_vacuous(&Compact::of(&whole).unwrap()) && !tpot_vacuous(&whole));
     }
 }

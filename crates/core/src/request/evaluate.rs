@@ -11,18 +11,21 @@
 
 use std::collections::BTreeMap;
 
-use super::compact::Compact;
-use super::judge::{CLAUSES, ClauseCounts, Judgement, SloCounts, Verdict, judge};
-use super::report::{
-    ARRIVAL_SLOT_MS, ArrivalCell, Basis, DataSource, FINISH_SLOT_MS, QuantileMethod, RequestPathReport,
-    RequestQuantile, RequestSlo, RequestWindow, SeriesCounters,
-};
-use super::ring::{Sketches, edge};
-use super::sketch::{RELATIVE_ERROR, Sketch, nearest_rank};
-use super::store::{Reject, RequestStore, Series, SeriesKey};
+use super::judge::{CLAUSES, ClauseCounts, SloCounts};
+use super::ranked::Ranked;
+use super::record::Source;
+use super::reject::Reject;
+use super::ring::{Sketches, SlotWindow, edge};
+use super::running::{Running, Work};
+use super::sketch::{RELATIVE_ERROR, Sketch};
+use super::store::{RequestStore, Series, SeriesKey, StoreConfig};
 use super::tally::Tally;
 use crate::canonical::HistogramKind;
 use crate::duration::Window;
+use crate::report::request::{
+    ArrivalCell, Basis, DataSource, QuantileMethod, RequestPathReport, RequestQuantile, RequestSlo, RequestWindow,
+    SeriesCounters,
+};
 use crate::report::{SloStatus, SloValues};
 use crate::slo::{Bounded, Clause, Slo, burn_rate};
 use crate::window::LATENCY_HISTOGRAMS;
@@ -35,21 +38,32 @@ pub struct SeriesWindows {
 }
 
 impl RequestStore {
-    /// Every series' windows at `now_ms`.
-    pub fn evaluate(&self, now_ms: i64) -> Vec<SeriesWindows> {
-        self.series
-            .iter()
-            .map(|(key, s)| SeriesWindows {
-                key: key.clone(),
-                windows: self
-                    .cfg
-                    .windows
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &w)| (w, self.window(s, key.source.into(), i, w, now_ms)))
-                    .collect(),
-            })
-            .collect()
+    /// Every series' windows at `now_ms`. A window the records cover reads its running sums
+    /// ([`Running`]), moved to `now_ms` first; the others read their slots.
+    pub fn evaluate(&mut self, now_ms: i64) -> Vec<SeriesWindows> {
+        let RequestStore { cfg, series, pairs, work, .. } = self;
+        let mut out = Vec::with_capacity(series.len());
+        for (key, s) in series.iter_mut() {
+            let slos: Vec<&Slo> = s.slos.iter().map(|&k| &cfg.slos[k]).collect();
+            if s.running.len() != cfg.windows.len() {
+                s.running = vec![None; cfg.windows.len()];
+            }
+            let mut windows = Vec::with_capacity(cfg.windows.len());
+            for (i, &w) in cfg.windows.iter().enumerate() {
+                let slots = s.rings[i].window(now_ms, slos.len());
+                work.slots += slots.merged as u64;
+                let mut rw = window(cfg, s, &slos, slots, key.source.into(), (i, w), now_ms, work);
+                if key.source == Source::Tap {
+                    let q = &cfg.quantiles;
+                    let (gap, visited) = pairs.window(&key.target, &key.model, rw.from_unix, rw.to_unix, q);
+                    work.records += visited;
+                    rw.ttft_gap = gap;
+                }
+                windows.push((w, rw));
+            }
+            out.push(SeriesWindows { key: key.clone(), windows });
+        }
+        out
     }
 
     /// Counters and refusals, for /metrics and the API.
@@ -71,100 +85,97 @@ impl RequestStore {
                 evicted_by_cap: s.evicted_by_cap,
             })
             .collect();
-        RequestPathReport { inbox: None, rejected, series }
+        let series_evicted =
+            self.cfg.targets.iter().map(|t| (t.clone(), self.series_evicted.get(t).copied().unwrap_or(0))).collect();
+        RequestPathReport { inbox: None, rejected, series_evicted, series }
     }
+}
 
-    fn window(&self, s: &Series, source: DataSource, i: usize, w: Window, now_ms: i64) -> RequestWindow {
-        let slos: Vec<&Slo> = s.slos.iter().map(|&k| &self.cfg.slos[k]).collect();
-        let slots = s.rings[i].window(now_ms, slos.len());
-        let lo = edge(now_ms - w.millis());
-        let sketch = QuantileMethod::Sketch { relative_error: RELATIVE_ERROR };
-        let mut latency = Vec::new();
-        let mut by_arrival = vec![BTreeMap::new(); slos.len()];
-        let (basis, from, to, tally) = if lo >= s.complete_after {
-            let hi = edge(now_ms);
-            let (start, end) =
-                (s.raw.partition_point(|c| c.finished <= lo), s.raw.partition_point(|c| c.finished <= hi));
-            let mut tally = Tally::new(slos.len());
-            let mut values: [Vec<f64>; 4] = Default::default();
-            for c in s.raw.range(start..end) {
-                let js: Vec<Judgement> = slos.iter().map(|slo| judge(c, slo)).collect();
-                tally.add(c, &js);
-                for (cells, j) in by_arrival.iter_mut().zip(&js) {
-                    count_arrival(cells, c, j.joint);
-                }
-                values[0].extend(c.ttft());
-                values[1].extend(c.tpot());
-                values[3].push(c.e2e);
-            }
-            for (k, kind) in LATENCY_HISTOGRAMS.iter().enumerate() {
-                if *kind == HistogramKind::Itl {
-                    latency.extend(from_sketch(*kind, &slots.sketches[k], &self.cfg.quantiles, sketch));
-                } else {
-                    latency.extend(nearest(*kind, &mut values[k], &self.cfg.quantiles));
-                }
-            }
-            (Basis::Records, lo, hi, tally)
-        } else {
-            latency.extend(sketch_quantiles(&slots.sketches, &self.cfg.quantiles));
-            let slot_seconds = s.rings[i].width_ms() as f64 / 1000.0;
-            (Basis::Slots { slot_seconds }, edge(slots.from_ms), edge(slots.to_ms), slots.tally)
-        };
-        let seconds = w.duration().as_secs_f64();
-        let now = edge(now_ms);
-        RequestWindow {
-            source,
-            coverage: ((now - s.first_started) / seconds).clamp(0.0, 1.0),
-            basis,
-            from_unix: from,
-            to_unix: to,
-            requests: tally.finished,
-            failed: tally.failed,
-            requests_per_second: tally.finished as f64 / seconds,
-            output_tokens_per_second: tally.output_tokens as f64 / seconds,
-            inexact_token_counts: tally.inexact_tokens,
-            mean_ttft_seconds: tally.mean_ttft(),
-            latency,
-            slos: slos
-                .iter()
-                .zip(&tally.slos)
-                .zip(by_arrival)
-                .map(|((slo, c), cells)| RequestSlo {
-                    by_arrival: cells.into_values().collect(),
-                    ..slo_report(slo, c, &tally, seconds)
-                })
-                .collect(),
-            ttft_gap: None,
+/// Window `i` (of length `w`) of series `s` at `now_ms`, its slots summed in `slots`; adds
+/// the work it took to `work`.
+#[allow(clippy::too_many_arguments)]
+fn window(
+    cfg: &StoreConfig,
+    s: &mut Series,
+    slos: &[&Slo],
+    slots: SlotWindow,
+    source: DataSource,
+    (i, w): (usize, Window),
+    now_ms: i64,
+    work: &mut Work,
+) -> RequestWindow {
+    let lo = edge(now_ms - w.millis());
+    let sketch = QuantileMethod::Sketch { relative_error: RELATIVE_ERROR };
+    let mut latency = Vec::new();
+    let (basis, from, to, tally, by_arrival) = if lo >= s.complete_after {
+        let hi = edge(now_ms);
+        let running = &mut s.running[i];
+        let slid = running.as_mut().is_some_and(|r| r.slide(&s.raw, lo, hi, slos, work));
+        if !slid {
+            *running = Some(Running::build(&s.raw, lo, hi, slos, &cfg.quantiles, work));
         }
+        let r = running.as_ref().expect("built");
+        for (k, kind) in LATENCY_HISTOGRAMS.iter().enumerate() {
+            let values = match kind {
+                HistogramKind::Ttft => &r.values[0],
+                HistogramKind::Tpot => &r.values[1],
+                HistogramKind::E2e => &r.values[2],
+                _ => {
+                    latency.extend(from_sketch(*kind, &slots.sketches[k], &cfg.quantiles, sketch));
+                    continue;
+                }
+            };
+            latency.extend(nearest(*kind, values, &cfg.quantiles));
+        }
+        let by_arrival: Vec<Vec<ArrivalCell>> = r.by_arrival.iter().map(|c| c.values().copied().collect()).collect();
+        (Basis::Records, lo, hi, r.tally.clone(), by_arrival)
+    } else {
+        // The slots serve this window now; its running sums would go stale.
+        s.running[i] = None;
+        latency.extend(sketch_quantiles(&slots.sketches, &cfg.quantiles));
+        let slot_seconds = s.rings[i].width_ms() as f64 / 1000.0;
+        (
+            Basis::Slots { slot_seconds },
+            edge(slots.from_ms),
+            edge(slots.to_ms),
+            slots.tally,
+            vec![Vec::new(); slos.len()],
+        )
+    };
+    let seconds = w.duration().as_secs_f64();
+    let now = edge(now_ms);
+    RequestWindow {
+        source,
+        coverage: ((now - s.first_started) / seconds).clamp(0.0, 1.0),
+        basis,
+        from_unix: from,
+        to_unix: to,
+        requests: tally.finished,
+        failed: tally.failed,
+        requests_per_second: tally.finished as f64 / seconds,
+        output_tokens_per_second: tally.output_tokens as f64 / seconds,
+        inexact_token_counts: tally.inexact_tokens,
+        mean_ttft_seconds: tally.mean_ttft(),
+        latency,
+        slos: slos
+            .iter()
+            .zip(&tally.slos)
+            .zip(by_arrival)
+            .map(|((slo, c), cells)| RequestSlo { by_arrival: cells, ..slo_report(slo, c, &tally, seconds) })
+            .collect(),
+        ttft_gap: None,
     }
 }
 
-/// Adds one request's joint verdict to the cell of its arrival and finish slots.
-fn count_arrival(cells: &mut BTreeMap<(i64, i64), ArrivalCell>, c: &Compact, v: Verdict) {
-    if v == Verdict::Unobservable {
-        return;
-    }
-    let slot = |t: f64, width: i64| ((t * 1000.0).floor() as i64).div_euclid(width) * width;
-    let (arrived_ms, finished_ms) = (slot(c.started(), ARRIVAL_SLOT_MS), slot(c.finished, FINISH_SLOT_MS));
-    let cell =
-        cells.entry((arrived_ms, finished_ms)).or_insert(ArrivalCell { arrived_ms, finished_ms, ..Default::default() });
-    cell.population += 1;
-    cell.good_lower += u32::from(v == Verdict::Good);
-    cell.good_upper += u32::from(matches!(v, Verdict::Good | Verdict::Maybe));
-}
-
-fn nearest(kind: HistogramKind, values: &mut [f64], quantiles: &[f64]) -> Vec<RequestQuantile> {
-    if values.is_empty() {
-        return Vec::new();
-    }
-    values.sort_unstable_by(f64::total_cmp);
-    let n = values.len() as u64;
+fn nearest(kind: HistogramKind, values: &Ranked, quantiles: &[f64]) -> Vec<RequestQuantile> {
+    let n = values.len();
     quantiles
         .iter()
-        .map(|&q| RequestQuantile {
+        .zip(values.quantiles())
+        .map(|(&q, value)| RequestQuantile {
             metric: kind,
             quantile: q,
-            value: values[nearest_rank(q, n) as usize - 1],
+            value,
             method: QuantileMethod::NearestRank,
             observations: n,
         })

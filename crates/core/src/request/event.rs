@@ -5,6 +5,11 @@
 //!   or `choices[].text`, `choices[].token_ids`, `finish_reason`, `usage`, `model`;
 //! - TGI `/generate_stream`: `token`, and on the last event `generated_text` and `details`;
 //! - SGLang `/generate`: `text`, `output_ids` and `meta_info`;
+//! - llama.cpp's native `/completion`: `content`, `tokens`, the cumulative
+//!   `tokens_predicted`, `tokens_evaluated`, and `"stop": true` on the last event;
+//! - the engine's own per-request times: llama.cpp's `timings` (every route, on the last
+//!   event or the body) and vLLM's `metrics` (`--enable-per-request-metrics`, on the usage
+//!   event or the body);
 //! - in-band errors: a top-level `error`, or vLLM's older `"object": "error"`.
 //!
 //! Every other field is skipped without being built; text is only measured, never copied.
@@ -123,6 +128,123 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     }
 }
 
+/// A number; any other JSON value reads as absent, so that an engine's odd value cannot
+/// make its whole event unreadable.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Num(pub Option<f64>);
+
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Num, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Num;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Num, E> {
+                Ok(Num(Some(v as f64)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Num, E> {
+                Ok(Num(Some(v as f64)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Num, E> {
+                Ok(Num(Some(v)))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Num, E> {
+                Ok(Num(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Num, E> {
+                Ok(Num(None))
+            }
+            fn visit_unit<E>(self) -> Result<Num, E> {
+                Ok(Num(None))
+            }
+            fn visit_none<E>(self) -> Result<Num, E> {
+                Ok(Num(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Num, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Num(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Num, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Num(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Num {
+    /// The value in milliseconds as seconds, when it is a finite, non-negative number.
+    pub fn ms_as_seconds(self) -> Option<f64> {
+        self.0.filter(|v| v.is_finite() && *v >= 0.0).map(|v| v / 1000.0)
+    }
+}
+
+/// A boolean; any other JSON value reads as absent.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Flag(pub Option<bool>);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Flag, D::Error> {
+        // Read as a number's or an object's leniency would: only `true`/`false` count.
+        let v = serde_json::Value::deserialize(d)?;
+        Ok(Flag(v.as_bool()))
+    }
+}
+
+/// An object of `T`'s fields; any other JSON value reads as absent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Obj<T>(pub Option<T>);
+
+impl<T> Default for Obj<T> {
+    fn default() -> Obj<T> {
+        Obj(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Obj<T>, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Obj<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(|t| Obj(Some(t)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Obj<T>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Obj(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_unit<E>(self) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_none<E>(self) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
 impl Text<'_> {
     pub fn as_deref(&self) -> Option<&str> {
         self.0.as_deref()
@@ -153,6 +275,17 @@ pub struct Event<'a> {
     pub text: Len,
     pub output_ids: Len,
     pub meta_info: Option<MetaInfo>,
+    /// llama.cpp's native route: this event's text and token ids, the tokens generated so
+    /// far and the prompt's, and `true` on the last event.
+    pub content: Len,
+    pub tokens: Len,
+    pub tokens_predicted: Num,
+    pub tokens_evaluated: Num,
+    pub stop: Flag,
+    /// llama.cpp's own times for the request (milliseconds).
+    pub timings: Obj<Timings>,
+    /// vLLM's own times for the request with `--enable-per-request-metrics` (milliseconds).
+    pub metrics: Obj<ServedMetrics>,
 }
 
 impl Event<'_> {
@@ -209,6 +342,26 @@ pub struct Delta {
 pub struct Usage {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
+}
+
+/// llama.cpp's `timings`: prompt processing (from the slot's start to the first token) and
+/// generation (first token to last).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Timings {
+    pub prompt_ms: Num,
+    pub predicted_ms: Num,
+}
+
+/// vLLM's per-request `metrics`: `queue_time_ms` (queued → scheduled),
+/// `time_to_first_token_ms` (scheduled → first token, not from arrival) and
+/// `generation_time_ms` (first token → last).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ServedMetrics {
+    pub queue_time_ms: Num,
+    pub time_to_first_token_ms: Num,
+    pub generation_time_ms: Num,
 }
 
 /// TGI's `details` on the last event (with `"details": true`) or a non-streaming body.

@@ -10,10 +10,66 @@
 //!   bound on the true TPOT. At or under the limit it is good; over the limit it is only
 //!   **possibly** good. Lower attainment counts it bad, upper counts it good.
 
-use serde::Serialize;
-
 use super::compact::Compact;
+use super::record::RequestRecord;
+pub use crate::report::request::ClauseCounts;
 use crate::slo::{Clause, Slo};
+
+/// What a judgement reads of a request: the record as a producer measured it, or the
+/// store's compact copy of it. Both give the same numbers, so [`judge`] is the one place
+/// where a request is found good or not, wherever it is judged.
+pub trait Measured {
+    fn ttft(&self) -> Option<f64>;
+    fn tpot(&self) -> Option<f64>;
+    fn e2e(&self) -> f64;
+    /// Whether the request ended complete ([`Status::Ok`](super::Status::Ok)).
+    fn ok(&self) -> bool;
+    /// The output token count when it is known exactly (from `usage` or per-event ids).
+    fn exact_output_tokens(&self) -> Option<u32>;
+}
+
+impl Measured for Compact {
+    fn ttft(&self) -> Option<f64> {
+        Compact::ttft(self)
+    }
+    fn tpot(&self) -> Option<f64> {
+        Compact::tpot(self)
+    }
+    fn e2e(&self) -> f64 {
+        self.e2e
+    }
+    fn ok(&self) -> bool {
+        Compact::ok(self)
+    }
+    fn exact_output_tokens(&self) -> Option<u32> {
+        self.tokens_exact().then_some(self.output_tokens)
+    }
+}
+
+impl Measured for RequestRecord {
+    fn ttft(&self) -> Option<f64> {
+        self.ttft_s
+    }
+    fn tpot(&self) -> Option<f64> {
+        self.tpot_s
+    }
+    fn e2e(&self) -> f64 {
+        self.e2e_s
+    }
+    fn ok(&self) -> bool {
+        self.status.is_ok()
+    }
+    fn exact_output_tokens(&self) -> Option<u32> {
+        self.output_tokens.filter(|n| n.exact).map(|n| n.value)
+    }
+}
+
+/// A streamed request with at most one output token, counted exactly, has no time between
+/// tokens: it meets every TPOT limit. Without this, one-token answers would be left out of
+/// the joint population as if TPOT were unobservable.
+pub fn tpot_vacuous(r: &(impl Measured + ?Sized)) -> bool {
+    r.tpot().is_none() && r.ttft().is_some() && r.exact_output_tokens().is_some_and(|n| n <= 1)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -35,21 +91,24 @@ pub struct Judgement {
     pub joint: Verdict,
 }
 
-pub fn judge(r: &Compact, slo: &Slo) -> Judgement {
+/// `r` against `slo`: the one judgement of a request, which the store's windows, its
+/// counters, the error budgets and the capacity book all count.
+pub fn judge(r: &(impl Measured + ?Sized), slo: &Slo) -> Judgement {
     let mut clauses = [None; 3];
     for (i, clause) in CLAUSES.iter().enumerate() {
         let Some(limit) = slo.threshold(*clause) else { continue };
         let limit = limit.as_secs_f64();
         clauses[i] = Some(match clause {
             Clause::Ttft => r.ttft().map_or(Verdict::Unobservable, |v| at_most(v, limit)),
-            Clause::Tpot if r.tpot_vacuous() => Verdict::Good,
+            Clause::Tpot if tpot_vacuous(r) => Verdict::Good,
             Clause::Tpot => match r.tpot() {
                 None => Verdict::Unobservable,
                 Some(v) if v <= limit => Verdict::Good,
-                Some(_) if r.tpot_exact() => Verdict::Bad,
+                // Measured with an exact N, the TPOT is exact: over the limit is bad.
+                Some(_) if r.exact_output_tokens().is_some() => Verdict::Bad,
                 Some(_) => Verdict::Maybe,
             },
-            Clause::E2e | Clause::Joint => at_most(r.e2e, limit),
+            Clause::E2e | Clause::Joint => at_most(r.e2e(), limit),
         });
     }
     let joint = if !r.ok() {
@@ -74,20 +133,6 @@ fn at_most(v: f64, limit: f64) -> Verdict {
     if v <= limit { Verdict::Good } else { Verdict::Bad }
 }
 
-/// One clause over a window: how many requests were judged, how many surely and possibly
-/// met it, and how many could not be judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
-pub struct ClauseCounts {
-    /// Requests judged (good, bad or possibly good).
-    pub population: u64,
-    /// Requests that met the clause.
-    pub good_lower: u64,
-    /// … plus those that possibly met it (TPOT from an inexact token count).
-    pub good_upper: u64,
-    /// Requests left out because the clause was not measured.
-    pub unobservable: u64,
-}
-
 impl ClauseCounts {
     pub fn add(&mut self, v: Verdict) {
         match v {
@@ -102,6 +147,23 @@ impl ClauseCounts {
                 self.good_upper += 1;
             }
             Verdict::Unobservable => self.unobservable += 1,
+        }
+    }
+
+    /// Takes out one verdict [`ClauseCounts::add`] added.
+    pub fn remove(&mut self, v: Verdict) {
+        match v {
+            Verdict::Good => {
+                self.population -= 1;
+                self.good_lower -= 1;
+                self.good_upper -= 1;
+            }
+            Verdict::Bad => self.population -= 1,
+            Verdict::Maybe => {
+                self.population -= 1;
+                self.good_upper -= 1;
+            }
+            Verdict::Unobservable => self.unobservable -= 1,
         }
     }
 
@@ -137,6 +199,24 @@ impl SloCounts {
                 self.good_tokens_upper += u64::from(output_tokens);
             }
             Verdict::Maybe => self.good_tokens_upper += u64::from(output_tokens),
+            Verdict::Bad | Verdict::Unobservable => {}
+        }
+    }
+
+    /// Takes out one request [`SloCounts::add`] added with the same judgement.
+    pub fn remove(&mut self, j: &Judgement, output_tokens: u32) {
+        for (c, v) in self.clauses.iter_mut().zip(j.clauses) {
+            if let Some(v) = v {
+                c.remove(v);
+            }
+        }
+        self.joint.remove(j.joint);
+        match j.joint {
+            Verdict::Good => {
+                self.good_tokens_lower -= u64::from(output_tokens);
+                self.good_tokens_upper -= u64::from(output_tokens);
+            }
+            Verdict::Maybe => self.good_tokens_upper -= u64::from(output_tokens),
             Verdict::Bad | Verdict::Unobservable => {}
         }
     }

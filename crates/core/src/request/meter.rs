@@ -20,9 +20,10 @@
 //!   choice;
 //! - ITL: one gap per token-bearing event after the first, with its token count.
 
+use super::attribute::model_at_entry;
 use super::body::{self, MAX_REQUEST_BODY};
 use super::event::{self, Event};
-use super::record::{self, ItlGap, RequestRecord, Source, Status, TokenCount};
+use super::record::{self, EngineTimes, ItlGap, RequestRecord, Source, Status, TokenCount};
 use super::route::Route;
 use super::sse::Decoder;
 
@@ -101,6 +102,8 @@ pub struct Meter {
     model: Option<String>,
     /// The first response id the stream or body named.
     request_id: Option<String>,
+    /// The engine's own times for the request, from the last event or body that had them.
+    engine: Option<EngineTimes>,
     mode: Mode,
     sse: Decoder,
     json: Vec<u8>,
@@ -123,6 +126,8 @@ struct Tokens {
     cumulative: Option<u64>,
     /// The last `meta_info.completion_tokens` (SGLang).
     meta: Option<u64>,
+    /// The last `tokens_predicted` (llama.cpp's native route).
+    predicted: Option<u64>,
     /// The last `usage.completion_tokens` seen anywhere, and TGI's `generated_tokens`.
     usage: Option<u64>,
     prompt: Option<u64>,
@@ -144,6 +149,7 @@ impl Meter {
             request_overflow: false,
             model: None,
             request_id: None,
+            engine: None,
             mode: Mode::Waiting,
             sse: Decoder::default(),
             json: Vec::new(),
@@ -184,7 +190,9 @@ impl Meter {
             return;
         }
         match body::parse(&self.request) {
-            Some(info) => self.model = info.model.filter(|m| !m.is_empty()).or(self.model.take()),
+            Some(info) => {
+                self.model = info.model.filter(|m| !m.is_empty()).map(|m| model_at_entry(&m)).or(self.model.take())
+            }
             None => self.faults += 1,
         }
         self.request = Vec::new();
@@ -218,7 +226,7 @@ impl Meter {
     pub fn response_body(&mut self, bytes: &[u8], t: f64) {
         match self.mode {
             Mode::Sse => {
-                let Meter { sse, tokens, error, t_done, faults, model, request_id, .. } = self;
+                let Meter { sse, tokens, error, t_done, faults, model, request_id, engine, .. } = self;
                 sse.feed(bytes, |block| {
                     let Some(data) = block.data else { return };
                     if block.overflow {
@@ -233,11 +241,12 @@ impl Meter {
                         Some(ev) => {
                             *error |= ev.is_error();
                             if model.is_none() {
-                                *model = ev.model.as_deref().filter(|m| !m.is_empty()).map(str::to_string);
+                                *model = ev.model.as_deref().filter(|m| !m.is_empty()).map(model_at_entry);
                             }
                             if request_id.is_none() {
                                 *request_id = ev.id.as_deref().and_then(record::request_id);
                             }
+                            *engine = engine_times(&ev).or(engine.take());
                             tokens.event(&ev, t);
                         }
                         None => *faults += 1,
@@ -259,6 +268,14 @@ impl Meter {
     /// The record of the request, which ended as `end` at `t`; `finished_unix` is the
     /// wall-clock time of the end, `target` the configured target's name.
     pub fn finish(mut self, end: End, t: f64, finished_unix: f64, target: &str) -> RequestRecord {
+        // A body whose end was never seen (the upstream request failed before it was sent
+        // whole) still names its model when what was read is the whole JSON text.
+        if !self.request_overflow
+            && !self.request.is_empty()
+            && let Some(info) = body::parse(&self.request)
+        {
+            self.model = info.model.filter(|m| !m.is_empty()).map(|m| model_at_entry(&m)).or(self.model.take());
+        }
         let mut ttft_s = None;
         let mut tpot_s = None;
         let mut output_tokens = None;
@@ -275,9 +292,10 @@ impl Meter {
                         Some(ev) => {
                             self.error |= ev.is_error();
                             if self.model.is_none() {
-                                self.model = ev.model.as_deref().map(str::to_string);
+                                self.model = ev.model.as_deref().map(model_at_entry);
                             }
                             self.request_id = ev.id.as_deref().and_then(record::request_id);
+                            self.engine = engine_times(&ev);
                             self.tokens.body(&ev);
                             output_tokens = self.tokens.usage.map(|value| count(value, true));
                         }
@@ -330,10 +348,37 @@ impl Meter {
             prompt_tokens: self.tokens.prompt.map(saturate),
             output_tokens,
             itl: std::mem::take(&mut self.tokens.itl),
-            engine: None,
+            engine: self.engine,
             request_id: self.request_id,
         }
     }
+}
+
+/// A count from a lenient number: a whole, non-negative one.
+fn whole(n: event::Num) -> Option<u64> {
+    n.0.filter(|v| v.is_finite() && *v >= 0.0 && v.fract() == 0.0 && *v < 1e18).map(|v| v as u64)
+}
+
+/// The engine's own times for the request, when the event or body carries them: vLLM's
+/// `metrics` (queue, scheduled → first token, first → last token) or llama.cpp's `timings`
+/// (prompt processing from the slot's start, then generation; no queue). llama.cpp writes
+/// 0 for a phase not reached yet.
+fn engine_times(ev: &Event<'_>) -> Option<EngineTimes> {
+    let any = |t: &EngineTimes| t.queue_s.is_some() || t.prefill_s.is_some() || t.decode_s.is_some();
+    if let Some(m) = ev.metrics.0 {
+        let t = EngineTimes {
+            queue_s: m.queue_time_ms.ms_as_seconds(),
+            prefill_s: m.time_to_first_token_ms.ms_as_seconds(),
+            decode_s: m.generation_time_ms.ms_as_seconds(),
+        };
+        if any(&t) {
+            return Some(t);
+        }
+    }
+    let t = ev.timings.0?;
+    let reached = |ms: event::Num| ms.ms_as_seconds().filter(|s| *s > 0.0);
+    let t = EngineTimes { queue_s: None, prefill_s: reached(t.prompt_ms), decode_s: reached(t.predicted_ms) };
+    any(&t).then_some(t)
 }
 
 fn saturate(v: u64) -> u32 {
@@ -400,6 +445,18 @@ impl Tokens {
         } else if ev.text.any() || ev.output_ids.any() {
             bearing = true;
         }
+        if let Some(c) = whole(ev.tokens_predicted) {
+            let before = self.predicted.unwrap_or(0);
+            bearing |= c > before;
+            exact = exact.or(Some(c.saturating_sub(before)));
+            self.predicted = Some(c.max(before));
+        }
+        if ev.content.any() || ev.tokens.any() {
+            bearing = true;
+            exact = exact.or((ev.tokens.0 > 0).then_some(ev.tokens.0 as u64));
+        }
+        self.prompt = whole(ev.tokens_evaluated).or(self.prompt);
+        self.finished |= ev.stop.0 == Some(true);
         if !bearing {
             return;
         }
@@ -436,6 +493,8 @@ impl Tokens {
             self.prompt = m.prompt_tokens.or(self.prompt);
             self.usage = m.completion_tokens.or(self.usage);
         }
+        self.usage = whole(ev.tokens_predicted).or(self.usage);
+        self.prompt = whole(ev.tokens_evaluated).or(self.prompt);
     }
 
     fn all_choices_finished(&self) -> bool {

@@ -17,7 +17,10 @@
 pub mod body;
 pub mod event;
 pub mod meter;
+#[cfg(test)]
+mod native_tests;
 mod record;
+mod reject;
 pub mod route;
 pub mod span;
 pub mod sse;
@@ -28,34 +31,49 @@ mod tests;
 mod attach;
 #[cfg(test)]
 mod attach_tests;
+mod attribute;
+#[cfg(test)]
+mod attribute_tests;
 mod compact;
 mod evaluate;
 mod judge;
-mod report;
+mod pair;
+#[cfg(test)]
+mod pair_tests;
+mod ranked;
+mod reload;
 mod ring;
+mod running;
 mod saved;
 mod sketch;
 mod store;
 #[cfg(test)]
 mod store_tests;
 mod tally;
+#[cfg(test)]
+mod work_tests;
 
+pub use crate::report::request::{
+    ARRIVAL_SLOT_MS, ArrivalCell, Basis, DataSource, FINISH_SLOT_MS, InboxCounts, QuantileMethod, RequestPathReport,
+    RequestQuantile, RequestSlo, RequestWindow, SeriesCounters,
+};
 pub use attach::{attach, preferred, preferred_slo};
+pub use attribute::model_at_entry;
 pub use compact::{Compact, Invalid};
 pub use evaluate::{ALL_UNOBSERVABLE, SeriesWindows};
-pub use judge::{CLAUSES, ClauseCounts, Judgement, SloCounts, Verdict, judge};
+pub use judge::{CLAUSES, ClauseCounts, Judgement, Measured, SloCounts, Verdict, judge, tpot_vacuous};
 pub use meter::{End, Meter, Unmeasured};
+pub use pair::{GapReference, PAIR_WAIT_MS, Partner, TtftGap, Unpaired};
 pub use record::{EngineTimes, ItlGap, MAX_REQUEST_ID, RequestRecord, Source, Status, TokenCount, request_id};
-pub use report::{
-    ARRIVAL_SLOT_MS, ArrivalCell, Basis, DataSource, FINISH_SLOT_MS, InboxCounts, QuantileMethod, RequestPathReport,
-    RequestQuantile, RequestSlo, RequestWindow, SeriesCounters, TtftGap,
-};
+pub use reject::Reject;
+pub use reload::Rebuilt;
 pub use ring::{SLOTS_PER_WINDOW, slots_for};
 pub use route::Route;
+pub use running::Work;
 pub use saved::SavedRequests;
 pub use sketch::{MAX_BINS, RELATIVE_ERROR, Sketch, nearest_rank};
 pub use span::{AttrValue, NotRecorded, SpanInput, record_from_span};
 pub use store::{
-    BYTES_PER_RECORD, DEFAULT_MAX_RECORDS_PER_SERIES, DEFAULT_MAX_SERIES_PER_TARGET, MAX_CLOCK_SKEW_MS, Reject,
-    RequestStore, SeriesKey, StoreConfig,
+    BYTES_PER_RECORD, DEFAULT_MAX_RECORDS_PER_SERIES, DEFAULT_MAX_SERIES_PER_TARGET, MAX_CLOCK_SKEW_MS, RequestStore,
+    SeriesKey, StoreConfig,
 };

@@ -6,24 +6,7 @@
 
 use serde::Serialize;
 
-/// Who measured the request. The tap sees what the client sees (queueing and network
-/// outside the engine, errors, aborts); engine spans see the engine's own timing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    Tap,
-    Otlp,
-}
-
-impl Source {
-    /// The `source` label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Tap => "tap",
-            Source::Otlp => "otlp",
-        }
-    }
-}
+pub use crate::report::request::Source;
 
 /// How a request ended. Anything but [`Status::Ok`] counts as not good in every SLO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
@@ -103,7 +86,8 @@ pub struct RequestRecord {
     pub output_tokens: Option<TokenCount>,
     /// One entry per token-bearing event after the first (tap only; spans have none).
     pub itl: Vec<ItlGap>,
-    /// The engine's own split of the request's time, where its span carried one (OTLP only).
+    /// The engine's own split of the request's time, where its span or (tap) its response
+    /// carried one: llama.cpp's `timings`, vLLM's per-request `metrics`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineTimes>,
     /// The engine's id for the request: the response's `id` (`chatcmpl-…`) as the tap read
@@ -125,14 +109,17 @@ pub fn request_id(id: &str) -> Option<String> {
 }
 
 /// Where the engine says a request's time went: waiting to be scheduled, prefill, decode.
-/// Seconds; `None` where the span did not say.
+/// Seconds; `None` where the engine did not say.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct EngineTimes {
-    /// Queued → first scheduled (`gen_ai.latency.time_in_queue`).
+    /// Queued → first scheduled: a span's `gen_ai.latency.time_in_queue`, vLLM's
+    /// `queue_time_ms`; llama.cpp reports none.
     pub queue_s: Option<f64>,
-    /// First scheduled → first token (`gen_ai.latency.time_in_model_prefill`).
+    /// First scheduled → first token: a span's `gen_ai.latency.time_in_model_prefill`,
+    /// vLLM's `time_to_first_token_ms`, llama.cpp's `timings.prompt_ms`.
     pub prefill_s: Option<f64>,
-    /// First token → last token (`gen_ai.latency.time_in_model_decode`).
+    /// First token → last token: a span's `gen_ai.latency.time_in_model_decode`, vLLM's
+    /// `generation_time_ms`, llama.cpp's `timings.predicted_ms`.
     pub decode_s: Option<f64>,
 }
 

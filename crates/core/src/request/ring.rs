@@ -48,6 +48,8 @@ pub struct SlotWindow {
     pub to_ms: i64,
     pub tally: Tally,
     pub sketches: Sketches,
+    /// Slots merged into it (at most the window's slot count): the work it took.
+    pub merged: usize,
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -148,14 +150,16 @@ impl Ring {
         let e = now_ms.div_euclid(self.width_ms);
         let mut tally = Tally::new(slos);
         let mut sketches = Sketches::default();
+        let mut merged = 0;
         for slot in self.slots.range(e - self.n..e).map(|(_, s)| s) {
+            merged += 1;
             tally.merge(&slot.tally);
             for (a, b) in sketches.iter_mut().zip(&slot.sketches) {
                 a.merge(b);
             }
         }
         let to_ms = e * self.width_ms;
-        SlotWindow { from_ms: to_ms - self.window_ms, to_ms, tally, sketches }
+        SlotWindow { from_ms: to_ms - self.window_ms, to_ms, tally, sketches, merged }
     }
 
     /// Slots held, and the bytes they take (an estimate: map nodes are not counted).

@@ -13,6 +13,10 @@ pub enum Route {
     /// `POST /generate`: SGLang's native route (streaming with `"stream": true`, ending in
     /// `[DONE]`), and TGI's non-streaming one.
     Generate,
+    /// llama.cpp's native `POST /completion` (and its alias `/completions`): streaming with
+    /// `"stream": true`, the last event `"stop": true` (no `[DONE]`), with the engine's
+    /// `timings`.
+    LlamaCompletion,
 }
 
 impl Route {
@@ -25,8 +29,10 @@ impl Route {
         let path = path.split_once('?').map_or(path, |(p, _)| p);
         let path = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
         match path {
-            "/v1/chat/completions" => Some(Route::ChatCompletions),
+            // llama.cpp serves its OpenAI chat route without the version too.
+            "/v1/chat/completions" | "/chat/completions" => Some(Route::ChatCompletions),
             "/v1/completions" => Some(Route::Completions),
+            "/completion" | "/completions" => Some(Route::LlamaCompletion),
             "/generate_stream" => Some(Route::GenerateStream),
             "/generate" => Some(Route::Generate),
             _ => None,
@@ -49,6 +55,10 @@ mod tests {
         assert_eq!(Route::classify("POST", "/v1/completions/?x=1"), Some(Route::Completions));
         assert_eq!(Route::classify("POST", "/generate_stream"), Some(Route::GenerateStream));
         assert_eq!(Route::classify("POST", "/generate"), Some(Route::Generate));
+        assert_eq!(Route::classify("POST", "/chat/completions"), Some(Route::ChatCompletions));
+        assert_eq!(Route::classify("POST", "/completion"), Some(Route::LlamaCompletion));
+        assert_eq!(Route::classify("POST", "/completions/"), Some(Route::LlamaCompletion));
+        assert_eq!(Route::classify("POST", "/chat/completion"), None);
         assert_eq!(Route::classify("GET", "/v1/chat/completions"), None);
         assert_eq!(Route::classify("POST", "/v1/embeddings"), None);
         assert_eq!(Route::classify("POST", "/v1/chat/completions/x"), None);

@@ -42,7 +42,7 @@ impl RequestStore {
             .series
             .iter()
             .filter(|(k, _)| k.target == target)
-            .map(|(k, s)| SavedSeries { key: k.clone(), slos: self.slo_definitions(&s.slos), series: s.clone() })
+            .map(|(k, s)| SavedSeries { key: k.clone(), slos: self.slo_definitions(&s.slos), series: s.saved() })
             .collect();
         SavedRequests { series }
     }
@@ -62,8 +62,8 @@ impl RequestStore {
                 && self.slo_definitions(&fresh.slos) == s.slos
                 && s.series.good.len() == fresh.slos.len()
                 && windows_match;
-            let of_target = self.series.keys().filter(|k| k.target == target).count();
-            if !same || of_target >= self.cfg.max_series_per_target {
+            let of_target = self.series.keys().filter(|k| k.target == target && !k.model.is_empty()).count();
+            if !same || (!s.key.model.is_empty() && of_target >= self.cfg.max_series_per_target) {
                 dropped += 1;
                 continue;
             }

@@ -21,6 +21,7 @@
 
 use std::collections::BTreeMap;
 
+use super::attribute::model_at_entry;
 use super::record::{EngineTimes, RequestRecord, Source, Status, TokenCount};
 
 /// An OTLP attribute value, reduced to what the mapping reads.
@@ -175,7 +176,7 @@ pub fn record_from_span(span: &SpanInput) -> Result<RequestRecord, NotRecorded> 
         prefill_s,
         decode_s,
     });
-    let model = span.text(RESPONSE_MODEL).or_else(|| span.text(REQUEST_MODEL)).unwrap_or_default().to_string();
+    let model = model_at_entry(span.text(RESPONSE_MODEL).or_else(|| span.text(REQUEST_MODEL)).unwrap_or_default());
     Ok(RequestRecord {
         source: Source::Otlp,
         target: String::new(),

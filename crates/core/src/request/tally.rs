@@ -42,6 +42,22 @@ impl Tally {
         }
     }
 
+    /// Takes out one request [`Tally::add`] added with the same judgements.
+    pub fn remove(&mut self, r: &Compact, judgements: &[Judgement]) {
+        self.finished -= 1;
+        self.failed -= u64::from(!r.ok());
+        self.output_tokens -= u64::from(r.output_tokens);
+        self.inexact_tokens -= u64::from(!r.tokens_exact());
+        if let Some(t) = r.ttft() {
+            self.ttft_count -= 1;
+            // Exact zero once empty, whatever rounding the adds and removals left.
+            self.ttft_sum = if self.ttft_count == 0 { 0.0 } else { self.ttft_sum - t };
+        }
+        for (c, j) in self.slos.iter_mut().zip(judgements) {
+            c.remove(j, r.output_tokens);
+        }
+    }
+
     pub fn merge(&mut self, o: &Tally) {
         self.finished += o.finished;
         self.failed += o.failed;

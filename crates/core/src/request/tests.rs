@@ -396,3 +396,28 @@ proptest::proptest! {
         proptest::prop_assert_eq!(split_record(&input, &cuts), split_record(&input, &[]));
     }
 }
+
+#[test]
+fn a_model_name_past_the_label_limit_is_cut_where_it_enters() {
+    let limit = crate::parse::MAX_LABEL_VALUE_BYTES;
+    let body = format!(r#"{{"model":"{}","messages":[],"stream":true}}"#, "b".repeat(900 << 10));
+    let mut m = Meter::new(Route::ChatCompletions, 0.0);
+    m.request_body(body.as_bytes());
+    m.request_end();
+    m.response_head(404, Some("application/json"), None).unwrap();
+    m.response_body(br#"{"error":{"message":"The model does not exist.","code":404}}"#, 0.1);
+    let r = m.finish(End::Eof, 0.1, 1_700_000_000.0, "t");
+    assert_eq!(r.status, Status::HttpError(404));
+    assert_eq!(r.model.len(), limit + 1, "just past the limit: the store still sees it was too long");
+    // A name from the response is cut the same way.
+    let long = "r".repeat(limit * 2);
+    let event = format!(r#"{{"id":"c1","model":"{long}","choices":[{{"index":0,"delta":{{"content":"x"}}}}]}}"#);
+    let (r, _) = measure(
+        Route::ChatCompletions,
+        "text/event-stream",
+        &timed(sse(&[&event, "[DONE]"]), &[0.1, 0.2]),
+        End::Eof,
+        0.3,
+    );
+    assert_eq!(r.model.len(), limit + 1);
+}

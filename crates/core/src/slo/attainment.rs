@@ -1,67 +1,24 @@
 //! Share of one histogram's observations at or under a threshold.
 
-use super::Bounded;
+use super::counts::{HistogramClause, good_counts};
+use super::{Bounded, Clause};
 use crate::canonical::Histogram;
 
-/// Relative tolerance for "the threshold is a bucket boundary": configs say `200ms`,
-/// engines print `0.2` or `0.20000000000000001`.
-const ON_BOUNDARY: f64 = 1e-9;
-
-fn same(a: f64, b: f64) -> bool {
-    a == b || (a - b).abs() <= ON_BOUNDARY * a.abs().max(b.abs())
-}
-
-/// The bucket boundary equal to `threshold`, if there is one.
-pub fn threshold_on_boundary(h: &Histogram, threshold: f64) -> Option<f64> {
-    h.buckets.iter().map(|b| b.le).find(|&le| le.is_finite() && same(le, threshold))
-}
-
-/// Share of observations ≤ `threshold` in a histogram of (raw) increases.
-///
-/// Exact when the threshold is a bucket boundary. Otherwise the bracket spans the two
-/// neighbouring boundaries, and the estimate interpolates linearly inside the bucket, as
-/// `histogram_quantile` does (the lowest bucket starts at 0 for positive bounds). Above
-/// the highest finite boundary the upper bound is 1 and the estimate is the lower bound:
-/// nothing is known about how the `+Inf` bucket is spread. `None` when the window holds no
-/// observations, or when the histogram has no `+Inf` bucket.
+/// Share of observations ≤ `threshold` in a histogram of (raw) increases: the counts of
+/// [`good_counts`] over the observations. Exact when the threshold is a bucket boundary,
+/// otherwise bracketed by the two neighbouring boundaries with a linear interpolation
+/// inside the bucket as the estimate. `None` when the window holds no observations, or
+/// when the histogram has no `+Inf` bucket.
 pub fn attainment(h: &Histogram, threshold: f64) -> Option<Bounded> {
-    let inf = h.buckets.last().filter(|b| b.le == f64::INFINITY)?;
-    let total = inf.count;
-    if total.is_nan() || total <= 0.0 {
-        return None;
-    }
-    // Cumulative counts may dip by float noise or a torn scrape; PromQL's monotonicity fix
-    // would take the running max, and so do we.
-    let mut prev_le = 0.0_f64;
-    let mut prev_count = 0.0_f64;
-    for (i, b) in h.buckets.iter().enumerate() {
-        let count = b.count.max(prev_count).min(total);
-        if b.le.is_finite() && same(b.le, threshold) {
-            return Some(Bounded::exact(count / total));
-        }
-        if threshold < b.le {
-            let lower = prev_count / total;
-            let upper = count / total;
-            let estimate = if b.le.is_infinite() {
-                lower
-            } else {
-                let start = if i == 0 { prev_le.min(b.le) } else { prev_le };
-                let span = b.le - start;
-                let frac = if span > 0.0 { ((threshold - start) / span).clamp(0.0, 1.0) } else { 1.0 };
-                (prev_count + (count - prev_count) * frac) / total
-            };
-            return Some(Bounded { lower, estimate, upper });
-        }
-        prev_le = b.le;
-        prev_count = count;
-    }
-    Some(Bounded::exact(1.0))
+    let (observed, good) = good_counts(h, threshold)?;
+    HistogramClause { clause: Clause::Joint, observed, good }.share()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::canonical::Bucket;
+    use crate::slo::threshold_on_boundary;
 
     fn hist(b: &[(f64, f64)]) -> Histogram {
         Histogram {

@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn rounding_never_inverts_the_bounds() {
-        // 2.9682539682539684 − 2 rounds to just above 61/63 (found by tests/accuracy_*).
+        // 2.9682539682539684 − 2 rounds to just above 61/63 (found by tests/it/accuracy_*).
         let p = 61.0 / 63.0;
         let j = joint(&[Bounded::exact(1.0), Bounded::exact(1.0), Bounded::exact(p)], 0.0);
         assert!(j.lower <= j.estimate && j.estimate <= j.upper);

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::*;
 use crate::canonical::{
     Bucket, CounterKind, CounterValue, Engine, FinishReason, GaugeKind, Histogram, HistogramKind, ModelSnapshot, Shard,
+    Snapshot,
 };
 
 /// A vLLM V1 rank as the 0.13 fixture exposes it: 23 TTFT, 20 TPOT, 20 ITL and 22 E2E
@@ -409,4 +410,23 @@ fn thin_scrapes_far_apart_keep_their_times() {
         assert_eq!(w.point_at(seq).map(|p| p.0), Some(t));
     }
     assert_eq!(whole.len(), bits(&w).len());
+}
+
+#[test]
+fn a_longer_max_window_keeps_what_is_held_and_a_shorter_one_drops_it_at_the_next_push() {
+    let mut w = TargetWindows::new(Duration::from_secs(60));
+    for i in 0..60 {
+        w.push(i * 1000, Arc::new(vllm_like(1, i as f64)));
+    }
+    assert_eq!(w.len(), 60);
+    w.set_max_window(Duration::from_secs(300));
+    assert_eq!(w.max_window(), Duration::from_secs(300));
+    for i in 60..120 {
+        w.push(i * 1000, Arc::new(vllm_like(1, i as f64)));
+    }
+    assert_eq!(w.len(), 120, "nothing held was dropped and the store now keeps 5 minutes");
+    w.set_max_window(Duration::from_secs(30));
+    assert_eq!(w.len(), 120, "shortening drops nothing by itself");
+    w.push(120_000, Arc::new(vllm_like(1, 120.0)));
+    assert_eq!(w.len(), 30, "the next push keeps (t − 30 s, t]");
 }

@@ -21,8 +21,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::column::Column;
 use super::column::whole;
-use super::{Column, Layout, MAX_DROPPED, Point, Quantity, TargetWindows};
+use super::layout::{Layout, Quantity};
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 
 /// Thin scrapes per block: decoding one costs decoding its block (`BLOCK` × kept series),
@@ -74,7 +75,7 @@ impl Kept {
 /// The rule the thin part follows and the projection of the last full layout thinned.
 #[derive(Debug, Clone)]
 pub(super) struct ThinRule {
-    kept: Kept,
+    pub(super) kept: Kept,
     /// The last full layout projected: consecutive scrapes share one.
     projection: Option<Projection>,
 }
@@ -83,10 +84,15 @@ pub(super) struct ThinRule {
 type Projection = (Arc<Layout>, Arc<[u32]>, Arc<Layout>);
 
 impl ThinRule {
+    /// A rule keeping `kept`, nothing projected yet.
+    pub(super) fn new(kept: Kept) -> ThinRule {
+        ThinRule { kept, projection: None }
+    }
+
     /// The thin layout of `layout` and the columns it keeps. A projection equal to `last`
     /// (the newest thin scrape's layout) shares it, so thin scrapes of different full
     /// layouts (a series nobody keeps appeared) still share a block.
-    fn project(&mut self, layout: &Arc<Layout>, last: Option<&Arc<Layout>>) -> (Arc<[u32]>, Arc<Layout>) {
+    pub(super) fn project(&mut self, layout: &Arc<Layout>, last: Option<&Arc<Layout>>) -> (Arc<[u32]>, Arc<Layout>) {
         if let Some((full, cols, thin)) = &self.projection
             && Arc::ptr_eq(full, layout)
         {
@@ -134,7 +140,7 @@ pub(super) struct Block {
     /// `u32::MAX` ms ([`Block::fits`]), and half of a thin scrape was its `i64` time.
     times: Vec<u32>,
     /// Scrapes dropped from the front.
-    skip: usize,
+    pub(super) skip: usize,
     /// Scrapes 1.. as differences: one column for all of them once the block is full
     /// (from the trend through `base`, see [`Block::predicted`]), one per scrape from
     /// `base` while it fills.
@@ -143,12 +149,12 @@ pub(super) struct Block {
 }
 
 impl Block {
-    fn new(layout: Arc<Layout>, t_ms: i64, values: &[f64]) -> Block {
+    pub(super) fn new(layout: Arc<Layout>, t_ms: i64, values: &[f64]) -> Block {
         Block { layout, base: values.into(), t0: t_ms, times: vec![0], skip: 0, sealed: None, open: Vec::new() }
     }
 
     /// Whether a scrape at `t_ms` (newer than the block's) can join it.
-    fn fits(&self, t_ms: i64) -> bool {
+    pub(super) fn fits(&self, t_ms: i64) -> bool {
         self.times.len() < BLOCK && t_ms.checked_sub(self.t0).is_some_and(|d| u32::try_from(d).is_ok())
     }
 
@@ -158,7 +164,7 @@ impl Block {
     }
 
     /// Gives back what a block that will take no more scrapes over-allocated.
-    fn close(&mut self) {
+    pub(super) fn close(&mut self) {
         self.times.shrink_to_fit();
         self.open.shrink_to_fit();
     }
@@ -177,7 +183,7 @@ impl Block {
         self.times.len().checked_sub(1).map_or(i64::MIN, |j| self.time(j))
     }
 
-    fn push(&mut self, t_ms: i64, values: &[f64]) {
+    pub(super) fn push(&mut self, t_ms: i64, values: &[f64]) {
         self.open.push(Column::encode(values, Some(&self.base)));
         // `fits` said the offset does.
         self.times.push(u32::try_from(t_ms - self.t0).unwrap_or(u32::MAX));
@@ -328,122 +334,5 @@ impl Block {
             + self.sealed.as_ref().map_or(0, |(s, t)| s.heap_bytes() + t.heap_bytes())
             + self.open.iter().map(Column::heap_bytes).sum::<usize>()
             + self.open.capacity() * size_of::<Column>()
-    }
-}
-
-impl TargetWindows {
-    /// Re-encodes every full point at or before `horizon_ms` (but never the newest) into its
-    /// thin form under `kept`. The evaluation calls this with `now − longest configured
-    /// window` once its windows have taken out what left them: from then on no configured
-    /// window can hold those points, and the alert-only windows read only kept series.
-    ///
-    /// A changed `kept` applies to the points thinned from then on; thin points stay as
-    /// they are (their series cannot come back).
-    pub fn thin_before(&mut self, horizon_ms: i64, kept: &Kept) {
-        if self.thin_rule.as_ref().is_none_or(|t| t.kept != *kept) {
-            self.thin_rule = Some(ThinRule { kept: kept.clone(), projection: None });
-        }
-        while self.points.len() > 1 && self.points[0].t_ms <= horizon_ms {
-            if !self.thin_one() {
-                break;
-            }
-        }
-        // A store filled whole first (restored from a snapshot) keeps the ring it grew to.
-        let len = self.points.len();
-        if self.points.capacity() > 2 * len + 64 {
-            self.points.shrink_to(len + len / 4 + 16);
-        }
-    }
-
-    /// Scrapes in the thin part (the oldest ones).
-    pub fn thin_points(&self) -> usize {
-        self.thin_len
-    }
-
-    /// Thins the oldest full point (a keyframe); the full point after it becomes one.
-    fn thin_one(&mut self) -> bool {
-        let (Some(rule), Some(point)) = (self.thin_rule.as_mut(), self.points.front()) else { return false };
-        let mut full = Vec::new();
-        if !point.column.decode_into(&mut full) || full.len() != point.layout.keys.len() {
-            return false;
-        }
-        // Decode the next point before anything changes: it is a delta from these values.
-        let next = match self.points.get(1).map(|p| &p.column) {
-            Some(c) if !c.is_raw() => {
-                let mut cur = full.clone();
-                if !c.decode_into(&mut cur) {
-                    // Cannot happen with columns built by `Column::encode`; leave it full.
-                    return false;
-                }
-                Some(cur)
-            }
-            _ => None,
-        };
-        let (cols, layout) = rule.project(&point.layout, self.thin.back().map(|b| &b.layout));
-        let values: Vec<f64> = cols.iter().map(|&c| full[c as usize]).collect();
-        let t_ms = point.t_ms;
-        match self.thin.back_mut() {
-            Some(b) if Arc::ptr_eq(&b.layout, &layout) && b.fits(t_ms) => b.push(t_ms, &values),
-            last => {
-                if let Some(b) = last {
-                    b.close();
-                }
-                self.thin.push_back(Block::new(layout, t_ms, &values));
-            }
-        }
-        self.points.pop_front();
-        self.thin_len += 1;
-        if let (Some(cur), Some(p)) = (next, self.points.front_mut()) {
-            p.column = Column::Raw(cur.into());
-        }
-        true
-    }
-
-    /// Drops the oldest thin point, kept aside for the incremental evaluation if asked.
-    pub(super) fn pop_thin(&mut self) {
-        let Some(block) = self.thin.front_mut() else {
-            self.thin_len = 0;
-            return;
-        };
-        if self.keep_dropped {
-            let mut values = Vec::new();
-            if block.decode(0, &mut values) {
-                let column = Column::Raw(values.into());
-                self.dropped.push_back(Point { t_ms: block.t(0), layout: block.layout.clone(), column });
-                if self.dropped.len() > MAX_DROPPED {
-                    self.dropped.pop_front();
-                }
-            }
-        }
-        block.skip += 1;
-        if block.len() == 0 {
-            self.thin.pop_front();
-        }
-        self.thin_len -= 1;
-        self.front_seq += 1;
-    }
-
-    /// The block holding thin point `i` (0: the oldest stored), and its index in it.
-    pub(super) fn thin_at(&self, mut i: usize) -> Option<(&Block, usize)> {
-        for b in &self.thin {
-            if i < b.len() {
-                return Some((b, i));
-            }
-            i -= b.len();
-        }
-        None
-    }
-
-    /// Thin points at or before `t_ms`.
-    pub(super) fn thin_until(&self, t_ms: i64) -> usize {
-        let mut n = 0;
-        for b in &self.thin {
-            if b.last_t() <= t_ms {
-                n += b.len();
-                continue;
-            }
-            return n + (0..b.len()).take_while(|&k| b.t(k) <= t_ms).count();
-        }
-        n
     }
 }

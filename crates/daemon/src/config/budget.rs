@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::Config;
 use super::error::Diagnostics;
 use super::raw::{RawSlo, S};
+use super::types::Config;
 use crate::budget::{BudgetSpec, DEFAULT_PERIOD, MAX_PERIOD, MIN_PERIOD};
 use crate::duration::{format_duration, parse_duration};
 

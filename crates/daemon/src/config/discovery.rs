@@ -5,11 +5,37 @@
 use std::time::Duration;
 
 use super::error::Diagnostics;
-use super::raw::{RawDiscovery, RawDns, RawFileSd, RawKubernetes, S};
+use super::raw::{RawDiscovery, RawDiscoveryLimits, RawDns, RawFileSd, RawKubernetes, S};
 use crate::duration::parse_positive_duration;
 
 /// How often `file_sd` files are read again even without a change, and DNS names resolved.
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(30);
+
+/// Most discovered targets scraped at once, all sources together: the aggregator's measured
+/// size (docs/footprint.md#10-000-targets-with-full-windows: 10 000 targets with full 6 h
+/// windows in 3.6 GiB on two cores). The daemon lowers it further to what the descriptor
+/// limit leaves room for (crate::discovery::limits).
+pub const DEFAULT_MAX_DISCOVERED_TARGETS: usize = 10_000;
+
+/// `discovery_limits:` (docs/discovery.md#limits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiscoveryLimits {
+    /// Most discovered targets scraped; those past it, in name order, are refused.
+    pub max_targets: usize,
+}
+
+impl Default for DiscoveryLimits {
+    fn default() -> Self {
+        DiscoveryLimits { max_targets: DEFAULT_MAX_DISCOVERED_TARGETS }
+    }
+}
+
+/// A build without the `kubernetes` cargo feature (a plain `cargo build`) refuses
+/// `kubernetes:` discovery in `check`, `run` and on reload alike, rather than start a source
+/// that can find nothing.
+const NO_KUBERNETES: &str = "kubernetes discovery is not in this build of goodput: rebuild it with \
+     `cargo build --release --features kubernetes`, or run the container image, which has it \
+     (docs/discovery.md#kubernetes)";
 
 /// One `discovery:` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,10 +110,30 @@ pub(super) fn discovery_section(d: &mut Diagnostics, raw: Option<&S<Vec<S<RawDis
             file_sd(d, &f.value).map(Discovery::FileSd)
         } else if let Some(s) = &e.dns {
             dns(d, s).map(Discovery::Dns)
+        } else if let Some(k) = &e.kubernetes {
+            if !cfg!(feature = "kubernetes") {
+                d.error(k.pos, NO_KUBERNETES);
+            }
+            kubernetes(d, &k.value).map(Discovery::Kubernetes)
         } else {
-            e.kubernetes.as_ref().and_then(|k| kubernetes(d, &k.value)).map(Discovery::Kubernetes)
+            None
         };
         out.extend(found);
+    }
+    out
+}
+
+pub(super) fn limits_section(d: &mut Diagnostics, raw: Option<&RawDiscoveryLimits>) -> DiscoveryLimits {
+    let mut out = DiscoveryLimits::default();
+    if let Some(m) = raw.and_then(|r| r.max_targets.as_ref()) {
+        if m.value == 0 {
+            d.error(
+                m.pos,
+                "discovery_limits.max_targets is 0, which would refuse every discovered target; give a limit of at least 1, or remove the discovery sources",
+            );
+        } else {
+            out.max_targets = usize::try_from(m.value).unwrap_or(usize::MAX);
+        }
     }
     out
 }

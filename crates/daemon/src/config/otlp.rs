@@ -4,9 +4,13 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
+use super::bytes::parse_bytes;
 use super::error::{Diagnostics, Pos};
 use super::raw::{RawOtlp, RawTarget, RawTraces, S};
-use super::{DEFAULT_OTLP_BODY_LIMIT, OtlpConfig, Target, TargetTraces, parse_bytes};
+use super::tap::{RawGuards, guards};
+use super::types::{
+    DEFAULT_OTLP_BODY_LIMIT, DEFAULT_OTLP_MAX_CONNECTIONS, ListenerGuards, OtlpConfig, Target, TargetTraces,
+};
 
 impl Target {
     /// The `service.name` of this target's spans: `traces.service_name`, else its name.
@@ -78,7 +82,15 @@ pub(super) fn otlp_section(
             Err(e) => d.error(s.pos, format!("otlp.body_limit: {e}")),
         }
     }
-    Some(OtlpConfig { listen: at?, body_limit })
+    let r = &raw.value;
+    let raw_guards = RawGuards {
+        max_connections: r.max_connections.as_ref(),
+        header_read_timeout: r.header_read_timeout.as_ref(),
+        idle_timeout: r.idle_timeout.as_ref(),
+        body_read_timeout: r.body_read_timeout.as_ref(),
+    };
+    let guards = guards(d, raw_guards, "otlp", ListenerGuards::with_cap(DEFAULT_OTLP_MAX_CONNECTIONS));
+    Some(OtlpConfig { listen: at?, body_limit, guards })
 }
 
 /// Reports a service name claimed twice. Two targets that both default to their (equal)

@@ -20,6 +20,7 @@ pub struct RawConfig {
     pub server: Option<RawServer>,
     pub targets: Option<S<Vec<RawTarget>>>,
     pub discovery: Option<S<Vec<S<RawDiscovery>>>>,
+    pub discovery_limits: Option<RawDiscoveryLimits>,
     pub windows: Option<S<Vec<S<String>>>>,
     pub quantiles: Option<S<Vec<S<f64>>>>,
     pub slos: Option<Vec<S<RawSlo>>>,
@@ -41,6 +42,10 @@ pub struct RawConfig {
 pub struct RawOtlp {
     pub listen: S<String>,
     pub body_limit: Option<S<Scalar>>,
+    pub max_connections: Option<S<u64>>,
+    pub header_read_timeout: Option<S<String>>,
+    pub idle_timeout: Option<S<String>>,
+    pub body_read_timeout: Option<S<String>>,
 }
 
 /// `targets[].traces:`, which spans belong to the target.
@@ -104,6 +109,13 @@ pub struct RawDiscovery {
     pub kubernetes: Option<S<RawKubernetes>>,
 }
 
+/// `discovery_limits:`, bounds on what the discovery sources together may add.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDiscoveryLimits {
+    pub max_targets: Option<S<u64>>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFileSd {
@@ -137,6 +149,10 @@ pub struct RawTap {
     pub listen: S<String>,
     pub upstream: S<String>,
     pub inject_usage: Option<bool>,
+    pub max_connections: Option<S<u64>>,
+    pub header_read_timeout: Option<S<String>>,
+    pub idle_timeout: Option<S<String>>,
+    pub body_read_timeout: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

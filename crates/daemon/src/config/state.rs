@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::bytes::parse_bytes;
 use super::error::Diagnostics;
-use super::parse_bytes;
 use super::raw::S;
 use crate::duration::parse_positive_duration;
 

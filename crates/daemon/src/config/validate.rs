@@ -7,21 +7,27 @@ use std::time::Duration;
 
 use url::Url;
 
+use super::bytes::parse_bytes;
 use super::error::{ConfigErrors, Diagnostics, Pos};
 use super::raw::{RawKv, RawScrape, RawServer, RawSlo, RawSpecDecode, RawTarget, S};
+use super::types::{
+    Cardinality, Config, DEFAULT_BODY_LIMIT, DEFAULT_LISTEN, DEFAULT_QUANTILES, DEFAULT_SCRAPE_INTERVAL,
+    DEFAULT_SCRAPE_TIMEOUT, DEFAULT_TARGET_GRACE, DEFAULT_WINDOWS, Loaded, MIN_DEFAULT_EVALUATION_INTERVAL,
+    ScrapeConfig, ServerConfig, Target,
+};
 use super::yaml::Read;
-use super::*;
 use crate::adapt::EngineHint;
 use crate::canonical::Engine;
-use crate::duration::{Window, parse_duration, parse_interval, parse_positive_duration};
-use crate::slo::{Objective, Scope};
+use crate::duration::{DurationError, Window, parse_duration, parse_interval, parse_positive_duration};
+use crate::evaluate::KvThresholds;
+use crate::slo::{Objective, Scope, Slo};
 
 fn pos<T>(s: &S<T>) -> Pos {
     s.pos
 }
 
 pub(crate) fn validate(read: Read, file: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Loaded, ConfigErrors> {
-    let Read { raw, errors, rejected, root, target_names } = read;
+    let Read { raw, errors, rejected, root, target_names, alerting_keys } = read;
     let mut d = Diagnostics::new(file, errors, rejected);
 
     let listen = match &raw.listen {
@@ -51,6 +57,7 @@ pub(crate) fn validate(read: Read, file: &str, env: &dyn Fn(&str) -> Option<Stri
         .unwrap_or(scrape.interval.max(MIN_DEFAULT_EVALUATION_INTERVAL));
 
     let discovery = super::discovery::discovery_section(&mut d, raw.discovery.as_ref());
+    let discovery_limits = super::discovery::limits_section(&mut d, raw.discovery_limits.as_ref());
     let targets = match &raw.targets {
         None if d.rejected(root, "targets") || d.rejected(root, "discovery") => Vec::new(),
         None if !discovery.is_empty() => Vec::new(),
@@ -64,7 +71,7 @@ pub(crate) fn validate(read: Read, file: &str, env: &dyn Fn(&str) -> Option<Stri
     let slos = slos_section(&mut d, raw.slos.as_deref().unwrap_or(&[]), &names);
     let slo_periods = super::budget::slo_periods(&mut d, raw.slos.as_deref().unwrap_or(&[]));
     let kv_cache = kv_section(&mut d, raw.kv_cache.as_ref());
-    let alerting = alerting_section(&mut d, raw.alerting.as_ref(), &slos, &windows);
+    let alerting = super::alerting::alerting_section(&mut d, raw.alerting.as_ref(), &alerting_keys, &slos, &windows);
     let spec_draft_cost_ratio = spec_decode_section(&mut d, raw.spec_decode.as_ref());
     let otlp = super::otlp::otlp_section(&mut d, raw.otlp.as_ref(), listen, raw.targets.as_ref());
     let state = super::state::state_section(
@@ -89,6 +96,7 @@ pub(crate) fn validate(read: Read, file: &str, env: &dyn Fn(&str) -> Option<Stri
         server,
         targets,
         discovery,
+        discovery_limits,
         windows,
         quantiles,
         slos,
@@ -109,7 +117,7 @@ fn duration(
     d: &mut Diagnostics,
     s: &S<String>,
     key: &str,
-    parse: fn(&str) -> Result<Duration, String>,
+    parse: fn(&str) -> Result<Duration, DurationError>,
 ) -> Option<Duration> {
     parse(&s.value).map_err(|e| d.error(pos(s), format!("{key}: {e}"))).ok()
 }
@@ -507,27 +515,6 @@ fn kv_section(d: &mut Diagnostics, raw: Option<&RawKv>) -> KvThresholds {
         }
     }
     kv
-}
-
-fn alerting_section(
-    d: &mut Diagnostics,
-    raw: Option<&S<AlertingConfig>>,
-    slos: &[Slo],
-    windows: &[Window],
-) -> AlertingConfig {
-    let Some(raw) = raw else { return AlertingConfig::default() };
-    let cfg = raw.value.clone();
-    if cfg.alertmanager.is_some() && !cfg.alertmanagers.is_empty() {
-        d.error(pos(raw), "both alerting.alertmanager and alerting.alertmanagers are set; use alertmanagers: [{url: ...}, ...] for several");
-    }
-    let findings = crate::alert::validate::validate(&cfg, slos, windows);
-    for e in findings.errors {
-        d.error(pos(raw), e);
-    }
-    for w in findings.warnings {
-        d.warn(pos(raw), w);
-    }
-    cfg
 }
 
 fn spec_decode_section(d: &mut Diagnostics, raw: Option<&RawSpecDecode>) -> Option<f64> {

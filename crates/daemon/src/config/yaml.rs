@@ -28,6 +28,9 @@ pub(crate) struct Read {
     /// Every `targets[].name` written in the file, even of targets rejected here, so that
     /// an SLO naming one is not reported too.
     pub target_names: Vec<String>,
+    /// Each key written under `alerting:` and where, for the checks that point at one
+    /// (the deprecated `runbook_base_url`).
+    pub alerting_keys: Vec<(String, Pos)>,
 }
 
 pub(crate) fn read(text: &str, file: &str) -> Result<Read, ConfigErrors> {
@@ -97,7 +100,8 @@ pub(crate) fn read(text: &str, file: &str) -> Result<Read, ConfigErrors> {
             Some((root.at(&path)?.pos, key))
         })
         .collect();
-    Ok(Read { raw, errors, rejected, root: root.pos, target_names: target_names(&root) })
+    let alerting_keys = keys(&root, "alerting");
+    Ok(Read { raw, errors, rejected, root: root.pos, target_names: target_names(&root), alerting_keys })
 }
 
 /// The message for a failed run, or `None` when it only repeats an error already reported
@@ -114,6 +118,14 @@ fn message(node: &Node, path: &[Step], e: &de::Error, skip: &HashSet<NodeId>) ->
         }
         Problem::Message(m) if path.is_empty() => Some(m.clone()),
         Problem::Message(m) => Some(format!("{here}: {m}")),
+    }
+}
+
+/// The keys of the top-level mapping `section` with their positions.
+fn keys(root: &Node, section: &str) -> Vec<(String, Pos)> {
+    match root.at(&[Step::Key(section.into())]) {
+        Some(Node { kind: Kind::Map(entries), .. }) => entries.iter().map(|e| (e.key.clone(), e.key_pos)).collect(),
+        _ => Vec::new(),
     }
 }
 

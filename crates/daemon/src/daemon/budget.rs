@@ -7,22 +7,32 @@ use std::sync::{Arc, Mutex};
 
 use super::evaluator::Roster;
 use crate::budget::BudgetBook;
+use crate::budget::reload::Ledgers;
 use crate::config::Config;
 use crate::report::Report;
 
 /// The book and the targets whose windows feed it.
 pub struct Budgets {
     book: Arc<Mutex<BudgetBook>>,
-    /// `None` without SLOs: there is nothing to count.
-    targets: Option<Roster>,
+    targets: Roster,
+    /// False without SLOs: there is nothing to count.
+    counting: bool,
 }
 
 impl Budgets {
     pub fn new(config: &Config, targets: Roster) -> Budgets {
         let names = config.targets.iter().map(|t| t.name.clone()).collect();
         let book = BudgetBook::new(config.budget_specs(), names);
-        let targets = (!config.slos.is_empty()).then_some(targets);
-        Budgets { book: Arc::new(Mutex::new(book)), targets }
+        Budgets { book: Arc::new(Mutex::new(book)), targets, counting: !config.slos.is_empty() }
+    }
+
+    /// Takes the SLOs and targets of a reloaded config: each SLO's ledgers are kept,
+    /// started, restarted or dropped by the rule of `budget::reload`; returns each SLO's
+    /// fate by name.
+    pub fn reconfigure(&mut self, config: &Config) -> Vec<(String, Ledgers)> {
+        let names = config.targets.iter().map(|t| t.name.clone()).collect();
+        self.counting = !config.slos.is_empty();
+        self.book.lock().unwrap_or_else(|e| e.into_inner()).reconfigure(config.budget_specs(), names)
     }
 
     /// The book, for the request path to count the records it drains.
@@ -33,7 +43,12 @@ impl Budgets {
     /// Feeds the targets' histograms and puts every budget into `report`, on the blocking
     /// pool: a large fleet's range reads take milliseconds. Nothing to do without SLOs.
     pub async fn apply(&self, report: &mut Report) {
-        let Some(roster) = &self.targets else { return };
+        if !self.counting {
+            // Without SLOs the book is empty; a reload that removed the last one leaves none.
+            report.budgets.clear();
+            return;
+        }
+        let roster = &self.targets;
         // A vanished target is not fed: its windows stand still until it is back or dropped.
         let targets: Vec<_> = roster.runtimes().into_iter().filter(|rt| rt.vanished_ms().is_none()).collect();
         let (book, now_ms) = (self.book.clone(), report.t_ms);

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use tokio::sync::{Notify, Semaphore};
 
 use super::target::TargetRuntime;
@@ -66,17 +67,34 @@ type Entry = (Arc<TargetRuntime>, Arc<Slot>);
 
 impl Roster {
     /// Makes `targets` the evaluated set. A runtime already in the set (the same `Arc`)
-    /// keeps its latest results; a new one starts without.
+    /// keeps its latest results, and so does one that replaced a runtime of the same name;
+    /// a new target starts without.
     pub fn set(&self, targets: Vec<Arc<TargetRuntime>>) {
         let mut list = self.0.write().unwrap_or_else(|e| e.into_inner());
         // By address: a search of the old list per target would be quadratic in the fleet.
         // The old runtimes stay alive in the map, so no address in it can be a new one's.
         let old: std::collections::HashMap<*const TargetRuntime, Entry> =
             std::mem::take(&mut *list).into_iter().map(|e| (Arc::as_ptr(&e.0), e)).collect();
+        // A runtime that took over a target's windows (its settings changed, its source did
+        // not: super::fleet) keeps the target's slot too, found by name; built only then.
+        let mut by_name: Option<std::collections::HashMap<&str, &Arc<Slot>>> = None;
+        let kept: std::collections::HashSet<*const TargetRuntime> = targets.iter().map(Arc::as_ptr).collect();
         *list = targets
             .into_iter()
             .map(|rt| {
-                let slot = old.get(&Arc::as_ptr(&rt)).map(|(_, s)| s.clone()).unwrap_or_default();
+                let slot = match old.get(&Arc::as_ptr(&rt)) {
+                    Some((_, s)) => s.clone(),
+                    None => by_name
+                        .get_or_insert_with(|| {
+                            old.iter()
+                                .filter(|(p, _)| !kept.contains(*p))
+                                .map(|(_, (rt, s))| (rt.config.name.as_str(), s))
+                                .collect()
+                        })
+                        .get(rt.config.name.as_str())
+                        .map(|s| (*s).clone())
+                        .unwrap_or_default(),
+                };
                 (rt, slot)
             })
             .collect();
@@ -96,7 +114,8 @@ impl Roster {
 /// The daemon's targets, evaluated each tick and kept per target.
 pub struct Evaluator {
     targets: Roster,
-    eval: Arc<EvalConfig>,
+    /// What each tick evaluates; a config reload replaces it between ticks.
+    eval: Arc<ArcSwap<EvalConfig>>,
     evaluate: Arc<EvaluateFn>,
     /// At most this many evaluations run at once: one per core, and at least two so that a
     /// single long evaluation cannot take the only one.
@@ -119,12 +138,17 @@ impl Evaluator {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Evaluator {
             targets,
-            eval: Arc::new(eval),
+            eval: Arc::new(ArcSwap::from_pointee(eval)),
             evaluate: Arc::new(evaluate_one),
             permits: Arc::new(Semaphore::new(cores.max(2))),
             workers: cores.max(2),
             generation: Arc::default(),
         }
+    }
+
+    /// Where a config reload puts the evaluation settings the next tick uses.
+    pub fn eval_handle(&self) -> Arc<ArcSwap<EvalConfig>> {
+        self.eval.clone()
     }
 
     /// This evaluator with another evaluation function: a test's slow target.
@@ -150,10 +174,11 @@ impl Evaluator {
     /// shared cursor: with thousands of targets, a task per target would pass each one
     /// through the async scheduler twice (permit, then the blocking pool), and at 10,000
     /// targets those hand-offs, not the evaluations, set how many a tick got through
-    /// (docs/footprint.md#why-evaluation-fell-behind-at-10-000-targets-2026-12-02-later).
+    /// (docs/footprint.md#how-the-daemon-keeps-up-at-scale).
     pub async fn tick(&self, now_ms: i64, wait: Duration) -> Report {
         let entries = self.targets.entries();
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let eval = self.eval.load_full();
         let round = Arc::new(Round {
             generation,
             latest: self.generation.clone(),
@@ -164,7 +189,7 @@ impl Evaluator {
         });
         if !entries.is_empty() {
             for _ in 0..self.workers {
-                let (round, eval, evaluate) = (round.clone(), self.eval.clone(), self.evaluate.clone());
+                let (round, eval, evaluate) = (round.clone(), eval.clone(), self.evaluate.clone());
                 let permits = self.permits.clone();
                 tokio::spawn(async move {
                     let Ok(permit) = permits.acquire_owned().await else { return };
@@ -215,7 +240,7 @@ impl Evaluator {
                 TargetReport { target: rt.config.name.clone(), engine, health, models }
             })
             .collect();
-        Report { t_ms: now_ms, targets, limits: self.eval.limits(), ..Report::default() }
+        Report { t_ms: now_ms, targets, limits: self.eval.load().limits(), ..Report::default() }
     }
 }
 
@@ -244,7 +269,7 @@ impl Round {
             let i = self.next.fetch_add(1, Ordering::Relaxed);
             let Some((rt, slot)) = self.entries.get(i) else { return };
             // A target that left discovery keeps its last results, unchanged, until it
-            // comes back or is dropped (docs/discovery.md#when-a-target-vanishes).
+            // comes back or is dropped (docs/discovery.md#how-targets-come-and-go).
             if rt.vanished_ms().is_none() && !slot.busy.swap(true, Ordering::AcqRel) {
                 let busy = Busy(slot.clone());
                 let evaluated = std::panic::catch_unwind(AssertUnwindSafe(|| evaluate(rt, now_ms, eval)));

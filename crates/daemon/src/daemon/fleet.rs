@@ -5,8 +5,10 @@
 //! target that vanishes stops being scraped and evaluated but keeps its windows, results
 //! and alert state for `scrape.target_grace`; if it comes back within that time (a pod
 //! restarting under the same name, a file rewritten) it goes on where it was, otherwise
-//! it is dropped. A target whose settings changed (its URL, interval, …) starts afresh;
-//! one whose settings did not keeps everything, across discovery changes and reloads alike.
+//! it is dropped. A target whose source changed (its URL, engine or model) starts afresh;
+//! one whose other settings changed (interval, timeout, headers, …) keeps its windows and
+//! is scraped with the new settings; one whose settings did not change keeps everything,
+//! across discovery changes and reloads alike.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use super::clock::Clock;
 use super::evaluator::Roster;
 use super::target::{TargetRuntime, fetcher_for, first_scrape_after, limits_for, scrape_loop};
 use crate::config::{Config, Target};
+use crate::discovery::limits::{self, Admission, DiscoveryStats};
 use crate::discovery::{Source, discovered_target};
 use crate::scrape::HttpClient;
 
@@ -44,8 +47,10 @@ pub struct Fleet {
     /// could not be built.
     client: Result<HttpClient, String>,
     scrapes: JoinSet<()>,
-    /// Names already warned about as taken, so that a collision is logged once.
-    collisions: HashSet<String>,
+    /// The discovered targets refused at the last reconcile (over the limit, or a name
+    /// taken), so that only a change is counted and logged.
+    admission: Admission,
+    stats: Arc<DiscoveryStats>,
     /// Runtimes made before the fleet started (the static targets, with their restored
     /// state snapshot), adopted by the first reconcile instead of fresh ones.
     adopt: BTreeMap<String, Arc<TargetRuntime>>,
@@ -55,9 +60,16 @@ impl Fleet {
     /// The fleet of `config`'s static targets, started, with its discovery sources running.
     /// A runtime in `adopt` whose settings match its target's is used as it is (it holds
     /// the windows and alerts a state snapshot restored).
-    pub fn start(config: Arc<Config>, roster: Roster, clock: Arc<dyn Clock>, adopt: Vec<Arc<TargetRuntime>>) -> Fleet {
+    pub fn start(
+        config: Arc<Config>,
+        roster: Roster,
+        clock: Arc<dyn Clock>,
+        adopt: Vec<Arc<TargetRuntime>>,
+        stats: Arc<DiscoveryStats>,
+    ) -> Fleet {
         let changed = Arc::new(Notify::new());
-        let sources = config.discovery.iter().map(|d| Source::start(d.clone(), changed.clone())).collect();
+        let sources =
+            config.discovery.iter().map(|d| Source::start(d.clone(), changed.clone(), stats.clone())).collect();
         let mut fleet = Fleet {
             config: config.clone(),
             members: BTreeMap::new(),
@@ -67,7 +79,8 @@ impl Fleet {
             clock,
             client: HttpClient::new(config.scrape.gzip),
             scrapes: JoinSet::new(),
-            collisions: HashSet::new(),
+            admission: Admission::default(),
+            stats,
             adopt: adopt.into_iter().map(|rt| (rt.config.name.clone(), rt)).collect(),
         };
         fleet.reconcile();
@@ -110,12 +123,18 @@ impl Fleet {
         for d in &config.discovery {
             match old.iter().position(|s| s.config == *d) {
                 Some(i) => self.sources.push(old.swap_remove(i)),
-                None => self.sources.push(Source::start(d.clone(), self.changed.clone())),
+                None => self.sources.push(Source::start(d.clone(), self.changed.clone(), self.stats.clone())),
             }
         }
         // The fetch settings outside the targets' own: every loop starts again with them.
         let fetch = |c: &Config| (c.scrape.body_limit, c.scrape.gzip);
         let refetch = fetch(&self.config) != fetch(&config);
+        // Windows added or removed: every store keeps what the longest one reads, from now on.
+        if self.config.max_window() != config.max_window() {
+            for m in self.members.values() {
+                m.rt.lock().windows.set_max_window(config.max_window());
+            }
+        }
         self.config = config;
         if refetch {
             self.client = HttpClient::new(self.config.scrape.gzip);
@@ -127,24 +146,19 @@ impl Fleet {
     }
 
     /// Every target that should run now, static ones first in config order, then the
-    /// discovered ones by name. A discovered name that is taken is skipped, and logged.
+    /// discovered ones by name, as many as the limit allows (discovery::limits).
     fn desired(&mut self) -> Vec<(Target, BTreeMap<String, String>)> {
         let mut out: Vec<(Target, BTreeMap<String, String>)> =
             self.config.targets.iter().map(|t| (t.clone(), BTreeMap::new())).collect();
-        let mut found: Vec<_> = self.sources.iter().flat_map(|s| s.found()).collect();
-        found.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut taken: HashSet<String> = out.iter().map(|(t, _)| t.name.clone()).collect();
-        for f in found {
-            if !taken.insert(f.name.clone()) {
-                if self.collisions.insert(f.name.clone()) {
-                    tracing::warn!(
-                        target_name = %f.name,
-                        url = %crate::redact::url(&f.url),
-                        "a discovered target's name is taken by another target; it is not scraped (docs/discovery.md#target-names)"
-                    );
-                }
-                continue;
-            }
+        let found: Vec<_> = self.sources.iter().flat_map(|s| s.found()).collect();
+        let taken: HashSet<String> = out.iter().map(|(t, _)| t.name.clone()).collect();
+        let c = &self.config;
+        // The 1 is the webhook or the dcgm-exporter, should there be one (listen::fds).
+        let others = c.targets.len() + c.alerting.alertmanager_urls().len() + 1;
+        let nofile = crate::listen::fds::nofile_limit();
+        let listeners = limits::listener_descriptors(c, nofile);
+        let limit = limits::fit(c.discovery_limits.max_targets, nofile, others, listeners);
+        for f in self.admission.admit(found, &taken, limit, &self.stats) {
             out.push((discovered_target(&self.config, &f), f.labels));
         }
         out
@@ -175,18 +189,25 @@ impl Fleet {
                     }
                 }
                 existing => {
+                    let mut kept = None;
                     if let Some(m) = existing {
-                        tracing::info!(target_name = %t.name, "target settings changed; it starts with empty windows");
                         let _ = m.stop.send(true);
+                        if same_source(&m.rt.config, &t) {
+                            tracing::info!(target_name = %t.name, "target settings changed; it keeps its windows");
+                            kept = Some(Arc::new(TargetRuntime::succeeding(&m.rt, t.clone(), labels.clone())));
+                        } else {
+                            tracing::info!(target_name = %t.name, "target source changed (url, engine or model); it starts with empty windows");
+                        }
                     } else {
                         tracing::info!(target_name = %t.name, url = %crate::redact::url(&t.url), "target added");
                     }
-                    let rt = match self.adopt.remove(&t.name).filter(|rt| rt.config == t) {
-                        Some(rt) => {
+                    let rt = match (kept, self.adopt.remove(&t.name).filter(|rt| rt.config == t)) {
+                        (Some(rt), _) => rt,
+                        (None, Some(rt)) => {
                             rt.set_labels(labels);
                             rt
                         }
-                        None => Arc::new(TargetRuntime::with_labels(t, labels, self.config.max_window())),
+                        (None, None) => Arc::new(TargetRuntime::with_labels(t, labels, self.config.max_window())),
                     };
                     let stop = spawn(
                         &self.config,
@@ -227,6 +248,13 @@ impl Fleet {
         let list = order.iter().filter_map(|n| self.members.get(n)).map(|m| m.rt.clone()).collect();
         self.roster.set(list);
     }
+}
+
+/// Whether two settings of a target scrape the same source: the same URL (credentials
+/// aside: a rotated password is the same engine), engine and model. A target whose other
+/// settings change keeps its windows (config::changes::same_source says the same).
+fn same_source(a: &Target, b: &Target) -> bool {
+    crate::redact::url(&a.url) == crate::redact::url(&b.url) && a.engine == b.engine && a.model == b.model
 }
 
 /// Starts the scrape loop of `rt`, its first scrape `first_after` from now; the returned

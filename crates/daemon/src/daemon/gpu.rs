@@ -13,6 +13,39 @@ use crate::gpu::nvml::NvmlSampler;
 use crate::gpu::reading::GpuReading;
 use crate::scrape::{FetchSpec, Fetcher};
 
+/// The GPU sources with what stops them: a reload that changes `gpu` (or the scrape
+/// settings dcgm-exporter is scraped with) starts new ones and stops these.
+pub struct Gpus {
+    pub sources: GpuSources,
+    /// Stops the dcgm-exporter loop; the NVML thread stops when its sampler is dropped.
+    stop: watch::Sender<bool>,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl Gpus {
+    pub fn start(cfg: &Config) -> Gpus {
+        let (stop, stopped) = watch::channel(false);
+        let mut tasks = tokio::task::JoinSet::new();
+        let sources = GpuSources::start(cfg, stopped, &mut tasks);
+        Gpus { sources, stop, tasks }
+    }
+
+    /// Whether a change from `old` to `new` needs the sources started again.
+    pub fn changed(old: &Config, new: &Config) -> bool {
+        let scrape = |c: &Config| {
+            (c.scrape.timeout, c.scrape.body_limit, c.scrape.gzip, c.scrape.follow_redirects, c.scrape.interval)
+        };
+        old.gpu != new.gpu || (new.gpu.as_ref().is_some_and(|g| g.dcgm.is_some()) && scrape(old) != scrape(new))
+    }
+}
+
+impl Drop for Gpus {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        self.tasks.abort_all();
+    }
+}
+
 /// Latest readings from every configured GPU source.
 pub struct GpuSources {
     nvml: Option<NvmlSampler>,

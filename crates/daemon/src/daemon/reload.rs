@@ -2,13 +2,16 @@
 //! (an edit, or a Kubernetes ConfigMap's `..data` symlink swap), the file is read and
 //! validated again, then applied at once or not at all.
 //!
-//! What can change live is where targets come from and how they are scraped: `targets`,
-//! `discovery` and `scrape`. A target whose settings did not change keeps its windows and
-//! alert state (crates/daemon/src/daemon/fleet.rs). Every other section shapes state built
-//! at start (the listener, the windows every target keeps, the alert engine, the error
-//! budgets, the taps and the OTLP receiver): a reload that changes one is refused, saying
-//! which, and the running config stays, as it does for a file that fails validation. The
-//! outcome is `llm_slo_config_last_reload_successful`, as Prometheus reports its own.
+//! Every key changes live. What the daemon holds is data, not configuration, and is kept:
+//! the scrapes in each target's windows are evaluated again under new windows, SLOs and
+//! intervals, alerts of unchanged rules carry on, error budgets follow one rule
+//! (crate::budget::reload), the request store judges what it holds again. Only a target
+//! whose source changed (URL, engine or model) starts empty. The reload first does what
+//! can fail (binding a new address, a new `state_dir`, new delivery workers: super::apply,
+//! super::listeners) and changes nothing if any of it does; then it applies the config to
+//! the evaluation loop between two ticks, to the fleet of targets and to the listeners.
+//! One log line lists every change and what it did ([`crate::config::changes`]), and
+//! `llm_slo_config_last_reload_successful` tells the outcome, as Prometheus reports its own.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +19,12 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::apply;
 use super::clock::Clock;
+use super::listeners::Listeners;
+use super::tick::Engine;
+use crate::config::changes::{self, between_configs};
+use crate::config::normal::normalize;
 use crate::config::{self, Config};
 use crate::serve::reload::ReloadStats;
 
@@ -25,47 +33,112 @@ pub const POLL: Duration = Duration::from_secs(1);
 
 /// Applies new configs to a running daemon.
 #[derive(Clone)]
-pub struct Reloader {
+pub struct Reloader(Arc<Inner>);
+
+struct Inner {
+    /// The config in force; the fleet of targets follows it.
     configs: watch::Sender<Arc<Config>>,
+    engine: Engine,
+    listeners: Arc<std::sync::Mutex<Listeners>>,
     stats: Arc<ReloadStats>,
     clock: Arc<dyn Clock>,
+    /// One reload at a time: a SIGHUP during a file change's reload waits for it.
+    serial: tokio::sync::Mutex<()>,
+}
+
+/// What a reload applied.
+#[derive(Debug, Clone)]
+pub struct Reloaded {
+    /// Each change and what it does ([`crate::config::changes`]); empty for the same config.
+    pub changes: Vec<changes::Change>,
+    /// What the reload did to state that the changes do not say: alerts ended, budgets
+    /// restarted, request series judged again.
+    pub notes: Vec<String>,
+    /// The hash of the config now in force (`llm_slo_config_info`).
+    pub hash: String,
 }
 
 impl Reloader {
-    pub fn new(configs: watch::Sender<Arc<Config>>, stats: Arc<ReloadStats>, clock: Arc<dyn Clock>) -> Reloader {
+    pub fn new(
+        configs: watch::Sender<Arc<Config>>,
+        engine: Engine,
+        listeners: Arc<std::sync::Mutex<Listeners>>,
+        stats: Arc<ReloadStats>,
+        clock: Arc<dyn Clock>,
+    ) -> Reloader {
         stats.succeeded(clock.now_ms());
-        Reloader { configs, stats, clock }
+        stats.running(&normalize(&configs.borrow()));
+        let serial = tokio::sync::Mutex::new(());
+        Reloader(Arc::new(Inner { configs, engine, listeners, stats, clock, serial }))
     }
 
     /// The config in force.
     pub fn current(&self) -> Arc<Config> {
-        self.configs.borrow().clone()
+        self.0.configs.borrow().clone()
     }
 
-    /// Makes `new` the running config, or says why not (a setting that needs a restart).
-    pub fn apply(&self, new: Config) -> Result<(), String> {
+    /// Makes `new` the running config, or says why it cannot (an address that cannot be
+    /// bound, a `state_dir` that cannot be used), having changed nothing.
+    pub async fn apply(&self, new: Config) -> Result<Reloaded, String> {
+        let me = &self.0;
+        let _one = me.serial.lock().await;
         let current = self.current();
-        if let Err(why) = live_changes_only(&current, &new) {
-            self.stats.failed();
-            return Err(why);
+        if *current == new {
+            me.stats.succeeded(me.clock.now_ms());
+            let hash = me.stats.hash().unwrap_or_default();
+            return Ok(Reloaded { changes: Vec::new(), notes: Vec::new(), hash });
         }
-        if *current != new {
-            self.configs.send_replace(Arc::new(new));
-        }
-        self.stats.succeeded(self.clock.now_ms());
-        Ok(())
+        let changes = between_configs(&current, &new);
+        // What can fail, first: binding new addresses, a new state_dir, delivery workers.
+        let ready = match Listeners::plan(&me.listeners, &new).await {
+            Ok(plan) => apply::prepare(&current, &new, plan.addr).map(|p| (plan, p)),
+            Err(e) => Err(e.to_string()),
+        };
+        let (plan, prepared) = match ready {
+            Ok(r) => r,
+            Err(why) => {
+                me.stats.failed();
+                return Err(why);
+            }
+        };
+        let notes = {
+            let mut post = me.engine.post.lock().await;
+            let rearm = post.every != new.evaluation_interval;
+            let notes = post.reconfigure(&current, &new, prepared).await;
+            if rearm {
+                me.engine.rearm.notify_one();
+            }
+            notes
+        };
+        let normal = normalize(&new);
+        me.listeners.lock().unwrap_or_else(|e| e.into_inner()).commit(Some(&current), &new, plan);
+        me.configs.send_replace(Arc::new(new));
+        me.stats.running(&normal);
+        me.stats.succeeded(me.clock.now_ms());
+        Ok(Reloaded { changes, notes, hash: normal.hash() })
     }
 
     /// Reads, validates and applies the config file at `path`, `prepare` having adjusted it
-    /// as at start (the command line's overrides). Logs the outcome; true when applied.
-    pub fn reload_file(&self, path: &Path, prepare: fn(&mut Config)) -> bool {
-        let loaded = match config::load(path) {
+    /// as at start (the command line's overrides). Logs the outcome in one line; true when
+    /// applied.
+    pub async fn reload_file(&self, path: &Path, prepare: fn(&mut Config)) -> bool {
+        // Reading and validating is file I/O and CPU: off the async workers.
+        let p = path.to_path_buf();
+        let loaded = match tokio::task::spawn_blocking(move || config::load(&p)).await {
+            Ok(l) => l,
+            Err(e) => {
+                self.0.stats.failed();
+                tracing::error!("config reload failed: {e}");
+                return false;
+            }
+        };
+        let loaded = match loaded {
             Ok(l) => l,
             Err(errors) => {
                 for e in &errors.0 {
                     tracing::error!("{e}");
                 }
-                self.stats.failed();
+                self.0.stats.failed();
                 tracing::error!(
                     file = %path.display(),
                     errors = errors.0.len(),
@@ -79,9 +152,22 @@ impl Reloader {
         }
         let mut new = loaded.config;
         prepare(&mut new);
-        match self.apply(new) {
-            Ok(()) => {
-                tracing::info!(file = %path.display(), "config reloaded");
+        match self.apply(new).await {
+            Ok(r) if r.changes.is_empty() => {
+                tracing::info!(file = %path.display(), hash = %r.hash, "config reloaded: nothing changed");
+                true
+            }
+            Ok(r) => {
+                let changes: Vec<String> = r.changes.iter().map(ToString::to_string).collect();
+                let notes =
+                    if r.notes.is_empty() { String::new() } else { format!(" | state: {}", r.notes.join("; ")) };
+                tracing::info!(
+                    file = %path.display(),
+                    hash = %r.hash,
+                    "config reloaded, {} change(s): {}{notes}",
+                    changes.len(),
+                    changes.join("; ")
+                );
                 true
             }
             Err(why) => {
@@ -90,48 +176,6 @@ impl Reloader {
             }
         }
     }
-}
-
-/// `Ok` when `new` differs from `current` only in what can change live.
-fn live_changes_only(current: &Config, new: &Config) -> Result<(), String> {
-    let mut changed = Vec::new();
-    let mut check = |key: &'static str, same: bool| {
-        if !same {
-            changed.push(key);
-        }
-    };
-    check("listen", current.listen == new.listen);
-    check("evaluation_interval", current.evaluation_interval == new.evaluation_interval);
-    check("server", current.server == new.server);
-    check("windows", current.eval_windows() == new.eval_windows());
-    check("quantiles", current.eval_quantiles() == new.eval_quantiles());
-    check("slos", current.slos == new.slos && current.slo_periods == new.slo_periods);
-    check("kv_cache", current.kv_cache == new.kv_cache);
-    check("alerting", current.alerting == new.alerting);
-    check("gpu", current.gpu == new.gpu);
-    check("cost", current.cost == new.cost);
-    check("spec_decode", current.spec_draft_cost_ratio == new.spec_draft_cost_ratio);
-    check("otlp", current.otlp == new.otlp);
-    // The taps listen and the OTLP receiver maps spans to targets from the start; a change
-    // of either would leave them behind.
-    check("targets[].tap", request_path(current) == request_path(new));
-    if changed.is_empty() {
-        return Ok(());
-    }
-    Err(format!(
-        "{} changed, which takes a restart (only targets, discovery and scrape change live; docs/discovery.md#reload)",
-        changed.join(", ")
-    ))
-}
-
-/// What the request path took from the targets at start: each tapped target's tap, and
-/// with `otlp:` every target's service name.
-fn request_path(c: &Config) -> Vec<(String, Option<config::TapConfig>, Option<String>)> {
-    c.targets
-        .iter()
-        .filter(|t| t.tap.is_some() || c.otlp.is_some())
-        .map(|t| (t.name.clone(), t.tap.clone(), c.otlp.is_some().then(|| t.service_name().to_string())))
-        .collect()
 }
 
 /// What tells one version of the config file from another without reading it: the path it
@@ -153,32 +197,67 @@ fn stamp(path: &Path) -> Option<Stamp> {
     Some(Stamp { resolved: std::fs::canonicalize(path).ok(), inode, len: m.len(), modified: m.modified().ok() })
 }
 
-/// Reloads `path` on SIGHUP and whenever it changes, until `stop`.
-pub async fn watch(reloader: Reloader, path: PathBuf, prepare: fn(&mut Config), mut stop: watch::Receiver<bool>) {
-    let mut hup = hangup();
-    let mut last = stamp(&path);
-    let mut ticks = tokio::time::interval(POLL);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+/// Reloads `path` on SIGHUP and whenever it changes (`changes`, made from `path`), until `stop`.
+pub async fn watch(
+    reloader: Reloader,
+    mut changes: Changes,
+    path: PathBuf,
+    prepare: fn(&mut Config),
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
-        let signalled = tokio::select! {
+        let why = tokio::select! {
             _ = stop.changed() => return,
-            _ = recv(&mut hup) => true,
-            _ = ticks.tick() => false,
+            why = changes.next() => why,
         };
-        let now = stamp(&path);
-        if signalled {
-            tracing::info!(file = %path.display(), "SIGHUP: reloading the config");
-        } else if now == last || now.is_none() {
-            // Unchanged, or gone for a moment (an editor's or a ConfigMap's swap).
-            continue;
-        } else {
-            tracing::info!(file = %path.display(), "the config file changed: reloading it");
+        match why {
+            Change::Signal => tracing::info!(file = %path.display(), "SIGHUP: reloading the config"),
+            Change::File => tracing::info!(file = %path.display(), "the config file changed: reloading it"),
         }
-        last = now;
-        // Reading and validating is file I/O and CPU: off the async workers.
-        let (r, p) = (reloader.clone(), path.clone());
-        if let Err(e) = tokio::task::spawn_blocking(move || r.reload_file(&p, prepare)).await {
-            tracing::error!("config reload failed: {e}");
+        reloader.reload_file(&path, prepare).await;
+    }
+}
+
+/// Why the config file is to be read again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// SIGHUP.
+    Signal,
+    /// The file is another version than when last seen: an edit, or a ConfigMap swap.
+    File,
+}
+
+/// The SIGHUPs and changes of one config file, the running daemon's reloads and a daemon
+/// waiting for a valid config (super::standby) both follow.
+pub struct Changes {
+    path: PathBuf,
+    hup: Hangup,
+    last: Option<Stamp>,
+    ticks: tokio::time::Interval,
+}
+
+impl Changes {
+    /// Starts from the file as it is now; SIGHUP is caught from here on.
+    pub fn new(path: PathBuf) -> Changes {
+        let mut ticks = tokio::time::interval(POLL);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        Changes { hup: hangup(), last: stamp(&path), path, ticks }
+    }
+
+    /// The next SIGHUP or change of the file. Cancel-safe: a `select!` may drop it.
+    pub async fn next(&mut self) -> Change {
+        loop {
+            let signalled = tokio::select! {
+                _ = recv(&mut self.hup) => true,
+                _ = self.ticks.tick() => false,
+            };
+            let now = stamp(&self.path);
+            // Unchanged, or gone for a moment (an editor's or a ConfigMap's swap).
+            if !signalled && (now == self.last || now.is_none()) {
+                continue;
+            }
+            self.last = now;
+            return if signalled { Change::Signal } else { Change::File };
         }
     }
 }

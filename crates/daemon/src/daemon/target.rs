@@ -52,6 +52,22 @@ impl TargetRuntime {
         }
     }
 
+    /// The runtime of a target whose settings changed but whose source did not (a reload
+    /// changed its interval, timeout or headers): it takes `old`'s windows, health and
+    /// evaluation state, which are data and stay valid, and leaves `old` empty. `old`'s
+    /// scrape loop is stopped first; a scrape it still finishes is lost.
+    pub fn succeeding(old: &TargetRuntime, config: Target, labels: BTreeMap<String, String>) -> Self {
+        let state = std::mem::replace(&mut *old.lock(), TargetState::new(Duration::ZERO));
+        let evaluation = old.evaluation().take();
+        TargetRuntime {
+            config,
+            labels: Mutex::new(labels),
+            state: Mutex::new(state),
+            vanished: AtomicI64::new(PRESENT),
+            evaluation: Mutex::new(evaluation),
+        }
+    }
+
     pub fn labels(&self) -> BTreeMap<String, String> {
         self.labels.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -208,7 +224,7 @@ pub async fn scrape_loop(
 
 /// First scrapes started per second when many targets start at once, one every
 /// millisecond: 10 000 first scrapes at the same instant timed out for their first 30–60 s
-/// on two cores (docs/footprint.md#10-000-targets-with-full-windows-live-2026-12-02), while
+/// on two cores (docs/footprint.md#10-000-targets-with-full-windows), while
 /// a handful of targets wait a few milliseconds.
 const FIRST_SCRAPES_PER_SECOND: u64 = 1000;
 
@@ -271,7 +287,7 @@ async fn scrape_once(
     // Parsing a large body is CPU work; keep it off the reactor threads. A panic in the
     // adapter becomes an error for this target only. At most one parse per core runs at
     // once: thousands of targets would otherwise start as many blocking threads, all
-    // contending for the allocator (docs/footprint.md#why-evaluation-fell-behind-at-10-000-targets-2026-12-02-later).
+    // contending for the allocator (docs/footprint.md#how-the-daemon-keeps-up-at-scale).
     let Ok(permit) = parse_permits().acquire().await else {
         let closed = ScrapeError::new("internal", "the parse queue is closed".to_string());
         return rt.record_reusing(start_ms, began.elapsed(), Err(closed), reuse);

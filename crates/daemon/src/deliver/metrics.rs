@@ -6,33 +6,44 @@
 //! Every configured destination has every series from the start, at 0, so that `rate()` and
 //! `increase()` see the first failure.
 
-use super::DestinationStats;
+use goodput_core::export::{Collector, Emit, Family, LabelValue, Unit};
+
+use super::{DeliveryMetrics, DestinationStats};
 
 pub const SENT: &str = "llm_slo_alert_notifications_sent_total";
 pub const FAILED: &str = "llm_slo_alert_notifications_failed_total";
 pub const EVICTED: &str = "llm_slo_alert_notifications_evicted_total";
 pub const QUEUE_LENGTH: &str = "llm_slo_alert_queue_length";
 
-/// Every family this module emits, in output order, with HELP and TYPE.
-pub const FAMILIES: &[(&str, &str, &str)] = &[
-    (SENT, "Alert notifications delivered to the destination (firing and resolved).", "counter"),
-    (
-        FAILED,
-        "Alert notifications in POSTs that failed; outcome=retried stay queued (each retry counts again), outcome=dropped were rejected with a 4xx and are lost.",
-        "counter",
-    ),
-    (
-        EVICTED,
-        "Alert notifications evicted from the full delivery queue (alerting.queue_capacity), by the alert's state.",
-        "counter",
-    ),
-    (QUEUE_LENGTH, "Distinct alerts waiting in the destination's delivery queue.", "gauge"),
-];
-
-/// HELP and TYPE of a family of this module.
-pub fn family_meta(name: &str) -> Option<(&'static str, &'static str)> {
-    FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2))
+goodput_core::label_set! {
+    pub Destination = [destination];
+    pub DestinationOutcome = [destination, outcome: FailureOutcome];
+    pub DestinationState = [destination, state];
 }
+
+/// Every family this module emits, in output order.
+pub const FAMILIES: &[Family] = &[
+    Family::counter::<Destination>(
+        SENT,
+        Unit::Count,
+        "Alert notifications delivered to the destination (firing and resolved).",
+    ),
+    Family::counter::<DestinationOutcome>(
+        FAILED,
+        Unit::Count,
+        "Alert notifications in POSTs that failed; outcome=retried stay queued (each retry counts again), outcome=dropped were rejected with a 4xx and are lost.",
+    ),
+    Family::counter::<DestinationState>(
+        EVICTED,
+        Unit::Count,
+        "Alert notifications evicted from the full delivery queue (alerting.queue_capacity), by the alert's state.",
+    ),
+    Family::gauge::<Destination>(
+        QUEUE_LENGTH,
+        Unit::Count,
+        "Distinct alerts waiting in the destination's delivery queue.",
+    ),
+];
 
 /// What happened to the notifications of a failed POST.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +52,13 @@ pub enum FailureOutcome {
     Retried,
     /// Any other 4xx: the receiver rejects these alerts, so the batch is dropped.
     Dropped,
+}
+
+impl LabelValue for FailureOutcome {
+    const ALL: &'static [FailureOutcome] = &[FailureOutcome::Retried, FailureOutcome::Dropped];
+    fn as_str(self) -> &'static str {
+        FailureOutcome::as_str(self)
+    }
 }
 
 impl FailureOutcome {
@@ -54,6 +72,19 @@ impl FailureOutcome {
 
 /// One sample: family, labels, value; the same type the report's families use.
 pub use crate::export::ExportSample as DeliverySample;
+
+/// Every configured destination's counters, read at each GET of /metrics.
+impl Collector for DeliveryMetrics {
+    fn families(&self) -> &'static [Family] {
+        FAMILIES
+    }
+
+    fn collect(&self, out: &mut dyn Emit) {
+        for s in samples(&self.stats()) {
+            s.emit(out);
+        }
+    }
+}
 
 /// The samples for every destination, each family's together, labelled `destination`.
 pub fn samples(stats: &[DestinationStats]) -> Vec<DeliverySample> {

@@ -5,7 +5,8 @@
 //! The nameserver is the system's (`/etc/resolv.conf`), or `dns.nameserver` when set.
 //! Answers are not cached: each refresh asks. A name that no longer exists (NXDOMAIN, no
 //! records) gives no targets; a lookup that fails otherwise (a timeout, SERVFAIL) keeps the
-//! targets the name gave before, as a brief DNS outage must not drop a fleet.
+//! targets the name gave before, as a brief DNS outage must not drop a fleet. A failure is
+//! counted each time (`llm_slo_discovery_errors_total`) and logged once until it changes.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,7 +16,8 @@ use hickory_resolver::config::{NameServerConfig, ResolverConfig};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::proto::rr::RData;
 
-use super::{Found, Publisher, metrics_url};
+use super::found::{Found, metrics_url};
+use super::publisher::Publisher;
 use crate::config::{DnsRecord, DnsSd};
 
 /// How long one lookup may take, all attempts together, before it counts as failed.
@@ -31,23 +33,30 @@ pub async fn run(cfg: DnsSd, publish: Publisher) {
         }
     };
     let mut by_name: BTreeMap<&str, Vec<Found>> = BTreeMap::new();
+    // Per name, the failure logged last: a lookup failing the same way every refresh is
+    // logged once, and again when it changes or clears.
+    let mut failing: BTreeMap<&str, String> = BTreeMap::new();
     let mut ticks = tokio::time::interval(cfg.refresh);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         ticks.tick().await;
         for name in &cfg.names {
-            match tokio::time::timeout(LOOKUP_TIMEOUT, lookup(&resolver, &cfg, name)).await {
+            let failed = match tokio::time::timeout(LOOKUP_TIMEOUT, lookup(&resolver, &cfg, name)).await {
                 Ok(Ok(found)) => {
                     by_name.insert(name, found);
+                    if failing.remove(name.as_str()).is_some() {
+                        tracing::info!(name = %name, "dns lookup succeeds again");
+                    }
+                    continue;
                 }
-                Ok(Err(e)) => {
-                    let kept = by_name.get(name.as_str()).map_or(0, Vec::len);
-                    tracing::warn!(name = %name, "dns lookup failed: {e}; keeping the {kept} targets it gave before");
-                }
-                Err(_) => {
-                    let kept = by_name.get(name.as_str()).map_or(0, Vec::len);
-                    tracing::warn!(name = %name, "dns lookup timed out after {LOOKUP_TIMEOUT:?}; keeping the {kept} targets it gave before");
-                }
+                Ok(Err(e)) => format!("dns lookup failed: {e}"),
+                Err(_) => format!("dns lookup timed out after {LOOKUP_TIMEOUT:?}"),
+            };
+            publish.failed("dns", 1);
+            if failing.get(name.as_str()) != Some(&failed) {
+                let kept = by_name.get(name.as_str()).map_or(0, Vec::len);
+                tracing::warn!(name = %name, "{failed}; keeping the {kept} targets it gave before (logged again when the error changes)");
+                failing.insert(name, failed);
             }
         }
         publish.publish(by_name.values().flatten().cloned().collect());

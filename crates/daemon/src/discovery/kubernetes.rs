@@ -20,7 +20,8 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 
-use super::{Found, Publisher, metrics_url};
+use super::found::{Found, metrics_url};
+use super::publisher::Publisher;
 use crate::config::KubernetesSd;
 
 /// Keeps the matching pods published until the source is dropped.

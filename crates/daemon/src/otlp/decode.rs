@@ -1,28 +1,35 @@
 //! OTLP/HTTP on the wire (https://opentelemetry.io/docs/specs/otlp/#otlphttp): which
 //! encoding a request uses, its body read under the cap and un-gzipped, the
-//! `ExportTraceServiceRequest` decoded, and the answers the exporters expect.
+//! `ExportTraceServiceRequest` walked into a [`Batch`] ([`super::wire`], [`super::json`]),
+//! and the answers the exporters expect.
 //!
 //! - 200 with an `ExportTraceServiceResponse` in the request's encoding; `partial_success`
 //!   says how many spans were rejected and why;
-//! - 400 for a body that does not decode, 413 over `otlp.body_limit` (before or after
-//!   gzip), 415 for another content type or content coding; the body of each is a
-//!   `google.rpc.Status` in the request's encoding, plain text when that is unknown.
+//! - 400 for a body that does not decode, 408 for one that stalled or trickled, 413 over
+//!   `otlp.body_limit` (before or after gzip), 415 for another content type or content
+//!   coding, 429 with `Retry-After` when too many exports wait to be decoded; the body of
+//!   each is a `google.rpc.Status` in the request's encoding, plain text when that is
+//!   unknown.
 //!
-//! 400, 413 and 415 are not retryable for the SDK exporters, which is right: the same
-//! body would fail again.
+//! 400, 408, 413 and 415 are not retryable for the SDK exporters, which is right: the same
+//! body would fail again. 429 is, after `Retry-After`.
 
 use std::io::Read;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
+use bytes::BytesMut;
+use http_body_util::BodyExt;
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 use prost::Message;
 
+use super::batch::Batch;
 use super::metrics::Export;
+use crate::listen::paced::BodyError;
+
+/// What a 429 asks the exporter to wait before it retries.
+pub const RETRY_AFTER_S: u64 = 1;
 
 /// The two encodings OTLP/HTTP defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,14 +58,27 @@ pub struct Reject {
 }
 
 impl Reject {
-    fn new(result: Export, encoding: Option<Encoding>, message: String) -> Reject {
+    pub fn new(result: Export, encoding: Option<Encoding>, message: String) -> Reject {
         let status = match result {
             Export::Ok => StatusCode::OK,
             Export::Undecodable => StatusCode::BAD_REQUEST,
+            Export::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Export::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Export::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Export::Throttled => StatusCode::TOO_MANY_REQUESTS,
         };
         Reject { status, result, message, encoding }
+    }
+
+    /// 429: the decoders are busy; the exporter retries after [`RETRY_AFTER_S`].
+    pub fn throttled(encoding: Encoding, waiting: std::time::Duration) -> Reject {
+        Reject::new(
+            Export::Throttled,
+            Some(encoding),
+            format!(
+                "too many exports are waiting to be decoded (none started within {waiting:?}); retry after {RETRY_AFTER_S} s"
+            ),
+        )
     }
 }
 
@@ -74,11 +94,16 @@ struct RpcStatus {
 
 /// gRPC status codes, as google.rpc.Status carries them.
 const INVALID_ARGUMENT: i32 = 3;
+const DEADLINE_EXCEEDED: i32 = 4;
 const RESOURCE_EXHAUSTED: i32 = 8;
 
 impl IntoResponse for Reject {
     fn into_response(self) -> Response {
-        let code = if self.result == Export::TooLarge { RESOURCE_EXHAUSTED } else { INVALID_ARGUMENT };
+        let code = match self.result {
+            Export::TooLarge | Export::Throttled => RESOURCE_EXHAUSTED,
+            Export::BodyTimeout => DEADLINE_EXCEEDED,
+            _ => INVALID_ARGUMENT,
+        };
         let status = RpcStatus { code, message: self.message };
         let (content_type, body) = match self.encoding {
             Some(Encoding::Protobuf) => (Encoding::Protobuf.content_type(), status.encode_to_vec()),
@@ -88,7 +113,18 @@ impl IntoResponse for Reject {
             ),
             None => ("text/plain; charset=utf-8", format!("{}\n", status.message).into_bytes()),
         };
-        (self.status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+        let mut r = (self.status, [(header::CONTENT_TYPE, content_type)], body).into_response();
+        match self.result {
+            Export::Throttled => {
+                r.headers_mut().insert(header::RETRY_AFTER, RETRY_AFTER_S.into());
+            }
+            // The rest of a body that was cut cannot be told from a next request.
+            Export::BodyTimeout => {
+                r.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+            }
+            _ => {}
+        }
+        r
     }
 }
 
@@ -139,13 +175,24 @@ pub async fn body(body: Body, headers: &HeaderMap, limit: usize, enc: Encoding) 
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large("request body"));
     }
-    let wire = match Limited::new(body, limit).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => return Err(too_large("request body")),
-        Err(e) => {
-            return Err(Reject::new(Export::Undecodable, Some(enc), format!("cannot read the request body: {e}")));
+    // Read frame by frame into one buffer, so that a body is held once, never above the cap.
+    let mut body = body;
+    let mut wire = BytesMut::with_capacity(declared.map_or(0, |n| n as usize).min(64 << 10));
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| match BodyError::find(&e) {
+            Some(BodyError::TimedOut(_)) => {
+                Reject::new(Export::BodyTimeout, Some(enc), format!("cannot read the request body: {e}"))
+            }
+            _ => Reject::new(Export::Undecodable, Some(enc), format!("cannot read the request body: {e}")),
+        })?;
+        if let Ok(data) = frame.into_data() {
+            if wire.len() + data.len() > limit {
+                return Err(too_large("request body"));
+            }
+            wire.extend_from_slice(&data);
         }
-    };
+    }
+    let wire = wire.freeze();
     if !gzip {
         return Ok(wire);
     }
@@ -158,8 +205,9 @@ pub async fn body(body: Body, headers: &HeaderMap, limit: usize, enc: Encoding) 
     }
 }
 
-/// The export request in `bytes`.
-pub fn decode(enc: Encoding, bytes: &[u8]) -> Result<ExportTraceServiceRequest, Reject> {
+/// The LLM request spans of the export in `bytes`, at most `budget` bytes of them once
+/// decoded (the rest counted in [`Batch::over_budget`]).
+pub fn decode(enc: Encoding, bytes: &[u8], budget: usize) -> Result<Batch, Reject> {
     let undecodable = |e: String| {
         Reject::new(
             Export::Undecodable,
@@ -167,27 +215,21 @@ pub fn decode(enc: Encoding, bytes: &[u8]) -> Result<ExportTraceServiceRequest, 
             format!("cannot decode the body as an OTLP ExportTraceServiceRequest: {e}"),
         )
     };
+    let mut batch = Batch::new(budget);
     match enc {
-        Encoding::Protobuf => ExportTraceServiceRequest::decode(bytes).map_err(|e| undecodable(e.to_string())),
+        Encoding::Protobuf => super::wire::walk(bytes, &mut batch).map_err(undecodable)?,
         Encoding::Json => {
-            let request: ExportTraceServiceRequest =
-                serde_json::from_slice(bytes).map_err(|e| undecodable(e.to_string()))?;
+            let seen = super::json::walk(bytes, &mut batch).map_err(undecodable)?;
             // Unknown JSON fields are ignored, so protobuf's original snake_case names would
             // decode to an empty export and lose every span without a word.
-            if request.resource_spans.is_empty() && snake_case(bytes) {
+            if seen.snake && !seen.camel {
                 return Err(undecodable(
                     "the JSON uses the field name resource_spans; OTLP/JSON writes lowerCamelCase (resourceSpans, scopeSpans, startTimeUnixNano)".into(),
                 ));
             }
-            Ok(request)
         }
     }
-}
-
-/// Whether a JSON export names its spans `resource_spans` at the top level.
-fn snake_case(bytes: &[u8]) -> bool {
-    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)
-        .is_ok_and(|m| m.contains_key("resource_spans"))
+    Ok(batch)
 }
 
 /// 200, with `partial_success` when spans were rejected.
@@ -254,13 +296,25 @@ mod tests {
 
     #[test]
     fn undecodable_bodies_are_rejected_in_their_encoding() {
-        let r = decode(Encoding::Protobuf, &[0xff, 0xff, 0xff]).unwrap_err();
+        let r = decode(Encoding::Protobuf, &[0xff, 0xff, 0xff], 1 << 20).unwrap_err();
         assert_eq!((r.status, r.encoding), (StatusCode::BAD_REQUEST, Some(Encoding::Protobuf)));
-        let r = decode(Encoding::Json, b"{\"resourceSpans\": 7}").unwrap_err();
+        let r = decode(Encoding::Json, b"{\"resourceSpans\": 7}", 1 << 20).unwrap_err();
         assert_eq!(r.status, StatusCode::BAD_REQUEST);
-        assert!(decode(Encoding::Protobuf, b"").unwrap().resource_spans.is_empty(), "an empty export is valid");
-        assert!(decode(Encoding::Json, b"{}").unwrap().resource_spans.is_empty());
-        let r = decode(Encoding::Json, br#"{"resource_spans": [{"scope_spans": []}]}"#).unwrap_err();
+        assert!(decode(Encoding::Protobuf, b"", 1 << 20).unwrap().is_empty(), "an empty export is valid");
+        assert!(decode(Encoding::Json, b"{}", 1 << 20).unwrap().is_empty());
+        let r = decode(Encoding::Json, br#"{"resource_spans": [{"scope_spans": []}]}"#, 1 << 20).unwrap_err();
         assert!(r.message.contains("lowerCamelCase"), "{}", r.message);
+    }
+
+    #[test]
+    fn a_429_says_when_to_retry_and_a_408_closes_the_connection() {
+        let r = Reject::throttled(Encoding::Json, std::time::Duration::from_secs(5)).into_response();
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "1");
+        let r = Reject::new(Export::BodyTimeout, None, "slow".into()).into_response();
+        assert_eq!(
+            (r.status(), r.headers()[header::CONNECTION].to_str().unwrap()),
+            (StatusCode::REQUEST_TIMEOUT, "close")
+        );
     }
 }

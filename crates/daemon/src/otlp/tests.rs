@@ -1,5 +1,6 @@
 //! One export's spans through routing, mapping and the inbox, without a socket.
 
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value::Value};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
@@ -47,12 +48,18 @@ fn ingest(yaml: &str, capacity: usize) -> (Ingest, Inbox) {
         inbox: inbox.clone(),
         stats: Arc::new(OtlpStats::new(names)),
         body_limit: 1 << 20,
-        decoding: Semaphore::new(1),
+        decoding: Arc::new(Semaphore::new(1)),
         logged: Mutex::default(),
         #[cfg(feature = "test-hooks")]
         seen: Mutex::default(),
     };
     (state, inbox)
+}
+
+/// The export as the receiver decodes it from protobuf.
+fn batch(req: &ExportTraceServiceRequest) -> Batch {
+    use prost::Message;
+    decode::decode(decode::Encoding::Protobuf, &req.encode_to_vec(), 1 << 20).unwrap()
 }
 
 const TWO: &str = "targets:\n  - {name: a, url: 'http://127.0.0.1:1/metrics', model: llama}\n  - {name: b, url: 'http://127.0.0.1:2/metrics', traces: {service_name: vllm-b}}\n";
@@ -71,8 +78,8 @@ fn spans_become_records_of_their_target_and_the_rest_is_counted_by_reason() {
             from("stranger", vec![llm_span(0.3, 5)]),
         ],
     };
-    let out = s.ingest(&req);
-    assert_eq!(out, Outcome { unknown_service: 1, invalid: 1, inbox_full: 0 });
+    let out = s.ingest(&batch(&req));
+    assert_eq!(out, Outcome { unknown_service: 1, invalid: 1, ..Outcome::default() });
     assert_eq!(out.rejected(), 2);
     assert!(out.message().contains("1 from a service.name no target takes"), "{}", out.message());
 
@@ -94,8 +101,9 @@ fn spans_become_records_of_their_target_and_the_rest_is_counted_by_reason() {
 #[test]
 fn a_full_inbox_rejects_and_counts() {
     let (s, inbox) = ingest(TWO, 1);
-    let out = s.ingest(&ExportTraceServiceRequest { resource_spans: vec![from("a", vec![llm_span(0.1, 2); 3])] });
-    assert_eq!(out, Outcome { unknown_service: 0, invalid: 0, inbox_full: 2 });
+    let out =
+        s.ingest(&batch(&ExportTraceServiceRequest { resource_spans: vec![from("a", vec![llm_span(0.1, 2); 3])] }));
+    assert_eq!(out, Outcome { inbox_full: 2, ..Outcome::default() });
     assert!(out.message().contains("2 dropped because the request inbox was full"));
     assert_eq!(inbox.drain().len(), 1);
     assert_eq!(s.stats.dropped_total(Dropped::InboxFull), 2);
@@ -105,8 +113,31 @@ fn a_full_inbox_rejects_and_counts() {
 fn an_export_without_llm_spans_is_accepted_without_a_message() {
     let (s, _) = ingest(TWO, 10);
     let plain = Span { name: "GET /health".into(), ..Default::default() };
-    let out = s.ingest(&ExportTraceServiceRequest { resource_spans: vec![from("stranger", vec![plain])] });
+    let out = s.ingest(&batch(&ExportTraceServiceRequest { resource_spans: vec![from("stranger", vec![plain])] }));
     assert_eq!((out.rejected(), out.message()), (0, String::new()));
     assert_eq!(s.stats.dropped_total(Dropped::NotLlmRequest), 1);
     assert_eq!(s.stats.dropped_total(Dropped::UnknownService), 0, "a span that is no LLM request is not unmapped");
+}
+
+#[test]
+fn spans_from_the_future_and_past_the_budget_are_rejected_and_said_so() {
+    let (s, inbox) = ingest(TWO, 100);
+    let mut ahead = llm_span(0.1, 2);
+    let soon = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    ahead.end_time_unix_nano = soon + 60_000_000_000;
+    let req = ExportTraceServiceRequest { resource_spans: vec![from("a", vec![ahead, llm_span(0.1, 2)])] };
+    let out = s.ingest(&batch(&req));
+    assert_eq!(out, Outcome { future: 1, ..Outcome::default() });
+    assert!(out.message().contains("1 ending more than 10 s in the future"), "{}", out.message());
+    assert_eq!(inbox.drain().len(), 1);
+    assert_eq!(s.stats.dropped_total(Dropped::Future), 1);
+
+    use prost::Message;
+    let many = ExportTraceServiceRequest { resource_spans: vec![from("a", vec![llm_span(0.1, 2); 100])] };
+    let small = decode::decode(decode::Encoding::Protobuf, &many.encode_to_vec(), 4096).unwrap();
+    assert!(small.len() < 100 && small.len() + small.over_budget as usize == 100, "{}", small.len());
+    let out = s.ingest(&small);
+    assert_eq!(out.over_budget, 100 - small.len() as u64);
+    assert!(out.message().contains("otlp.body_limit"), "{}", out.message());
+    assert_eq!(s.stats.dropped_total(Dropped::OverBudget), out.over_budget);
 }

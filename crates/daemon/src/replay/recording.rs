@@ -7,11 +7,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Frame, ReplayTarget, ScrapeFailure, VirtualDaemon, instants};
+use super::virtual_daemon::{Frame, ReplayTarget, VirtualDaemon, instants};
 use crate::adapt::adapt;
 use crate::evaluate::EvalConfig;
 use crate::parse::{Limits, parse};
 use crate::request::RequestRecord;
+use crate::target::ScrapeFailure;
 
 /// The scrapes found for each target folder, oldest first.
 #[derive(Debug, Clone, Default, PartialEq)]

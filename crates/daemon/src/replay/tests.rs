@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use super::*;
+use crate::adapt::EngineHint;
 use crate::duration::Window;
+use crate::evaluate::EvalConfig;
 use crate::evaluate::KvThresholds;
 
 fn cfg() -> EvalConfig {

@@ -4,7 +4,8 @@
 //! change with every report (targets, models, windows come and go), while
 //! prometheus-client wants metrics registered up front. The format is small; what
 //! matters is done here: one HELP and TYPE per family, each family's lines together,
-//! and escaping of HELP text and label values.
+//! and escaping of HELP text and label values. HELP and TYPE come from the families'
+//! declarations (goodput_core::export::registry); this file knows no family.
 
 use std::collections::HashMap;
 use std::fmt::Write;

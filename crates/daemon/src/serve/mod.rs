@@ -1,16 +1,19 @@
 //! The HTTP side of the daemon (axum): `/metrics`, `/healthz`, `/readyz`,
 //! `/api/v1/report` and the status page at `/` ([`page`]), all read from the latest
-//! published [`Report`] without blocking the evaluator. [`server`] serves them with timeouts
-//! and a connection cap. /metrics is rendered at most once per report, by its first GET
-//! ([`cache`]).
+//! published [`Report`] without blocking the evaluator, and the runbooks at `/runbooks/`
+//! ([`runbooks`]). [`server`] serves them with timeouts and a connection cap. /metrics is
+//! rendered at most once per report, by its first GET ([`cache`]).
 
 pub mod cache;
+pub mod catalog;
 pub mod exposition;
-pub mod fds;
 pub mod page;
 pub mod process;
 pub mod reload;
-pub mod server;
+pub mod runbooks;
+
+/// The listener machinery, under its former paths (crate::listen).
+pub use crate::listen::{fds, paced, server};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,19 +26,21 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use goodput_core::export::{Collector, Emit, Family, Labels, NoLabels, Unit};
+
 use crate::deliver::DeliveryMetrics;
-use crate::deliver::metrics as delivery_metrics;
 use crate::export;
-use crate::otlp::metrics::{self as otlp_metrics, OtlpStats};
+use crate::otlp::metrics::OtlpStats;
 use crate::report::Report;
-use crate::tap::metrics::{self as tap_metrics, TapMetrics};
+use crate::tap::metrics::TapMetrics;
 use cache::Rendered;
-use exposition::Line;
 use server::{Closed, ConnStats};
 
 /// What the handlers read: the latest report and its /metrics rendering, whether one has
 /// been published yet, and the alert-delivery, HTTP server and OTLP receiver counters, which
 /// are live rather than part of a report, and the status page's history of recent reports.
+/// What a config reload may replace (the destinations, the receiver, the taps, the labels,
+/// the snapshot's counters) is behind an `ArcSwap`, read afresh by each request.
 #[derive(Clone)]
 pub struct Shared {
     pub report: Arc<ArcSwap<Report>>,
@@ -43,44 +48,51 @@ pub struct Shared {
     /// by the first GET after it.
     pub metrics: Arc<ArcSwap<Rendered>>,
     pub ready: Arc<AtomicBool>,
-    pub delivery: Option<DeliveryMetrics>,
+    pub delivery: Arc<ArcSwap<Option<DeliveryMetrics>>>,
     pub http: Arc<ConnStats>,
     /// `None` when `otlp:` is not configured.
-    pub otlp: Option<Arc<OtlpStats>>,
+    pub otlp: Arc<ArcSwap<Option<Arc<OtlpStats>>>>,
     /// The taps' health counters (crate::tap::metrics).
-    pub taps: TapMetrics,
+    pub taps: Arc<ArcSwap<TapMetrics>>,
     pub page: Arc<page::StatusPage>,
     /// `external_labels`, added to every series on /metrics ([`Shared::set_external_labels`]).
-    pub external_labels: Arc<[(String, String)]>,
+    pub external_labels: Arc<ArcSwap<Vec<(String, String)>>>,
     /// The state snapshot's counters; `None` without `state_dir`.
-    pub state: Option<Arc<crate::state::metrics::StateStats>>,
+    pub state: Arc<ArcSwap<Option<Arc<crate::state::metrics::StateStats>>>>,
     /// The config reloads' outcome (crate::daemon::reload).
     pub reload: Arc<reload::ReloadStats>,
+    /// The wall clock's steps (crate::daemon::clock).
+    pub clock: Arc<crate::daemon::clock::ClockStats>,
+    /// Discovery's limit, refusals and failed reads (crate::discovery::limits).
+    pub discovery: Arc<crate::discovery::limits::DiscoveryStats>,
 }
 
 impl Shared {
     pub fn new() -> Shared {
         let report = Arc::new(Report::default());
         Shared {
-            metrics: Arc::new(ArcSwap::from_pointee(rendering(report.clone(), Arc::new([])))),
+            metrics: Arc::new(ArcSwap::from_pointee(rendering(report.clone(), Arc::default()))),
             report: Arc::new(ArcSwap::new(report)),
             ready: Arc::new(AtomicBool::new(false)),
-            delivery: None,
+            delivery: Arc::default(),
             http: Arc::default(),
-            otlp: None,
-            taps: TapMetrics::default(),
+            otlp: Arc::default(),
+            taps: Arc::default(),
             page: Arc::default(),
-            external_labels: Arc::new([]),
-            state: None,
+            external_labels: Arc::default(),
+            state: Arc::default(),
             reload: Arc::default(),
+            clock: Arc::default(),
+            discovery: Arc::default(),
         }
     }
 
-    /// Sets the labels every /metrics series carries, before the first report is published.
-    pub fn set_external_labels(&mut self, labels: &[(String, String)]) {
-        self.external_labels = labels.into();
+    /// Sets the labels every /metrics series carries: at start, and when a reload changes
+    /// them (the latest report is rendered again with them).
+    pub fn set_external_labels(&self, labels: &[(String, String)]) {
+        self.external_labels.store(Arc::new(labels.to_vec()));
         let report = self.report.load_full();
-        self.metrics.store(Arc::new(rendering(report, self.external_labels.clone())));
+        self.metrics.store(Arc::new(rendering(report, self.external_labels.load_full())));
     }
 
     /// Publishes a new report; readers see it on their next request. The status page's
@@ -90,7 +102,7 @@ impl Shared {
     pub fn publish(&self, report: Report) {
         self.page.record(&report);
         let report = Arc::new(report);
-        self.metrics.store(Arc::new(rendering(report.clone(), self.external_labels.clone())));
+        self.metrics.store(Arc::new(rendering(report.clone(), self.external_labels.load_full())));
         self.report.store(report);
         self.ready.store(true, Ordering::Release);
     }
@@ -113,34 +125,77 @@ pub fn router(shared: Shared) -> Router {
         .route("/readyz", get(readyz))
         .route("/api/v1/report", get(report))
         .route("/api/v1/alerts", get(alerts))
+        .route("/api/v1/config", get(config))
+        .route("/runbooks", get(runbooks::redirect))
+        .route("/runbooks/", get(runbooks::runbooks))
+        .route("/runbooks/runbooks.css", get(runbooks::stylesheet))
         .with_state(shared)
 }
 
-/// The HTTP server's families on /metrics (docs/metrics.md), with HELP and TYPE.
-pub const HTTP_FAMILIES: &[(&str, &str, &str)] = &[
-    ("llm_slo_http_connections", "Client connections open to this daemon's HTTP server.", "gauge"),
-    (
-        "llm_slo_http_connections_limit",
+goodput_core::label_set! {
+    pub ClosedReason = [reason: Closed];
+    pub Build = [version, commit];
+}
+
+/// The HTTP server's families on /metrics (docs/metrics.md).
+pub const HTTP_FAMILIES: &[Family] = &[
+    Family::gauge::<NoLabels>(HTTP_CONNECTIONS, Unit::Count, "Client connections open to this daemon's HTTP server."),
+    Family::gauge::<NoLabels>(
+        HTTP_CONNECTIONS_LIMIT,
+        Unit::Count,
         "The connection cap in force: server.max_connections, lowered to fit the descriptor limit.",
-        "gauge",
     ),
-    (
-        "llm_slo_http_connections_closed_total",
-        "Client connections the server closed, by reason: header_timeout, idle_timeout, evicted (to make room at the cap) or refused (at the cap, all busy).",
-        "counter",
+    Family::counter::<ClosedReason>(
+        HTTP_CONNECTIONS_CLOSED,
+        Unit::Count,
+        "Client connections the server closed, by reason: header_timeout, idle_timeout, body_timeout (a request body stalled or trickled), evicted (to make room at the cap) or refused (at the cap, all busy).",
     ),
 ];
 
-fn http_lines(stats: &ConnStats) -> Vec<(&'static str, Option<&'static str>, f64)> {
-    let mut out =
-        vec![(HTTP_FAMILIES[0].0, None, stats.open() as f64), (HTTP_FAMILIES[1].0, None, stats.limit() as f64)];
-    out.extend(Closed::ALL.iter().map(|c| (HTTP_FAMILIES[2].0, Some(c.as_str()), stats.closed(*c) as f64)));
-    out
+const HTTP_CONNECTIONS: &str = "llm_slo_http_connections";
+const HTTP_CONNECTIONS_LIMIT: &str = "llm_slo_http_connections_limit";
+const HTTP_CONNECTIONS_CLOSED: &str = "llm_slo_http_connections_closed_total";
+
+/// The HTTP server's connections, read at each GET of /metrics.
+pub struct HttpServer<'a>(pub &'a ConnStats);
+
+impl Collector for HttpServer<'_> {
+    fn families(&self) -> &'static [Family] {
+        HTTP_FAMILIES
+    }
+
+    fn collect(&self, out: &mut dyn Emit) {
+        out.sample(HTTP_CONNECTIONS, Labels::new(&[], &[]), self.0.open() as f64);
+        out.sample(HTTP_CONNECTIONS_LIMIT, Labels::new(&[], &[]), self.0.limit() as f64);
+        for c in Closed::ALL {
+            out.sample(HTTP_CONNECTIONS_CLOSED, Labels::new(&[("reason", c.as_str())], &[]), self.0.closed(c) as f64);
+        }
+    }
 }
 
 /// Always 1; its labels say which build is running, for joins and rollout dashboards.
-const BUILD_INFO: (&str, &str) =
-    ("llm_slo_build_info", "The goodput build serving these metrics: its version and the commit it was built from.");
+pub const BUILD_INFO: &[Family] = &[Family::gauge::<Build>(
+    "llm_slo_build_info",
+    Unit::Flag,
+    "The goodput build serving these metrics: its version and the commit it was built from.",
+)];
+
+/// `llm_slo_build_info`: the last family of the report's part of /metrics.
+pub struct BuildInfo;
+
+impl Collector for BuildInfo {
+    fn families(&self) -> &'static [Family] {
+        BUILD_INFO
+    }
+
+    fn collect(&self, out: &mut dyn Emit) {
+        out.sample(
+            BUILD_INFO[0].name,
+            Labels::new(&[("version", crate::VERSION), ("commit", crate::COMMIT)], &[]),
+            1.0,
+        );
+    }
+}
 
 /// The full /metrics body for a report, rendered afresh: the report's families, then the
 /// alert-delivery, HTTP server and OTLP receiver counters and process metrics. A GET serves
@@ -170,25 +225,39 @@ pub fn render_report(report: &Report, external: &[(String, String)]) -> String {
 
 /// The report's families and the build info, a buffer per family: everything on /metrics that
 /// changes only when a report is published. Written straight from the report
-/// (export::emit_targets), a sample's labels borrowed from it.
+/// (export::emit_targets), a sample's labels borrowed from it; HELP and TYPE from the
+/// report's registry (export::report_registry).
 pub fn render_report_chunks(report: &Report, external: &[(String, String)]) -> Vec<String> {
-    let meta =
-        |name: &str| export::family_meta(name).or_else(|| (name == BUILD_INFO.0).then_some((BUILD_INFO.1, "gauge")));
+    let registry = export::report_registry();
+    let meta = |name: &str| registry.meta(name).or_else(|| (name == BUILD_INFO[0].name).then(|| BUILD_INFO[0].meta()));
     let mut families = exposition::Families::new(external, &meta);
     families.section(export::target_rank);
     export::emit_targets(&report.targets, &mut families);
     families.section(export::report_rank);
     export::emit_report_wide(report, &mut families);
     families.section(|_| None);
-    let build =
-        Line { name: BUILD_INFO.0, labels: vec![("version", crate::VERSION), ("commit", crate::COMMIT)], value: 1.0 };
-    families.add(&[build]);
+    BuildInfo.collect(&mut families);
     families.finish()
 }
 
 /// `report`'s /metrics families, to be rendered by the first GET that wants them.
-fn rendering(report: Arc<Report>, external: Arc<[(String, String)]>) -> Rendered {
+fn rendering(report: Arc<Report>, external: Arc<Vec<(String, String)>>) -> Rendered {
     Rendered::new(move || render_report_chunks(&report, &external).into_iter().map(bytes::Bytes::from).collect())
+}
+
+/// Appends the families of `collectors`, one after the other, each collector's in the order
+/// it writes them, with the HELP and TYPE each declares. No collector may write a family
+/// another declares: each family's lines stay together.
+pub fn render_collectors(out: &mut String, collectors: &[&dyn Collector], external: &[(String, String)]) {
+    let meta = |name: &str| collectors.iter().flat_map(|c| c.families()).find(|f| f.name == name).map(|f| f.meta());
+    let mut families = exposition::Families::new(external, &meta);
+    for c in collectors {
+        families.section(|_| None);
+        c.collect(&mut families);
+    }
+    for chunk in families.finish() {
+        out.push_str(&chunk);
+    }
 }
 
 /// The families that change between ticks, rendered per GET: alert delivery, the HTTP
@@ -201,38 +270,16 @@ pub fn render_live(
     taps: &TapMetrics,
     external: &[(String, String)],
 ) -> String {
-    let delivered = delivery.map(|d| delivery_metrics::samples(&d.stats())).unwrap_or_default();
-    let mut lines: Vec<Line<'_>> = delivered.iter().map(Line::of).collect();
-    let served = http_lines(http);
-    lines.extend(served.iter().map(|(name, reason, value)| Line {
-        name,
-        labels: reason.iter().map(|r| ("reason", *r)).collect(),
-        value: *value,
-    }));
-    let received = otlp.map(OtlpStats::samples).unwrap_or_default();
-    lines.extend(received.iter().map(|s| Line {
-        name: s.name,
-        labels: vec![(s.label.0, s.label.1.as_str())],
-        value: s.value,
-    }));
-    let process = process::process_metrics();
-    lines.extend(process.iter().map(|(name, _, _, v)| Line { name, labels: Vec::new(), value: *v }));
-    let mut out = String::with_capacity(lines.len() * 96);
-    exposition::write(&mut out, &lines, external, |name| {
-        delivery_metrics::family_meta(name)
-            .or_else(|| HTTP_FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)))
-            .or_else(|| otlp_metrics::family_meta(name))
-            .or_else(|| process.iter().find(|p| p.0 == name).map(|p| (p.1, p.2)))
-    });
-    render_taps(&mut out, taps, external);
+    let mut collectors: Vec<&dyn Collector> = Vec::with_capacity(5);
+    collectors.extend(delivery.map(|d| d as &dyn Collector));
+    let http = HttpServer(http);
+    collectors.push(&http);
+    collectors.extend(otlp.map(|o| o as &dyn Collector));
+    collectors.push(&process::Process);
+    collectors.push(taps);
+    let mut out = String::with_capacity(4096);
+    render_collectors(&mut out, &collectors, external);
     out
-}
-
-/// Appends the taps' health families (none without taps).
-pub fn render_taps(out: &mut String, taps: &TapMetrics, external: &[(String, String)]) {
-    let samples = taps.samples();
-    let lines: Vec<Line<'_>> = samples.iter().map(Line::of).collect();
-    exposition::write(out, &lines, external, tap_metrics::family_meta);
 }
 
 /// The cached report families plus the live ones, gzipped when the client accepts it. Only
@@ -240,11 +287,14 @@ pub fn render_taps(out: &mut String, taps: &TapMetrics, external: &[(String, Str
 /// them, on the blocking pool; GETs arriving meanwhile wait for that one rendering.
 async fn metrics(State(s): State<Shared>, headers: HeaderMap) -> Response {
     let rendered = s.metrics.load_full();
-    let mut live = render_live(s.delivery.as_ref(), &s.http, s.otlp.as_deref(), &s.taps, &s.external_labels);
-    if let Some(state) = &s.state {
-        state.render(&mut live, &s.external_labels);
-    }
-    s.reload.render(&mut live, &s.external_labels);
+    let (delivery, otlp, taps, external) =
+        (s.delivery.load_full(), s.otlp.load_full(), s.taps.load_full(), s.external_labels.load_full());
+    let mut live = render_live(Option::as_ref(&delivery), &s.http, Option::as_deref(&otlp), &taps, &external);
+    let state = s.state.load_full();
+    let mut daemon: Vec<&dyn Collector> = Vec::with_capacity(4);
+    daemon.extend(Option::as_deref(&state).map(|s| s as &dyn Collector));
+    daemon.extend([&*s.reload as &dyn Collector, &*s.clock, &*s.discovery]);
+    render_collectors(&mut live, &daemon, &external);
     let gzip = headers.get_all(header::ACCEPT_ENCODING).iter().any(|v| v.to_str().is_ok_and(cache::accepts_gzip));
     let vary = (header::VARY, "Accept-Encoding");
     if !rendered.is_rendered() || (gzip && !rendered.has_gzip()) {
@@ -281,6 +331,11 @@ async fn readyz(State(s): State<Shared>) -> Response {
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "not ready: no evaluation has completed yet\n").into_response()
     }
+}
+
+/// The running config in normal form (serve::reload).
+async fn config(State(s): State<Shared>) -> Response {
+    reload::config(State(s.reload.clone())).await
 }
 
 /// Pending and firing alerts, shaped like Prometheus's `/api/v1/alerts`, and beside them the

@@ -3,8 +3,42 @@
 
 use std::sync::OnceLock;
 
-/// (name, help, type, value) of each process metric available now.
-pub fn process_metrics() -> Vec<(&'static str, &'static str, &'static str, f64)> {
+use goodput_core::export::{Collector, Emit, Family, Labels, NoLabels, Unit};
+
+const CPU: &str = "process_cpu_seconds_total";
+const RESIDENT: &str = "process_resident_memory_bytes";
+const VIRTUAL: &str = "process_virtual_memory_bytes";
+const START: &str = "process_start_time_seconds";
+const OPEN_FDS: &str = "process_open_fds";
+const MAX_FDS: &str = "process_max_fds";
+
+/// Every process family, in output order, with the HELP the client libraries give them.
+pub const FAMILIES: &[Family] = &[
+    Family::counter::<NoLabels>(CPU, Unit::Seconds, "Total user and system CPU time spent in seconds."),
+    Family::gauge::<NoLabels>(RESIDENT, Unit::Bytes, "Resident memory size in bytes."),
+    Family::gauge::<NoLabels>(VIRTUAL, Unit::Bytes, "Virtual memory size in bytes."),
+    Family::gauge::<NoLabels>(START, Unit::Timestamp, "Start time of the process since unix epoch in seconds."),
+    Family::gauge::<NoLabels>(OPEN_FDS, Unit::Count, "Number of open file descriptors."),
+    Family::gauge::<NoLabels>(MAX_FDS, Unit::Count, "Maximum number of open file descriptors."),
+];
+
+/// The process families, read from /proc at each GET of /metrics.
+pub struct Process;
+
+impl Collector for Process {
+    fn families(&self) -> &'static [Family] {
+        FAMILIES
+    }
+
+    fn collect(&self, out: &mut dyn Emit) {
+        for (name, value) in process_metrics() {
+            out.sample(name, Labels::new(&[], &[]), value);
+        }
+    }
+}
+
+/// (name, value) of each process metric available now.
+pub fn process_metrics() -> Vec<(&'static str, f64)> {
     let mut out = Vec::new();
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
         return out;
@@ -18,32 +52,22 @@ pub fn process_metrics() -> Vec<(&'static str, &'static str, &'static str, f64)>
     let field = |n: usize| fields.get(n - 3).and_then(|s| s.parse::<f64>().ok());
     let tick = clock_ticks_per_second();
     if let (Some(utime), Some(stime)) = (field(14), field(15)) {
-        out.push((
-            "process_cpu_seconds_total",
-            "Total user and system CPU time spent in seconds.",
-            "counter",
-            (utime + stime) / tick,
-        ));
+        out.push((CPU, (utime + stime) / tick));
     }
     if let Some(rss) = field(24) {
-        out.push(("process_resident_memory_bytes", "Resident memory size in bytes.", "gauge", rss * page_size()));
+        out.push((RESIDENT, rss * page_size()));
     }
     if let Some(vsize) = field(23) {
-        out.push(("process_virtual_memory_bytes", "Virtual memory size in bytes.", "gauge", vsize));
+        out.push((VIRTUAL, vsize));
     }
     if let (Some(start), Some(boot)) = (field(22), boot_time()) {
-        out.push((
-            "process_start_time_seconds",
-            "Start time of the process since unix epoch in seconds.",
-            "gauge",
-            boot + start / tick,
-        ));
+        out.push((START, boot + start / tick));
     }
     if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
-        out.push(("process_open_fds", "Number of open file descriptors.", "gauge", dir.count() as f64));
+        out.push((OPEN_FDS, dir.count() as f64));
     }
-    if let Some(max) = super::fds::nofile_limit() {
-        out.push(("process_max_fds", "Maximum number of open file descriptors.", "gauge", max as f64));
+    if let Some(max) = crate::listen::fds::nofile_limit() {
+        out.push((MAX_FDS, max as f64));
     }
     out
 }
@@ -77,7 +101,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn reads_plausible_values() {
         let m = process_metrics();
-        let get = |n: &str| m.iter().find(|x| x.0 == n).map(|x| x.3).unwrap_or_else(|| panic!("{n} missing"));
+        let get = |n: &str| m.iter().find(|x| x.0 == n).map(|x| x.1).unwrap_or_else(|| panic!("{n} missing"));
         assert!(get("process_resident_memory_bytes") > 1e5);
         assert!(get("process_cpu_seconds_total") >= 0.0);
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();

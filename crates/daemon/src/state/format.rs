@@ -7,17 +7,24 @@
 //! ```
 //!
 //! One section is one part (windows, budgets, request series, alerts) of one target, so a
-//! bad byte costs that part of that target only. A length that runs past the end (a
-//! truncated file) or a checksum that does not match makes the section corrupt; after a
-//! bad length the rest of the file cannot be framed and is corrupt too. A file of another
-//! version is not read at all.
+//! bad byte costs that part of that target only. The first section lists the sections that
+//! follow ([`Part::Contents`]), so that a restore can name what a truncated file lost even
+//! where its bytes are gone; a section left out when written (past `state_max_size`) keeps
+//! its place as an empty frame. A length that runs past the end (a truncated file) or a
+//! checksum that does not match makes the section corrupt; after a bad length the rest of
+//! the file cannot be framed and is lost too. A file of another version is not read at all.
+//!
+//! Files written before the list and the empty frames existed read the same, without the
+//! names of what they lost; a goodput of that time reads this one's list and empty frames as
+//! corrupt sections and restores the rest.
 
 use std::io::Read;
 
 use serde::{Deserialize, Serialize};
 
 use crate::alert::saved::SavedAlert;
-use crate::budget::SavedBudgets;
+use crate::budget::saved::SavedBudgets;
+use crate::capacity::saved::SavedCapacity;
 use crate::request::SavedRequests;
 use crate::window::saved::SavedWindows;
 
@@ -44,6 +51,20 @@ pub enum Part {
     Budgets(SavedBudgets),
     Requests(SavedRequests),
     Alerts(Vec<SavedAlert>),
+    /// What the sections after this one are, in order: written first, so that it survives
+    /// whatever cuts the file short. Its own section has no target.
+    Contents(Vec<Listed>),
+    /// The capacity book's series of one target: after the others, so that the parts
+    /// before it keep their tags (a goodput without it reads it as a corrupt section).
+    Capacity(SavedCapacity),
+}
+
+/// One section as [`Part::Contents`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listed {
+    pub target: String,
+    /// [`Part::name`]: a name, not an index, so that a later part reads as unknown.
+    pub part: String,
 }
 
 impl Part {
@@ -53,6 +74,8 @@ impl Part {
             Part::Budgets(_) => "budgets",
             Part::Requests(_) => "requests",
             Part::Alerts(_) => "alerts",
+            Part::Contents(_) => "contents",
+            Part::Capacity(_) => "capacity",
         }
     }
 }
@@ -78,11 +101,17 @@ pub fn frame(section: &Section) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The frame of a section left out when the snapshot was written: no bytes, whose CRC-32
+/// is 0.
+pub const LEFT_OUT: [u8; FRAME_LEN] = [0; FRAME_LEN];
+
 /// Why a whole file cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileError {
-    /// Not a snapshot, or cut inside its header.
+    /// Does not start with a snapshot's header: some other file.
     NotASnapshot,
+    /// Starts as a snapshot does but ends inside its header, at this byte.
+    CutHeader(u64),
     /// Written by a version of goodput with another format.
     Version(u32),
 }
@@ -90,13 +119,23 @@ pub enum FileError {
 /// Why one section cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Corrupt {
-    /// Its length runs past the end of the file.
+    /// Its length runs past the end of the file: the file was cut inside it (or the length
+    /// itself is damaged). Nothing after it can be framed.
     Truncated,
     Checksum,
     /// The checksum matches but the bytes do not decode.
     Decode,
     /// Reading the file failed here (an I/O error); the rest is not read.
-    Unreadable,
+    Unreadable(String),
+    /// Left out when the snapshot was written, to keep it under `state_max_size`.
+    LeftOut,
+}
+
+/// A section that cannot be read, and where its frame starts in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damaged {
+    pub at: u64,
+    pub why: Corrupt,
 }
 
 /// A snapshot's sections, in order, each read or corrupt, and when it was saved: the
@@ -107,8 +146,16 @@ pub enum Corrupt {
 /// whole file (at thousands of targets a snapshot is hundreds of megabytes).
 pub fn read<R: Read>(mut r: R, len: u64) -> Result<(i64, Sections<R>), FileError> {
     let mut header = [0u8; HEADER_LEN];
-    if len < HEADER_LEN as u64 || r.read_exact(&mut header).is_err() || &header[..8] != MAGIC {
+    let have = (len as usize).min(HEADER_LEN);
+    if r.read_exact(&mut header[..have]).is_err() {
         return Err(FileError::NotASnapshot);
+    }
+    let magic = have.min(MAGIC.len());
+    if have == 0 || header[..magic] != MAGIC[..magic] {
+        return Err(FileError::NotASnapshot);
+    }
+    if have < HEADER_LEN {
+        return Err(FileError::CutHeader(len));
     }
     let version = word(&header[8..12]);
     if version != VERSION {
@@ -117,7 +164,7 @@ pub fn read<R: Read>(mut r: R, len: u64) -> Result<(i64, Sections<R>), FileError
     let mut at_bytes = [0u8; 8];
     at_bytes.copy_from_slice(&header[12..20]);
     let saved_at_ms = i64::from_le_bytes(at_bytes);
-    Ok((saved_at_ms, Sections { r, left: len - HEADER_LEN as u64, body: Vec::new() }))
+    Ok((saved_at_ms, Sections { r, at: HEADER_LEN as u64, left: len - HEADER_LEN as u64, body: Vec::new() }))
 }
 
 /// [`read`] of a snapshot held in memory.
@@ -133,6 +180,8 @@ fn word(b: &[u8]) -> u32 {
 #[derive(Debug)]
 pub struct Sections<R> {
     r: R,
+    /// Where the next frame starts in the file.
+    at: u64,
     /// Bytes of the file not read yet: a length that runs past them is a truncated file,
     /// found without reading (or allocating) that far.
     left: u64,
@@ -141,40 +190,56 @@ pub struct Sections<R> {
 }
 
 impl<R: Read> Sections<R> {
+    /// Where the file stops being read: its end, or where a frame could not be read.
+    pub fn offset(&self) -> u64 {
+        self.at
+    }
+
+    /// The section starting at `at` is `why`.
+    fn damaged(at: u64, why: Corrupt) -> Option<Result<Section, Damaged>> {
+        Some(Err(Damaged { at, why }))
+    }
+
     /// Nothing after this can be framed.
-    fn stop(&mut self, why: Corrupt) -> Option<Result<Section, Corrupt>> {
+    fn stop(&mut self, at: u64, why: Corrupt) -> Option<Result<Section, Damaged>> {
         self.left = 0;
-        Some(Err(why))
+        Self::damaged(at, why)
     }
 }
 
 impl<R: Read> Iterator for Sections<R> {
-    type Item = Result<Section, Corrupt>;
+    type Item = Result<Section, Damaged>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.left == 0 {
             return None;
         }
+        let at = self.at;
         let mut frame = [0u8; FRAME_LEN];
         if self.left < FRAME_LEN as u64 {
-            return self.stop(Corrupt::Truncated);
+            return self.stop(at, Corrupt::Truncated);
         }
-        if self.r.read_exact(&mut frame).is_err() {
-            return self.stop(Corrupt::Unreadable);
+        if let Err(e) = self.r.read_exact(&mut frame) {
+            return self.stop(at, Corrupt::Unreadable(e.to_string()));
         }
         self.left -= FRAME_LEN as u64;
+        self.at += FRAME_LEN as u64;
         let (len, crc) = (word(&frame[..4]), word(&frame[4..]));
         if u64::from(len) > self.left {
-            return self.stop(Corrupt::Truncated);
+            return self.stop(at, Corrupt::Truncated);
         }
         self.body.resize(len as usize, 0);
-        if self.r.read_exact(&mut self.body).is_err() {
-            return self.stop(Corrupt::Unreadable);
+        if let Err(e) = self.r.read_exact(&mut self.body) {
+            return self.stop(at, Corrupt::Unreadable(e.to_string()));
         }
         self.left -= u64::from(len);
-        if crc32fast::hash(&self.body) != crc {
-            return Some(Err(Corrupt::Checksum));
+        self.at += u64::from(len);
+        if frame == LEFT_OUT {
+            return Self::damaged(at, Corrupt::LeftOut);
         }
-        Some(postcard::from_bytes::<Section>(&self.body).map_err(|_| Corrupt::Decode))
+        if crc32fast::hash(&self.body) != crc {
+            return Self::damaged(at, Corrupt::Checksum);
+        }
+        Some(postcard::from_bytes::<Section>(&self.body).map_err(|_| Damaged { at, why: Corrupt::Decode }))
     }
 }

@@ -2,49 +2,141 @@
 //! start found, and whether snapshots are being written. Live counters, rendered per GET as
 //! the alert-delivery ones are.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use crate::serve::exposition::{self, Line};
+use goodput_core::export::{Collector, Emit, Family, LabelValue, Labels, NoLabels, Unit};
 
 pub const RESTORE: &str = "llm_slo_state_restore_total";
 pub const ERRORS: &str = "llm_slo_state_snapshot_errors_total";
 pub const LAST: &str = "llm_slo_state_last_snapshot_timestamp_seconds";
 pub const BYTES: &str = "llm_slo_state_snapshot_bytes";
 
-pub const FAMILIES: &[(&str, &str, &str)] = &[
-    (
+goodput_core::label_set! {
+    /// `part="file"` takes its own results (not_a_snapshot, truncated, version, corrupt).
+    pub PartResult = [part: RestorePart, result: RestoreResult];
+    pub ErrorReason = [reason: SnapshotError];
+}
+
+/// Every family, in output order.
+pub const FAMILIES: &[Family] = &[
+    Family::counter::<PartResult>(
         RESTORE,
-        "Snapshot sections (one part of one target: windows, budgets, requests, alerts) read at start, by result: restored, mismatch (the target, its URL or engine, an SLO or an alert rule changed: that part starts empty), corrupt (checksum, truncation or decoding failed: starts empty), version (a file of another format, counted once: everything starts empty).",
-        "counter",
+        Unit::Count,
+        "What the restore at start did with the snapshot. Sections (one part of one target) by part (windows, budgets, requests, alerts; unknown for a damaged section of a file that does not list its sections) and result: restored, mismatch (the target, its URL or engine, an SLO or an alert rule changed, or scrapes from the future: that part starts empty), corrupt (checksum or decoding failed), truncated (the file ends inside or before the section), left_out (the snapshot was written without it, past state_max_size). The file as a whole, part=file, counted once: not_a_snapshot, truncated (inside its header), version (another format), corrupt (it could not be read); then everything starts empty.",
     ),
-    (
+    Family::counter::<ErrorReason>(
         ERRORS,
+        Unit::Count,
         "Snapshots that failed, by reason: io (state_dir not writable, disk full; the daemon keeps its state in memory) or too_large (sections left out to keep the file under its bound).",
-        "counter",
     ),
-    (LAST, "When the last snapshot was written in full, Unix seconds; 0 until one is.", "gauge"),
-    (BYTES, "Size of the last snapshot written, bytes.", "gauge"),
+    Family::gauge::<NoLabels>(
+        LAST,
+        Unit::Timestamp,
+        "When the last snapshot was written in full, Unix seconds; 0 until one is.",
+    ),
+    Family::gauge::<NoLabels>(BYTES, Unit::Bytes, "Size of the last snapshot written, bytes."),
 ];
 
-/// What a restore counts each section as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The part of a target a restored or discarded section held; `File` for the file as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RestorePart {
+    Windows,
+    Budgets,
+    Requests,
+    Alerts,
+    Capacity,
+    /// A damaged section of a file that does not say what it held.
+    Unknown,
+    File,
+}
+
+impl RestorePart {
+    pub const ALL: [RestorePart; 7] = [
+        RestorePart::Windows,
+        RestorePart::Budgets,
+        RestorePart::Requests,
+        RestorePart::Alerts,
+        RestorePart::Capacity,
+        RestorePart::Unknown,
+        RestorePart::File,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestorePart::Windows => "windows",
+            RestorePart::Budgets => "budgets",
+            RestorePart::Requests => "requests",
+            RestorePart::Alerts => "alerts",
+            RestorePart::Capacity => "capacity",
+            RestorePart::Unknown => "unknown",
+            RestorePart::File => "file",
+        }
+    }
+
+    /// The part a section's [`crate::state::format::Part::name`] names.
+    pub fn named(name: &str) -> RestorePart {
+        RestorePart::ALL
+            .into_iter()
+            .find(|p| p.as_str() == name && *p != RestorePart::File)
+            .unwrap_or(RestorePart::Unknown)
+    }
+
+    /// The results this part is counted with.
+    fn results(self) -> &'static [RestoreResult] {
+        use RestoreResult::*;
+        match self {
+            RestorePart::File => &[NotASnapshot, Truncated, Version, Corrupt],
+            _ => &[Restored, Mismatch, Corrupt, Truncated, LeftOut],
+        }
+    }
+}
+
+impl LabelValue for RestorePart {
+    const ALL: &'static [RestorePart] = &RestorePart::ALL;
+    fn as_str(self) -> &'static str {
+        RestorePart::as_str(self)
+    }
+}
+
+/// What a restore counts each section (or the file) as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RestoreResult {
     Restored,
     Mismatch,
     Corrupt,
+    Truncated,
+    LeftOut,
     Version,
+    NotASnapshot,
+}
+
+impl LabelValue for RestoreResult {
+    const ALL: &'static [RestoreResult] = &[
+        RestoreResult::Restored,
+        RestoreResult::Mismatch,
+        RestoreResult::Corrupt,
+        RestoreResult::Truncated,
+        RestoreResult::LeftOut,
+        RestoreResult::NotASnapshot,
+        RestoreResult::Version,
+    ];
+    fn as_str(self) -> &'static str {
+        RestoreResult::as_str(self)
+    }
 }
 
 impl RestoreResult {
-    pub const ALL: [RestoreResult; 4] =
-        [RestoreResult::Restored, RestoreResult::Mismatch, RestoreResult::Corrupt, RestoreResult::Version];
-
     pub fn as_str(self) -> &'static str {
         match self {
             RestoreResult::Restored => "restored",
             RestoreResult::Mismatch => "mismatch",
             RestoreResult::Corrupt => "corrupt",
+            RestoreResult::Truncated => "truncated",
+            RestoreResult::LeftOut => "left_out",
             RestoreResult::Version => "version",
+            RestoreResult::NotASnapshot => "not_a_snapshot",
         }
     }
 }
@@ -54,6 +146,13 @@ impl RestoreResult {
 pub enum SnapshotError {
     Io,
     TooLarge,
+}
+
+impl LabelValue for SnapshotError {
+    const ALL: &'static [SnapshotError] = &SnapshotError::ALL;
+    fn as_str(self) -> &'static str {
+        SnapshotError::as_str(self)
+    }
 }
 
 impl SnapshotError {
@@ -70,19 +169,19 @@ impl SnapshotError {
 /// The counters behind the families.
 #[derive(Debug, Default)]
 pub struct StateStats {
-    restore: [AtomicU64; 4],
+    restore: Mutex<BTreeMap<(RestorePart, RestoreResult), u64>>,
     errors: [AtomicU64; 2],
     last_ms: AtomicI64,
     bytes: AtomicU64,
 }
 
 impl StateStats {
-    pub fn restored(&self, r: RestoreResult, n: u64) {
-        self.restore[r as usize].fetch_add(n, Ordering::Relaxed);
+    pub fn restored(&self, part: RestorePart, r: RestoreResult, n: u64) {
+        *self.restore.lock().unwrap_or_else(|e| e.into_inner()).entry((part, r)).or_default() += n;
     }
 
-    pub fn restore_count(&self, r: RestoreResult) -> u64 {
-        self.restore[r as usize].load(Ordering::Relaxed)
+    pub fn restore_count(&self, part: RestorePart, r: RestoreResult) -> u64 {
+        self.restore.lock().unwrap_or_else(|e| e.into_inner()).get(&(part, r)).copied().unwrap_or(0)
     }
 
     pub fn failed(&self, e: SnapshotError) {
@@ -93,24 +192,27 @@ impl StateStats {
         self.last_ms.store(at_ms, Ordering::Relaxed);
         self.bytes.store(bytes, Ordering::Relaxed);
     }
+}
 
-    /// Appends the families, every series present from the start.
-    pub fn render(&self, out: &mut String, external: &[(String, String)]) {
-        let mut lines = Vec::new();
-        for r in RestoreResult::ALL {
-            lines.push(Line {
-                name: RESTORE,
-                labels: vec![("result", r.as_str())],
-                value: self.restore_count(r) as f64,
-            });
+/// The snapshot's counters, read at each GET of /metrics, every series present from the start.
+impl Collector for StateStats {
+    fn families(&self) -> &'static [Family] {
+        FAMILIES
+    }
+
+    fn collect(&self, out: &mut dyn Emit) {
+        for part in RestorePart::ALL {
+            for &r in part.results() {
+                let labels = [("part", part.as_str()), ("result", r.as_str())];
+                out.sample(RESTORE, Labels::new(&labels, &[]), self.restore_count(part, r) as f64);
+            }
         }
         for e in SnapshotError::ALL {
             let n = self.errors[e as usize].load(Ordering::Relaxed);
-            lines.push(Line { name: ERRORS, labels: vec![("reason", e.as_str())], value: n as f64 });
+            out.sample(ERRORS, Labels::new(&[("reason", e.as_str())], &[]), n as f64);
         }
         let last = self.last_ms.load(Ordering::Relaxed) as f64 / 1000.0;
-        lines.push(Line { name: LAST, labels: Vec::new(), value: last });
-        lines.push(Line { name: BYTES, labels: Vec::new(), value: self.bytes.load(Ordering::Relaxed) as f64 });
-        exposition::write(out, &lines, external, |name| FAMILIES.iter().find(|f| f.0 == name).map(|f| (f.1, f.2)));
+        out.sample(LAST, Labels::new(&[], &[]), last);
+        out.sample(BYTES, Labels::new(&[], &[]), self.bytes.load(Ordering::Relaxed) as f64);
     }
 }

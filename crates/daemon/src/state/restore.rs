@@ -1,34 +1,238 @@
 //! Reading the snapshot back at start, section by section: a section is restored when its
 //! target is still configured with the same URL and engine and its part still fits the
-//! config (the core checks SLO, rule and window definitions); anything else starts empty.
-//! Never an error: the worst snapshot costs the history it held, with one warning.
+//! config (the core checks SLO, rule and window definitions); anything else starts empty,
+//! and the one log line of the restore names each target and part that did, and why.
+//!
+//! A file that is not a snapshot, or that did not read whole, is moved aside
+//! (`goodput.state.corrupt`) rather than written over by the next snapshot. Only a file
+//! that cannot be opened as one (a FIFO, a directory at its path) stops the start.
 
-use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::Path;
 
-use super::format::{self, FileError, Part};
-use super::metrics::{RestoreResult, StateStats};
-use super::{Sources, file};
+use super::file;
+use super::format::{self, Corrupt, Damaged, FileError, Listed, Part, Section};
+use super::metrics::{RestorePart, RestoreResult, StateStats};
+use super::sources::{Sources, identity};
 use crate::alert::AlertEngine;
 use crate::config::Config;
 
 /// How far past the daemon's clock a restored scrape may be: clock jitter, not a clock set back.
 const FUTURE_SLACK_MS: i64 = 10_000;
 
-/// What one restore found, for the log line and the tests.
+/// Targets named in the restore's log line; the rest are counted.
+const NAMED: usize = 20;
+
+/// Why a section (or the whole file) was not restored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    /// The file ends inside this section, which starts at byte `at`.
+    Cut {
+        at: u64,
+    },
+    /// The file ends before this section.
+    AfterCut,
+    Checksum {
+        at: u64,
+    },
+    Decode {
+        at: u64,
+    },
+    Unreadable {
+        at: u64,
+        error: String,
+    },
+    /// The snapshot was written without it (`state_max_size`).
+    LeftOut,
+    TargetGone,
+    /// Another URL or engine.
+    TargetChanged,
+    /// Its newest scrape is this far past the daemon's clock.
+    FromTheFuture {
+        ahead_ms: i64,
+    },
+    /// Of `of` entries (series, ledgers, alerts), `dropped` no longer fit the config.
+    ConfigChanged {
+        dropped: usize,
+        of: usize,
+    },
+    /// A window store that does not rebuild.
+    Unrestorable(String),
+    /// A part written in another format of its own (the capacity histories'), which this
+    /// build does not read.
+    OtherFormat {
+        format: u32,
+    },
+}
+
+impl Why {
+    pub fn result(&self) -> RestoreResult {
+        match self {
+            Why::Cut { .. } | Why::AfterCut => RestoreResult::Truncated,
+            Why::Checksum { .. } | Why::Decode { .. } | Why::Unreadable { .. } | Why::Unrestorable(_) => {
+                RestoreResult::Corrupt
+            }
+            Why::LeftOut => RestoreResult::LeftOut,
+            Why::TargetGone
+            | Why::TargetChanged
+            | Why::FromTheFuture { .. }
+            | Why::ConfigChanged { .. }
+            | Why::OtherFormat { .. } => RestoreResult::Mismatch,
+        }
+    }
+
+    /// Whether the file itself is damaged here (rather than the config having moved on).
+    fn damaged(&self) -> bool {
+        matches!(self.result(), RestoreResult::Truncated | RestoreResult::Corrupt)
+            && !matches!(self, Why::Unrestorable(_))
+    }
+
+    fn describe(&self, file_len: u64) -> String {
+        match self {
+            Why::Cut { at } => {
+                format!("truncated: the file ends at byte {file_len}, inside this section, which starts at byte {at}")
+            }
+            Why::AfterCut => format!("truncated: the file ends at byte {file_len}, before any of it"),
+            Why::Checksum { at } => format!("checksum mismatch in the section at byte {at}"),
+            Why::Decode { at } => format!("the section at byte {at} does not decode"),
+            Why::Unreadable { at, error } => format!("cannot read the file at byte {at}: {error}"),
+            Why::LeftOut => "left out when the snapshot was written, to stay under state_max_size".into(),
+            Why::TargetGone => "the target is no longer configured".into(),
+            Why::TargetChanged => "the target's URL or engine changed".into(),
+            Why::FromTheFuture { ahead_ms } => format!(
+                "from the future: its newest scrape is {:.0} s past this start's clock (was the clock set back?)",
+                *ahead_ms as f64 / 1000.0
+            ),
+            Why::ConfigChanged { dropped, of } => {
+                format!("{dropped} of {of} no longer match the config (an SLO, an alert rule or the windows changed)")
+            }
+            Why::Unrestorable(e) => format!("the window store does not rebuild: {e}"),
+            Why::OtherFormat { format } => format!(
+                "written in another format ({format:#x}, this build reads {:#x}) by an earlier goodput: starts empty",
+                crate::capacity::saved::FORMAT
+            ),
+        }
+    }
+}
+
+/// One section not restored: whose, which part (when the file says), and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lost {
+    pub target: Option<String>,
+    pub part: RestorePart,
+    pub why: Why,
+}
+
+/// What one restore found, for the log line, the counters and the tests.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Outcome {
-    pub restored: u64,
-    pub mismatch: u64,
-    pub corrupt: u64,
-    /// The file is of another format (or not a snapshot at all).
-    pub version: Option<u32>,
-    /// Targets with a part that starts empty.
-    pub affected: BTreeSet<String>,
+    /// Sections restored, by part.
+    pub restored: Vec<RestorePart>,
+    pub lost: Vec<Lost>,
+    /// The whole file was refused.
+    pub refused: Option<FileError>,
+    /// The file's length.
+    pub len: u64,
+}
+
+impl Outcome {
+    /// Sections counted as `r`.
+    pub fn n(&self, r: RestoreResult) -> usize {
+        match r {
+            RestoreResult::Restored => self.restored.len(),
+            _ => self.lost.iter().filter(|l| l.why.result() == r).count(),
+        }
+    }
+
+    /// Whether the file did not read whole: it is kept aside.
+    pub fn damaged(&self) -> bool {
+        matches!(self.refused, Some(FileError::NotASnapshot | FileError::CutHeader(_)))
+            || self.lost.iter().any(|l| l.why.damaged())
+    }
+
+    /// The targets with a part that starts empty, in the order the file had them.
+    pub fn affected(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for t in self.lost.iter().filter_map(|l| l.target.as_deref()) {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        out
+    }
+
+    fn count(&self, stats: &StateStats) {
+        for p in &self.restored {
+            stats.restored(*p, RestoreResult::Restored, 1);
+        }
+        for l in &self.lost {
+            stats.restored(l.part, l.why.result(), 1);
+        }
+        match &self.refused {
+            Some(FileError::NotASnapshot) => stats.restored(RestorePart::File, RestoreResult::NotASnapshot, 1),
+            Some(FileError::CutHeader(_)) => stats.restored(RestorePart::File, RestoreResult::Truncated, 1),
+            Some(FileError::Version(_)) => stats.restored(RestorePart::File, RestoreResult::Version, 1),
+            None => {}
+        }
+    }
+
+    /// What was lost: `alpha: windows, alerts (why); bravo, charlie: windows (why)`, the
+    /// parts a target lost for one reason together, and targets that lost the same parts
+    /// for the same reason together; at most [`NAMED`] targets.
+    pub fn summary(&self) -> String {
+        // Each target's parts lost for each reason, then the targets of equal entries.
+        let mut by_target: Vec<(Option<&str>, String, Vec<&str>)> = Vec::new();
+        for l in &self.lost {
+            let why = l.why.describe(self.len);
+            let target = l.target.as_deref();
+            match by_target.iter_mut().find(|(t, w, _)| *t == target && *w == why) {
+                Some(g) => g.2.push(l.part.as_str()),
+                None => by_target.push((target, why, vec![l.part.as_str()])),
+            }
+        }
+        let mut groups: Vec<(String, String, Vec<&str>, usize)> = Vec::new();
+        for (target, why, parts) in by_target {
+            let parts = parts.join(", ");
+            match groups.iter_mut().find(|(p, w, _, _)| *p == parts && *w == why) {
+                Some(g) => match target {
+                    Some(t) => g.2.push(t),
+                    None => g.3 += 1,
+                },
+                None => groups.push((parts, why, target.into_iter().collect(), usize::from(target.is_none()))),
+            }
+        }
+        let mut out: Vec<String> = Vec::new();
+        let mut named: Vec<&str> = Vec::new();
+        for (parts, why, targets, unnamed) in &groups {
+            let mut shown: Vec<&str> = Vec::new();
+            for &t in targets {
+                if named.contains(&t) || named.len() < NAMED {
+                    if !named.contains(&t) {
+                        named.push(t);
+                    }
+                    shown.push(t);
+                }
+            }
+            if !shown.is_empty() {
+                out.push(format!("{}: {parts} ({why})", shown.join(", ")));
+            }
+            match unnamed {
+                0 => {}
+                1 => out.push(format!("a section the file does not name ({why})")),
+                n => out.push(format!("{n} sections the file does not name ({why})")),
+            }
+        }
+        let more = self.affected().len().saturating_sub(NAMED);
+        let mut s = out.join("; ");
+        if more > 0 {
+            s.push_str(&format!("; and {more} more targets (llm_slo_state_restore_total counts every section)"));
+        }
+        s
+    }
 }
 
 /// Restores what `dir`'s snapshot holds into the daemon's state, before any task starts.
+/// Errors only when the snapshot's path holds something that is not a regular file.
 pub fn restore(
     dir: &Path,
     config: &Config,
@@ -36,43 +240,62 @@ pub fn restore(
     alerts: &mut AlertEngine,
     stats: &StateStats,
     now_ms: i64,
-) {
+) -> std::io::Result<()> {
+    file::prepare(dir)?;
+    let path = file::path(dir);
     let (reader, len) = match file::open(dir) {
         Ok(Some(r)) => r,
         Ok(None) => {
             tracing::info!(dir = %dir.display(), "no state snapshot yet; starting with empty windows");
-            return;
+            return Ok(());
         }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Err(e),
         Err(e) => {
-            stats.restored(RestoreResult::Corrupt, 1);
-            tracing::warn!(dir = %dir.display(), "cannot read the state snapshot: {e}; starting with empty windows");
-            return;
+            stats.restored(RestorePart::File, RestoreResult::Corrupt, 1);
+            tracing::warn!("cannot read the state snapshot: {e}; starting with empty windows");
+            return Ok(());
         }
     };
     let o = apply_from(reader, len, config, sources, alerts, now_ms);
     release_freed_memory();
-    stats.restored(RestoreResult::Restored, o.restored);
-    stats.restored(RestoreResult::Mismatch, o.mismatch);
-    stats.restored(RestoreResult::Corrupt, o.corrupt);
-    if let Some(v) = o.version {
-        stats.restored(RestoreResult::Version, 1);
-        tracing::warn!(
-            dir = %dir.display(),
-            "the state snapshot is of format {v}, this goodput reads format {}; starting with empty windows (it is replaced at the next snapshot)",
-            format::VERSION
-        );
-    } else if o.mismatch + o.corrupt > 0 {
-        let targets: Vec<&str> = o.affected.iter().map(String::as_str).collect();
-        tracing::warn!(
-            restored = o.restored,
-            mismatch = o.mismatch,
-            corrupt = o.corrupt,
-            "state snapshot partly restored; what no longer matches the config or did not read starts empty, for targets: {}",
-            targets.join(", ")
-        );
+    o.count(stats);
+    let aside = if o.damaged() {
+        match file::keep_aside(dir) {
+            Ok(to) => format!("; the file is kept as {}", to.display()),
+            Err(e) => format!("; it could not be kept aside ({e}): the next snapshot replaces it"),
+        }
     } else {
-        tracing::info!(sections = o.restored, "state restored from the snapshot");
+        String::new()
+    };
+    let path = path.display();
+    match &o.refused {
+        Some(FileError::NotASnapshot) => tracing::warn!(
+            "{path} is not a goodput snapshot ({}): nothing restored, starting with empty windows{aside}",
+            if len == 0 {
+                "it is empty".to_string()
+            } else {
+                format!("its {len} bytes do not start with a snapshot's header")
+            }
+        ),
+        Some(FileError::CutHeader(at)) => tracing::warn!(
+            "{path} is a truncated goodput snapshot: the file ends at byte {at}, inside its header; nothing restored, starting with empty windows{aside}"
+        ),
+        Some(FileError::Version(v)) => tracing::warn!(
+            "{path} is a snapshot of format {v}, written by {} goodput; this one reads format {}: starting with empty windows (the file is replaced at the next snapshot)",
+            if *v > format::VERSION { "a newer" } else { "an older" },
+            format::VERSION
+        ),
+        None if o.lost.is_empty() => {
+            tracing::info!(sections = o.restored.len(), "state restored from {path}")
+        }
+        None => tracing::warn!(
+            restored = o.restored.len(),
+            discarded = o.lost.len(),
+            "state snapshot {path} partly restored; what was not starts empty: {}{aside}",
+            o.summary()
+        ),
     }
+    Ok(())
 }
 
 /// Hands the memory a restore or a snapshot freed back to the system. A restore's sections
@@ -103,38 +326,62 @@ fn apply_from(
     alerts: &mut AlertEngine,
     now_ms: i64,
 ) -> Outcome {
-    let mut o = Outcome::default();
+    let mut o = Outcome { len, ..Outcome::default() };
     let sections = match format::read(r, len) {
         Ok((_, s)) => s,
-        Err(FileError::Version(v)) => {
-            o.version = Some(v);
-            return o;
-        }
-        Err(FileError::NotASnapshot) => {
-            o.corrupt = 1;
+        Err(e) => {
+            o.refused = Some(e);
             return o;
         }
     };
+    // What the file lists (from its first section), and how many of those have been read.
+    let mut listed: Option<Vec<Listed>> = None;
+    let mut seen = 0usize;
+    let mut first = true;
     for s in sections {
-        let Ok(s) = s else {
-            o.corrupt += 1;
-            continue;
+        let s = match s {
+            Ok(Section { part: Part::Contents(list), .. }) if first => {
+                first = false;
+                listed = Some(list);
+                continue;
+            }
+            Ok(s) => s,
+            Err(Damaged { at, why }) => {
+                first = false;
+                let named = listed.as_ref().and_then(|l| l.get(seen));
+                seen += 1;
+                let why = match why {
+                    Corrupt::Truncated => Why::Cut { at },
+                    Corrupt::Checksum => Why::Checksum { at },
+                    Corrupt::Decode => Why::Decode { at },
+                    Corrupt::Unreadable(error) => Why::Unreadable { at, error },
+                    Corrupt::LeftOut => Why::LeftOut,
+                };
+                o.lost.push(Lost {
+                    target: named.map(|l| l.target.clone()),
+                    part: named.map_or(RestorePart::Unknown, |l| RestorePart::named(&l.part)),
+                    why,
+                });
+                continue;
+            }
         };
+        first = false;
+        seen += 1;
+        let part = RestorePart::named(s.part.name());
         let target = config.targets.iter().find(|t| t.name == s.target);
         let result = match target {
-            Some(t) if super::identity(t) == s.identity => {
-                restore_part(&s.target, s.part, config, sources, alerts, now_ms)
-            }
-            _ => RestoreResult::Mismatch,
+            None => Err(Why::TargetGone),
+            Some(t) if identity(t) != s.identity => Err(Why::TargetChanged),
+            Some(_) => restore_part(&s.target, s.part, config, sources, alerts, now_ms),
         };
         match result {
-            RestoreResult::Restored => o.restored += 1,
-            RestoreResult::Mismatch => o.mismatch += 1,
-            RestoreResult::Corrupt | RestoreResult::Version => o.corrupt += 1,
+            Ok(()) => o.restored.push(part),
+            Err(why) => o.lost.push(Lost { target: Some(s.target), part, why }),
         }
-        if result != RestoreResult::Restored {
-            o.affected.insert(s.target);
-        }
+    }
+    // Listed sections the file ends before: a cut inside a section, or exactly between two.
+    for l in listed.iter().flatten().skip(seen) {
+        o.lost.push(Lost { target: Some(l.target.clone()), part: RestorePart::named(&l.part), why: Why::AfterCut });
     }
     o
 }
@@ -146,30 +393,26 @@ fn restore_part(
     sources: &Sources,
     alerts: &mut AlertEngine,
     now_ms: i64,
-) -> RestoreResult {
-    let partial = |(_, dropped): (usize, usize)| {
-        if dropped == 0 { RestoreResult::Restored } else { RestoreResult::Mismatch }
+) -> Result<(), Why> {
+    let partial = |(taken, dropped): (usize, usize)| {
+        if dropped == 0 { Ok(()) } else { Err(Why::ConfigChanged { dropped, of: taken + dropped }) }
     };
     match part {
         Part::Windows(w) => {
             let Some(rt) = sources.targets.iter().find(|rt| rt.config.name == target) else {
-                return RestoreResult::Mismatch;
+                return Err(Why::TargetGone);
             };
             // Scrapes from the future (the wall clock was set back since): the store would
             // ignore every new scrape until the clock caught up with them.
-            if w.newest_ms().is_some_and(|t| t > now_ms.saturating_add(FUTURE_SLACK_MS)) {
-                return RestoreResult::Mismatch;
+            if let Some(t) = w.newest_ms().filter(|&t| t > now_ms.saturating_add(FUTURE_SLACK_MS)) {
+                return Err(Why::FromTheFuture { ahead_ms: t - now_ms });
             }
-            match w.restore(config.max_window()) {
-                Ok(store) => {
-                    let mut st = rt.lock();
-                    if st.windows.is_empty() {
-                        st.windows = store;
-                    }
-                    RestoreResult::Restored
-                }
-                Err(_) => RestoreResult::Corrupt,
+            let store = w.restore(config.max_window()).map_err(|e| Why::Unrestorable(e.0))?;
+            let mut st = rt.lock();
+            if st.windows.is_empty() {
+                st.windows = store;
             }
+            Ok(())
         }
         Part::Budgets(b) => partial(sources.book.lock().unwrap_or_else(|e| e.into_inner()).restore(target, b)),
         Part::Requests(r) => partial(sources.store.lock().unwrap_or_else(|e| e.into_inner()).restore(target, r)),
@@ -178,5 +421,15 @@ fn restore_part(
             let own = a.into_iter().filter(|a| a.labels.get("target").is_some_and(|t| t == target));
             partial(alerts.restore(own))
         }
+        Part::Capacity(c) => {
+            if let Some(format) = c.other_format() {
+                return Err(Why::OtherFormat { format });
+            }
+            let of = c.len();
+            let taken = sources.capacity.lock().unwrap_or_else(|e| e.into_inner()).restore(target, c);
+            partial((taken, of - taken))
+        }
+        // Only the first section lists the others.
+        Part::Contents(_) => Err(Why::Unrestorable("a list of sections out of place".into())),
     }
 }

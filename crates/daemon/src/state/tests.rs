@@ -6,8 +6,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod capacity;
+mod files;
+
 use super::format;
-use super::restore::{Outcome, apply};
+use super::metrics::{RestorePart, RestoreResult::*};
+use super::restore::{Lost, Outcome, Why, apply};
 use super::{Sources, capture, identity};
 use crate::alert::{AlertEngine, AlertInput};
 use crate::budget::BudgetBook;
@@ -47,7 +51,12 @@ fn world(yaml: &str) -> World {
         max_series_per_target: 8,
     });
     let alerts = AlertEngine::new(config.alerting.rule_set(), None, config.alerting.resend_interval);
-    let sources = Sources { targets, book: Arc::new(Mutex::new(book)), store: Arc::new(Mutex::new(store)) };
+    let sources = Sources {
+        targets,
+        book: Arc::new(Mutex::new(book)),
+        store: Arc::new(Mutex::new(store)),
+        capacity: Arc::new(Mutex::new(crate::capacity::CapacityBook::new(config.slos.clone(), Default::default()))),
+    };
     World { config, sources, alerts }
 }
 
@@ -135,7 +144,7 @@ fn fill(w: &mut World) {
 fn snapshot(w: &World) -> Vec<u8> {
     let ids: BTreeMap<String, u32> = w.config.targets.iter().map(|t| (t.name.clone(), identity(t))).collect();
     let mut out = format::header(T0);
-    for f in capture(&w.sources, &ids, w.alerts.saved(|_| true)) {
+    for f in capture(&w.sources, &ids, w.alerts.saved(|_| true), Duration::ZERO) {
         out.extend(f);
     }
     out
@@ -172,7 +181,7 @@ fn a_snapshot_restores_every_part_of_every_target() {
     let bytes = snapshot(&w);
     let (fresh, o) = restore_into(CONFIG, &bytes);
     // a: windows, budgets, requests; b: windows, budgets, alerts.
-    assert_eq!(o, Outcome { restored: 6, ..Outcome::default() });
+    assert_eq!((o.n(Restored), &o.lost, &o.refused), (6, &Vec::new(), &None));
     // Each part has something to save: a's requests, b's alert, both targets' windows and
     // budgets.
     let (a, b) = (state_of(&w, "a"), state_of(&w, "b"));
@@ -204,29 +213,102 @@ fn a_damaged_section_costs_that_part_of_that_target_only() {
     let bytes = snapshot(&w);
     let (_, sections) = format::decode(&bytes).unwrap();
     let parts: Vec<(String, &str)> = sections.map(|s| s.unwrap()).map(|s| (s.target.clone(), s.part.name())).collect();
-    // The last section is b's windows: flip a byte in its body.
+    // The first section lists the others; the last is b's windows: flip a byte in its body.
+    assert_eq!(parts.first().unwrap(), &(String::new(), "contents"));
     assert_eq!(parts.last().unwrap(), &("b".to_string(), "windows"));
+    let lost = |target: &str, part: RestorePart, why: Why| Lost { target: Some(target.into()), part, why };
     let mut bad = bytes.clone();
     let at = bad.len() - 40;
     bad[at] ^= 0x5a;
     let (fresh, o) = restore_into(CONFIG, &bad);
-    assert_eq!((o.restored, o.corrupt, o.mismatch), (5, 1, 0), "{o:?}");
+    assert_eq!(o.n(Restored), 5, "{o:?}");
+    let b_at = last_frame(&bytes);
+    assert_eq!(o.lost, [lost("b", RestorePart::Windows, Why::Checksum { at: b_at })]);
     assert!(fresh.sources.targets[1].lock().windows.is_empty(), "b's windows start empty");
     assert!(state_of(&fresh, "a") == state_of(&w, "a"), "a is whole");
     assert!(state_of(&fresh, "b")[3] == state_of(&w, "b")[3], "b's alert survives");
 
     // Truncated inside the last section (a crash mid-write of a non-atomic copy).
     let (_, o) = restore_into(CONFIG, &bytes[..bytes.len() - 7]);
-    assert_eq!((o.restored, o.corrupt), (5, 1), "{o:?}");
+    assert_eq!(o.n(Restored), 5, "{o:?}");
+    assert_eq!(o.lost, [lost("b", RestorePart::Windows, Why::Cut { at: b_at })]);
+    assert!(o.summary().contains(&format!("b: windows (truncated: the file ends at byte {}", bytes.len() - 7)));
+    // Cut exactly where b's windows start: nothing of them is in the file, and the list
+    // still names them.
+    let (_, o) = restore_into(CONFIG, &bytes[..b_at as usize]);
+    assert_eq!((o.n(Restored), &o.lost[..]), (5, &[lost("b", RestorePart::Windows, Why::AfterCut)][..]), "{o:?}");
     // Cut inside the header: nothing to read, nothing restored, no panic.
     let (fresh, o) = restore_into(CONFIG, &bytes[..10]);
-    assert_eq!((o.restored, o.corrupt), (0, 1));
+    assert_eq!((o.n(Restored), o.refused), (0, Some(format::FileError::CutHeader(10))));
     assert!(fresh.sources.targets.iter().all(|rt| rt.lock().windows.is_empty()));
-    // A corrupt length: everything after it is unframed.
+    // A corrupt length in the list itself: nothing after it is framed or named.
     let mut bad = bytes.clone();
     bad[format::HEADER_LEN..format::HEADER_LEN + 4].copy_from_slice(&u32::MAX.to_le_bytes());
     let (_, o) = restore_into(CONFIG, &bad);
-    assert_eq!((o.restored, o.corrupt), (0, 1), "{o:?}");
+    let at = format::HEADER_LEN as u64;
+    assert_eq!(
+        (o.n(Restored), &o.lost[..]),
+        (0, &[Lost { target: None, part: RestorePart::Unknown, why: Why::Cut { at } }][..])
+    );
+    assert!(o.damaged());
+}
+
+/// Where each section's frame starts in a snapshot, and whose part it is.
+fn frames(bytes: &[u8]) -> Vec<(u64, String, &'static str)> {
+    let mut at = format::HEADER_LEN;
+    let mut out = Vec::new();
+    while at < bytes.len() {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let s: format::Section = postcard::from_bytes(&bytes[at + 8..at + 8 + len]).unwrap();
+        out.push((at as u64, s.target, s.part.name()));
+        at += 8 + len;
+    }
+    out
+}
+
+fn last_frame(bytes: &[u8]) -> u64 {
+    frames(bytes).last().unwrap().0
+}
+
+#[test]
+fn a_truncated_snapshot_names_every_section_it_lost() {
+    let mut w = world(CONFIG);
+    fill(&mut w);
+    let bytes = snapshot(&w);
+    // Cut a few bytes into a's windows, the first window store: both stores are lost.
+    let a_at = frames(&bytes).into_iter().find(|f| f.1 == "a" && f.2 == "windows").unwrap().0 as usize;
+    let cut = &bytes[..a_at + 30];
+    let (fresh, o) = restore_into(CONFIG, cut);
+    assert!(fresh.sources.targets.iter().all(|rt| rt.lock().windows.is_empty()));
+    let windows: Vec<_> = o.lost.iter().filter(|l| l.part == RestorePart::Windows).collect();
+    assert_eq!(windows.len(), 2, "{o:?}");
+    assert_eq!((windows[0].target.as_deref(), windows[1].target.as_deref()), (Some("a"), Some("b")));
+    assert_eq!((windows[0].why.clone(), windows[1].why.clone()), (Why::Cut { at: a_at as u64 }, Why::AfterCut));
+    assert_eq!((o.n(Restored), o.n(Truncated)), (4, 2), "the parts before the cut are whole");
+    let line = o.summary();
+    assert!(line.starts_with("a: windows (truncated") && line.contains("; b: windows (truncated"), "{line}");
+}
+
+#[test]
+fn the_summary_groups_targets_and_names_at_most_twenty() {
+    let lost = |t: usize, part: RestorePart, why: Why| Lost { target: Some(format!("t{t}")), part, why };
+    let mut o = Outcome { len: 900, ..Outcome::default() };
+    o.lost.push(lost(0, RestorePart::Budgets, Why::TargetChanged));
+    o.lost.push(lost(0, RestorePart::Alerts, Why::TargetChanged));
+    o.lost.push(lost(1, RestorePart::Windows, Why::Cut { at: 700 }));
+    o.lost.extend((2..25).map(|t| lost(t, RestorePart::Windows, Why::AfterCut)));
+    o.lost.push(Lost { target: None, part: RestorePart::Unknown, why: Why::Checksum { at: 40 } });
+    let line = o.summary();
+    let after: Vec<String> = (2..20).map(|t| format!("t{t}")).collect();
+    let expected = format!(
+        "t0: budgets, alerts (the target's URL or engine changed); \
+         t1: windows (truncated: the file ends at byte 900, inside this section, which starts at byte 700); \
+         {}: windows (truncated: the file ends at byte 900, before any of it); \
+         a section the file does not name (checksum mismatch in the section at byte 40); \
+         and 5 more targets (llm_slo_state_restore_total counts every section)",
+        after.join(", ")
+    );
+    assert_eq!(line, expected);
 }
 
 #[test]
@@ -237,7 +319,9 @@ fn windows_from_the_future_are_not_restored() {
     // The clock was set back an hour since the snapshot.
     let mut fresh = world(CONFIG);
     let o = apply(&bytes, &fresh.config, &fresh.sources, &mut fresh.alerts, T0 - 3_600_000);
-    assert_eq!((o.restored, o.mismatch), (4, 2), "{o:?}");
+    assert_eq!((o.n(Restored), o.n(Mismatch)), (4, 2), "{o:?}");
+    assert!(o.lost.iter().all(|l| matches!(l.why, Why::FromTheFuture { ahead_ms } if ahead_ms > 3_600_000)));
+    assert!(o.summary().contains("from the future"), "{}", o.summary());
     assert!(fresh.sources.targets.iter().all(|rt| rt.lock().windows.is_empty()));
 }
 
@@ -248,7 +332,11 @@ fn a_snapshot_of_another_version_restores_nothing() {
     let mut bytes = snapshot(&w);
     bytes[8..12].copy_from_slice(&(format::VERSION + 1).to_le_bytes());
     let (fresh, o) = restore_into(CONFIG, &bytes);
-    assert_eq!(o, Outcome { version: Some(format::VERSION + 1), ..Outcome::default() });
+    assert_eq!(
+        o,
+        Outcome { refused: Some(format::FileError::Version(format::VERSION + 1)), len: o.len, ..Outcome::default() }
+    );
+    assert!(!o.damaged(), "a file of another version is not kept aside");
     assert!(fresh.sources.targets.iter().all(|rt| rt.lock().windows.is_empty()));
     assert!(fresh.alerts.active().next().is_none());
 }
@@ -263,8 +351,9 @@ fn a_changed_target_or_slo_starts_what_no_longer_matches_empty() {
         + "  - {name: other, ttft: 1s, objective: 0.9, targets: [c]}\n";
     let moved = moved.replacen("targets:\n", "targets:\n  - {name: c, url: 'http://127.0.0.1:4/metrics'}\n", 1);
     let (fresh, o) = restore_into(&moved, &bytes);
-    assert_eq!((o.restored, o.mismatch, o.corrupt), (3, 3, 0), "{o:?}");
-    assert_eq!(o.affected.iter().collect::<Vec<_>>(), ["b"]);
+    assert_eq!((o.n(Restored), o.n(Mismatch), o.lost.len()), (3, 3, 3), "{o:?}");
+    assert_eq!(o.affected(), ["b"]);
+    assert!(o.lost.iter().all(|l| l.why == Why::TargetChanged));
     let (now, then) = (state_of(&fresh, "a"), state_of(&w, "a"));
     assert!(now[0] == then[0] && now[2] == then[2], "a's windows and requests still match");
     assert!(fresh.sources.targets.iter().all(|rt| rt.config.name == "a" || rt.lock().windows.is_empty()));
@@ -273,72 +362,13 @@ fn a_changed_target_or_slo_starts_what_no_longer_matches_empty() {
     // The SLO's objective changes: its budgets and request series start empty, windows stay.
     let stricter = CONFIG.replace("objective: 0.99", "objective: 0.999");
     let (fresh, o) = restore_into(&stricter, &bytes);
-    assert_eq!((o.restored, o.mismatch), (3, 3), "{o:?}");
+    assert_eq!((o.n(Restored), o.n(Mismatch)), (3, 3), "{o:?}");
+    assert!(o.summary().contains("no longer match the config"), "{}", o.summary());
     let [windows, budgets, requests, alerts] = state_of(&fresh, "a");
     assert!(windows == state_of(&w, "a")[0]);
     assert!(!budgets.contains("ledger: Ledger") && !requests.contains("raw"), "budgets and requests start empty");
     assert_eq!(alerts, "[]");
     assert!(!fresh.sources.targets[1].lock().windows.is_empty());
-}
-
-#[test]
-fn writes_replace_the_file_whole_and_an_unwritable_dir_is_an_error() {
-    use super::file;
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let w = file::write_atomic(&state, b"HEAD", [vec![1u8; 10], vec![2u8; 30], vec![3u8; 5]], 30).unwrap();
-    // The 30-byte section would pass the bound; the 5-byte one still fits.
-    assert_eq!(w, file::Written { bytes: 19, left_out: 1 });
-    let first = file::read(&state).unwrap().unwrap();
-    assert_eq!(first.len(), 19);
-    file::write_atomic(&state, b"NEW!", [vec![9u8; 3]], 1 << 20).unwrap();
-    assert_eq!(file::read(&state).unwrap().unwrap(), b"NEW!\x09\x09\x09");
-    let names: Vec<_> = std::fs::read_dir(&state).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(names, [file::FILE_NAME], "no temporary file is left behind");
-    assert_eq!(file::read(&dir.path().join("none")).unwrap(), None);
-    // A directory that cannot be made (its parent is a file): an error, never a panic.
-    let blocked = state.join(file::FILE_NAME).join("sub");
-    assert!(file::write_atomic(&blocked, b"HEAD", [vec![1u8]], 1 << 20).is_err());
-}
-
-#[test]
-fn a_snapshot_file_is_read_a_section_at_a_time() {
-    use std::io::{self, Read};
-
-    use super::file;
-    use super::metrics::StateStats;
-    use super::restore::restore;
-
-    let mut w = world(CONFIG);
-    fill(&mut w);
-    let bytes = snapshot(&w);
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(file::path(dir.path()), &bytes).unwrap();
-    let mut fresh = world(CONFIG);
-    restore(dir.path(), &fresh.config, &fresh.sources, &mut fresh.alerts, &StateStats::default(), T0 + 130_000);
-    for t in ["a", "b"] {
-        assert!(state_of(&w, t) == state_of(&fresh, t), "target {t} differs after the restore from the file");
-    }
-
-    // The disk fails part-way: the sections before the failure read, the rest is not read.
-    struct FailsAfter<'a>(&'a [u8]);
-    impl Read for FailsAfter<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            if self.0.is_empty() {
-                return Err(io::Error::other("I/O error"));
-            }
-            let n = buf.len().min(self.0.len());
-            buf[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
-    let whole = format::decode(&bytes).unwrap().1.count();
-    let (_, sections) = format::read(FailsAfter(&bytes[..bytes.len() - 40]), bytes.len() as u64).unwrap();
-    let read: Vec<_> = sections.collect();
-    assert_eq!(read.len(), whole);
-    assert!(read[..whole - 1].iter().all(Result::is_ok));
-    assert_eq!(read[whole - 1].as_ref().err(), Some(&format::Corrupt::Unreadable));
 }
 
 #[test]
@@ -367,7 +397,7 @@ fn a_thinned_window_store_restores_point_for_point_and_evaluates_the_same() {
     let bytes = snapshot(&w);
     let mut fresh = world(CONFIG);
     let o = apply(&bytes, &fresh.config, &fresh.sources, &mut fresh.alerts, now + 1_000);
-    assert!(o.restored >= 1 && o.corrupt == 0, "{o:?}");
+    assert!(o.n(Restored) >= 1 && o.lost.is_empty(), "{o:?}");
     assert!(state_of(&w, "a")[0] == state_of(&fresh, "a")[0], "the points differ after the restore");
     // The restored store evaluates as the live one, and goes on thinning as it did.
     let restored = fresh.sources.targets[0].clone();

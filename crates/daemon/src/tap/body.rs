@@ -6,34 +6,149 @@
 //! `Eof`, an error from upstream is `UpstreamReset`, and a response body dropped before its
 //! end (hyper drops it when the client's connection fails) is `ClientAbort`.
 
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 
 use bytes::{Bytes, BytesMut};
 use goodput_core::request::End;
+use goodput_core::request::body::MAX_REQUEST_BODY;
+use goodput_core::request::sse::MAX_EVENT_BYTES;
 use goodput_core::request::strip::{Forward, UsageStripper};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
+use tokio::sync::oneshot;
 
 use super::measure::Measure;
+use crate::listen::paced::{BodyError, ClientBody};
+
+/// How the client's request body failed, if it did: the handler answers the client for
+/// it rather than blaming the upstream.
+#[derive(Clone, Default)]
+pub(super) struct ClientFault(Arc<Mutex<Option<BodyError>>>);
+
+impl ClientFault {
+    fn set(&self, e: BodyError) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    pub fn take(&self) -> Option<BodyError> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Why the tap stopped sending a client's body upstream; the upstream request fails with it.
+#[derive(Debug)]
+pub(super) struct ClientBodyFailed;
+
+impl std::fmt::Display for ClientBodyFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the client's request body failed")
+    }
+}
+
+impl std::error::Error for ClientBodyFailed {}
 
 /// The request body on its way upstream: a prefix the tap already read (to look into it,
 /// or to edit it for `inject_usage`), then the rest as it arrives, teed into the meter.
+///
+/// It keeps what it sent (the same reference-counted bytes, no copy) while that fits in
+/// [`MAX_REQUEST_BODY`], and when it is dropped it hands back what the upstream request
+/// left of it ([`Leftover`]): a request whose reused connection failed before any answer
+/// can then be sent again whole, and a request that failed can still be read for its model.
 pub(super) struct RequestBody {
-    prefix: Option<Bytes>,
-    rest: Option<Incoming>,
+    prefix: VecDeque<Bytes>,
+    rest: Option<ClientBody>,
     /// Where the rest's bytes are teed, until its end.
+    tee: Option<Arc<Measure>>,
+    fault: ClientFault,
+    /// Every frame sent so far; `None` once they pass [`MAX_REQUEST_BODY`] (or a frame was
+    /// not data), when the request can no longer be sent again.
+    sent: Option<Vec<Bytes>>,
+    sent_len: usize,
+    back: Option<oneshot::Sender<Leftover>>,
+}
+
+/// What an upstream request left of its body when it was dropped.
+pub(super) struct Leftover {
+    /// Every byte sent so far, when they were kept.
+    sent: Option<Vec<Bytes>>,
+    prefix: VecDeque<Bytes>,
+    rest: Option<ClientBody>,
     tee: Option<Arc<Measure>>,
 }
 
+impl Leftover {
+    /// Whether every byte sent so far was kept, so that the body can be sent again whole.
+    pub fn resendable(&self) -> bool {
+        self.sent.is_some()
+    }
+
+    /// The whole body once more, from its first byte, when it is [`resendable`](Self::resendable);
+    /// the meter is not fed again what it already read.
+    pub fn resend(self, fault: ClientFault) -> Option<(RequestBody, oneshot::Receiver<Leftover>)> {
+        let mut prefix: VecDeque<Bytes> = self.sent?.into();
+        prefix.extend(self.prefix);
+        Some(RequestBody::build(prefix, self.rest, self.tee, fault).keep())
+    }
+
+    /// Reads what the client had not sent yet into the meter (so that a failed request
+    /// still names its model), up to [`MAX_REQUEST_BODY`] and for at most `within`.
+    pub async fn read_rest(self, within: std::time::Duration) {
+        if self.tee.is_none() {
+            return;
+        }
+        let mut body = RequestBody::build(VecDeque::new(), self.rest, self.tee, ClientFault::default());
+        let read = async {
+            use http_body_util::BodyExt;
+            let mut n = 0;
+            while let Some(Ok(frame)) = body.frame().await {
+                n += frame.data_ref().map_or(0, Bytes::len);
+                if n > MAX_REQUEST_BODY {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(within, read).await;
+    }
+}
+
 impl RequestBody {
-    pub fn new(prefix: Option<Bytes>, rest: Option<Incoming>, tee: Option<Arc<Measure>>) -> RequestBody {
-        let mut body = RequestBody { prefix: prefix.filter(|p| !p.is_empty()), rest, tee };
+    pub fn new(
+        prefix: Option<Bytes>,
+        rest: Option<ClientBody>,
+        tee: Option<Arc<Measure>>,
+        fault: ClientFault,
+    ) -> RequestBody {
+        RequestBody::build(prefix.into_iter().collect(), rest, tee, fault)
+    }
+
+    fn build(
+        prefix: VecDeque<Bytes>,
+        rest: Option<ClientBody>,
+        tee: Option<Arc<Measure>>,
+        fault: ClientFault,
+    ) -> RequestBody {
+        let prefix = prefix.into_iter().filter(|p| !p.is_empty()).collect();
+        let mut body = RequestBody { prefix, rest, tee, fault, sent: None, sent_len: 0, back: None };
         if body.rest.as_ref().is_none_or(Body::is_end_stream) {
             body.tee_end();
         }
         body
+    }
+
+    /// This body, keeping what it sends; the receiver gets what is left of it once the
+    /// upstream request drops it.
+    pub fn keep(mut self) -> (RequestBody, oneshot::Receiver<Leftover>) {
+        let (tx, rx) = oneshot::channel();
+        self.sent = Some(Vec::new());
+        self.back = Some(tx);
+        (self, rx)
     }
 
     fn tee_end(&mut self) {
@@ -41,16 +156,42 @@ impl RequestBody {
             m.with(|meter| meter.request_end());
         }
     }
+
+    fn sending(&mut self, frame: &Frame<Bytes>) {
+        let Some(sent) = self.sent.as_mut() else { return };
+        match frame.data_ref() {
+            Some(d) if self.sent_len + d.len() <= MAX_REQUEST_BODY => {
+                self.sent_len += d.len();
+                sent.push(d.clone());
+            }
+            _ => self.sent = None,
+        }
+    }
+}
+
+impl Drop for RequestBody {
+    fn drop(&mut self) {
+        if let Some(back) = self.back.take() {
+            let _ = back.send(Leftover {
+                sent: self.sent.take(),
+                prefix: std::mem::take(&mut self.prefix),
+                rest: self.rest.take(),
+                tee: self.tee.take(),
+            });
+        }
+    }
 }
 
 impl Body for RequestBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = ClientBodyFailed;
 
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, ClientBodyFailed>>> {
         let this = self.get_mut();
-        if let Some(p) = this.prefix.take() {
-            return Poll::Ready(Some(Ok(Frame::data(p))));
+        if let Some(p) = this.prefix.pop_front() {
+            let frame = Frame::data(p);
+            this.sending(&frame);
+            return Poll::Ready(Some(Ok(frame)));
         }
         let Some(rest) = this.rest.as_mut() else { return Poll::Ready(None) };
         match ready!(Pin::new(&mut *rest).poll_frame(cx)) {
@@ -62,14 +203,17 @@ impl Body for RequestBody {
                 if at_end {
                     this.tee_end();
                 }
+                this.sending(&frame);
                 Poll::Ready(Some(Ok(frame)))
             }
             Some(Err(e)) => {
                 if let Some(m) = this.tee.take() {
                     m.set_client_gone();
                 }
+                this.fault.set(e);
                 this.rest = None;
-                Poll::Ready(Some(Err(e)))
+                this.sent = None;
+                Poll::Ready(Some(Err(ClientBodyFailed)))
             }
             None => {
                 this.tee_end();
@@ -80,11 +224,11 @@ impl Body for RequestBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.prefix.is_none() && self.rest.as_ref().is_none_or(Body::is_end_stream)
+        self.prefix.is_empty() && self.rest.as_ref().is_none_or(Body::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
-        let p = self.prefix.as_ref().map_or(0, |p| p.len() as u64);
+        let p: u64 = self.prefix.iter().map(|p| p.len() as u64).sum();
         let Some(rest) = &self.rest else { return SizeHint::with_exact(p) };
         let h = rest.size_hint();
         let mut out = SizeHint::new();
@@ -102,12 +246,18 @@ pub(super) struct ResponseBody {
     measure: Option<Arc<Measure>>,
     /// With `inject_usage`: removes the usage event the tap caused.
     strip: Option<UsageStripper>,
+    /// Bytes given to the stripper and sent on; their difference is what it holds.
+    fed: usize,
+    sent: usize,
+    /// The upstream's error, passed on after the bytes the stripper held.
+    failed: Option<hyper::Error>,
+    flushed: bool,
     done: bool,
 }
 
 impl ResponseBody {
     pub fn new(inner: Incoming, measure: Option<Arc<Measure>>, strip: Option<UsageStripper>) -> ResponseBody {
-        ResponseBody { inner, measure, strip, done: false }
+        ResponseBody { inner, measure, strip, fed: 0, sent: 0, failed: None, flushed: false, done: false }
     }
 
     fn end(&mut self, end: End) {
@@ -132,12 +282,25 @@ impl ResponseBody {
             out
         }));
         match out {
-            Ok(out) => out,
+            Ok(out) => {
+                self.fed += data.len();
+                self.sent += out.len();
+                if self.fed - self.sent <= MAX_EVENT_BYTES {
+                    return out;
+                }
+                // An event longer than the meter reads is no usage event (those are a few
+                // hundred bytes): from here on the stream passes unmodified, and what was
+                // held goes first, so memory stays bounded and no byte is lost.
+                let held = self.stop_stripping();
+                let mut joined = BytesMut::with_capacity(out.len() + held.len());
+                joined.extend_from_slice(&out);
+                joined.extend_from_slice(&held);
+                joined.freeze()
+            }
             Err(_) => {
                 // A bug in the stripper must not cost the client bytes: send what it held
                 // and this piece, and stop stripping.
-                let held = catch_unwind(AssertUnwindSafe(|| s.finish())).unwrap_or_default();
-                self.strip = None;
+                let held = self.stop_stripping();
                 if let Some(m) = &self.measure {
                     m.ctx().stats.faults(1);
                 }
@@ -148,6 +311,12 @@ impl ResponseBody {
             }
         }
     }
+
+    /// Ends stripping; returns the bytes the stripper held.
+    fn stop_stripping(&mut self) -> Bytes {
+        let Some(mut s) = self.strip.take() else { return Bytes::new() };
+        Bytes::from(catch_unwind(AssertUnwindSafe(|| s.finish())).unwrap_or_default())
+    }
 }
 
 impl Body for ResponseBody {
@@ -156,6 +325,16 @@ impl Body for ResponseBody {
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         let this = self.get_mut();
+        if this.failed.is_some() {
+            // One turn for the server to flush the held bytes before the error aborts the
+            // connection (it flushes while a body is pending).
+            if !this.flushed {
+                this.flushed = true;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            return Poll::Ready(this.failed.take().map(Err));
+        }
         if this.done {
             return Poll::Ready(None);
         }
@@ -190,23 +369,31 @@ impl Body for ResponseBody {
                 Some(Err(e)) => {
                     this.done = true;
                     this.end(End::UpstreamReset);
-                    return Poll::Ready(Some(Err(e)));
+                    // The bytes held of the event the upstream broke off in go first: the
+                    // client sees the same cut it would have without the tap.
+                    let held = this.stop_stripping();
+                    if held.is_empty() {
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                    this.failed = Some(e);
+                    return Poll::Ready(Some(Ok(Frame::data(held))));
                 }
                 None => {
                     this.done = true;
                     this.end(End::Eof);
-                    let tail = this.strip.as_mut().map(UsageStripper::finish).unwrap_or_default();
+                    let tail = this.stop_stripping();
                     if tail.is_empty() {
                         return Poll::Ready(None);
                     }
-                    return Poll::Ready(Some(Ok(Frame::data(Bytes::from(tail)))));
+                    return Poll::Ready(Some(Ok(Frame::data(tail))));
                 }
             }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.done || (self.inner.is_end_stream() && self.strip.as_ref().is_none_or(|s| !s.holding()))
+        self.failed.is_none()
+            && (self.done || (self.inner.is_end_stream() && self.strip.as_ref().is_none_or(|s| !s.holding())))
     }
 
     fn size_hint(&self) -> SizeHint {

@@ -11,7 +11,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use goodput_core::request::{End, Meter, Unmeasured};
 
 use super::metrics::TapStats;
-use crate::requests::Inbox;
+use crate::inbox::Inbox;
 
 /// What every measurement of one tap shares.
 pub(super) struct Ctx {
@@ -21,7 +21,7 @@ pub(super) struct Ctx {
     /// The zero of the meter's clock: times are seconds since the tap started.
     pub epoch: Instant,
     #[cfg(feature = "test-hooks")]
-    pub seen: super::Seen,
+    pub seen: super::seen::Seen,
 }
 
 impl Ctx {

@@ -6,32 +6,39 @@
 //! keep-alive upstream connections with TCP_NODELAY on both legs. What the bytes mean is
 //! the core's business (`goodput_core::request`): this module only times them and keeps a
 //! measurement from ever failing a request. Each measured request ends as one
-//! [`RequestRecord`](crate::requests::RequestRecord) pushed into the daemon's
+//! [`RequestRecord`](crate::request::RequestRecord) pushed into the daemon's
 //! [`Inbox`]; what is not measured is counted by reason ([`metrics`]).
 
 mod body;
+mod conn;
+mod headers;
 mod measure;
 pub mod metrics;
 mod proxy;
+#[cfg(feature = "test-hooks")]
+mod seen;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use tokio::net::{TcpListener, TcpStream};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::config::TapConfig;
-use crate::requests::Inbox;
+use crate::inbox::Inbox;
+use crate::listen::paced::ClientBody;
+use crate::listen::server::{ServerLimits, serve_with};
+use conn::Connector;
 use measure::Ctx;
 pub use metrics::{TapMetrics, TapStats};
 use proxy::Proxy;
+#[cfg(feature = "test-hooks")]
+pub use seen::Seen;
 
 /// A connection to the upstream that is not up within this long fails the request (502).
 /// The engine is meant to be beside the tap, where a refused connection fails at once.
@@ -52,46 +59,46 @@ pub struct Tap {
     pub seen: Seen,
 }
 
-/// The records a tap made, kept for tests (the inbox itself is drained by the evaluator);
-/// at most [`Seen::KEPT`].
-#[cfg(feature = "test-hooks")]
-#[derive(Debug, Clone, Default)]
-pub struct Seen(Arc<std::sync::Mutex<Vec<crate::requests::RequestRecord>>>);
-
-#[cfg(feature = "test-hooks")]
-impl Seen {
-    pub const KEPT: usize = 100_000;
-
-    fn keep(&self, r: &crate::requests::RequestRecord) {
-        let mut v = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if v.len() < Self::KEPT {
-            v.push(r.clone());
-        }
-    }
-
-    /// Every record kept so far, in the order the requests ended.
-    pub fn records(&self) -> Vec<crate::requests::RequestRecord> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-/// Binds the tap of `target` and starts serving it in `tasks` until `stop` turns true.
-/// Errors only when the listen address cannot be bound.
+/// Binds the tap of `target` and starts serving it in `tasks` until `stop` turns true, with
+/// at most `max_connections` client connections (the config's, fitted to the descriptor
+/// limit: crate::listen::fds). Errors only when the listen address cannot be bound.
 pub async fn start(
     target: &str,
     config: &TapConfig,
+    max_connections: usize,
     inbox: Inbox,
     stop: watch::Receiver<bool>,
     tasks: &mut JoinSet<()>,
 ) -> std::io::Result<Tap> {
-    let listener = TcpListener::bind(config.listen).await.map_err(|e| {
+    let listener = Arc::new(bind(target, config).await?);
+    start_on(listener, target, config, max_connections, inbox, Arc::default(), stop, tasks)
+}
+
+/// Binds `tap.listen` of `target`; the error names the target.
+pub async fn bind(target: &str, config: &TapConfig) -> std::io::Result<TcpListener> {
+    TcpListener::bind(config.listen).await.map_err(|e| {
         std::io::Error::new(
             e.kind(),
             format!("cannot listen on {} for the tap of target {target:?}: {e}", config.listen),
         )
-    })?;
+    })
+}
+
+/// [`start`] on a socket already bound, counting in `stats`: a config reload starts a tap
+/// with new settings on the socket the previous one served (which then lets requests in
+/// progress finish under the old settings), or on a new one when `tap.listen` changed.
+#[allow(clippy::too_many_arguments)]
+pub fn start_on(
+    listener: Arc<TcpListener>,
+    target: &str,
+    config: &TapConfig,
+    max_connections: usize,
+    inbox: Inbox,
+    stats: Arc<TapStats>,
+    stop: watch::Receiver<bool>,
+    tasks: &mut JoinSet<()>,
+) -> std::io::Result<Tap> {
     let addr = listener.local_addr()?;
-    let stats = Arc::new(TapStats::default());
     #[cfg(feature = "test-hooks")]
     let seen = Seen::default();
     let ctx = Arc::new(Ctx {
@@ -105,78 +112,40 @@ pub async fn start(
     let mut http = HttpConnector::new();
     http.set_nodelay(true);
     http.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    // Idle upstream connections count against the tap's descriptors (two per client
+    // connection), so the pool keeps no more than there can be clients.
     let client = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .pool_max_idle_per_host(max_connections)
         .pool_timer(TokioTimer::new())
-        .build(http);
+        .build(Connector(http.clone()));
+    let fresh = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build(Connector(http));
     let upstream = &config.upstream;
     let origin = format!("{}://{}", upstream.scheme(), &upstream[url::Position::BeforeHost..url::Position::AfterPort]);
     let proxy = Arc::new(Proxy {
         client,
+        fresh,
         origin,
         prefix: upstream.path().trim_end_matches('/').to_string(),
         inject_usage: config.inject_usage,
         ctx,
     });
-    tracing::info!(target_name = %target, %addr, upstream = %upstream, "tap is listening");
-    tasks.spawn(serve(listener, proxy, stop));
+    tracing::info!(target_name = %target, %addr, upstream = %upstream, max_connections, "tap is listening");
+    let g = config.guards;
+    let limits = ServerLimits {
+        max_connections,
+        header_read_timeout: g.header_read_timeout,
+        idle_timeout: g.idle_timeout,
+        body_read_timeout: g.body_read_timeout,
+        date_header: false,
+    };
+    let what = format!("connections to the tap of target {target:?}");
+    let handler = move |req: hyper::Request<ClientBody>| proxy.clone().handle(req);
+    tasks.spawn(serve_with(listener, limits, stats.conns.clone(), stop, what, handler));
     Ok(Tap {
         addr,
         stats,
         #[cfg(feature = "test-hooks")]
         seen,
     })
-}
-
-/// Accepts connections until `stop`; then lets the requests in progress finish (the
-/// daemon's shutdown bounds how long).
-async fn serve(listener: TcpListener, proxy: Arc<Proxy>, mut stop: watch::Receiver<bool>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    conns.spawn(connection(stream, proxy.clone(), stop.clone()));
-                }
-                Err(e) => {
-                    // Out of descriptors, most likely: give connections time to close.
-                    tracing::warn!(target_name = %proxy.ctx_target(), error = %e, "tap: cannot accept a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            _ = stopped(&mut stop) => break,
-        }
-    }
-    drop(listener);
-    while conns.join_next().await.is_some() {}
-}
-
-/// Serves one client connection (HTTP/1.1 keep-alive, upgrades relayed).
-async fn connection(stream: TcpStream, proxy: Arc<Proxy>, mut stop: watch::Receiver<bool>) {
-    let _ = stream.set_nodelay(true);
-    let svc = service_fn(move |req| proxy.clone().handle(req));
-    let conn =
-        http1::Builder::new().timer(TokioTimer::new()).serve_connection(TokioIo::new(stream), svc).with_upgrades();
-    tokio::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => {}
-        _ = stopped(&mut stop) => {
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
-        }
-    }
-}
-
-/// Resolves when `stop` turns true; never when its sender is gone without saying so.
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    if stop.wait_for(|s| *s).await.is_err() {
-        std::future::pending::<()>().await;
-    }
-}
-
-impl Proxy {
-    fn ctx_target(&self) -> &str {
-        &self.ctx.target
-    }
 }

@@ -4,6 +4,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use goodput_core::request::body::{MAX_REQUEST_BODY, inject_include_usage};
@@ -11,17 +12,24 @@ use goodput_core::request::strip::UsageStripper;
 use goodput_core::request::{End, Meter, Route, Unmeasured};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Incoming};
-use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
-use hyper::{Request, Response, StatusCode, Uri};
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
+use tokio::sync::oneshot;
 
-use super::body::{RequestBody, ResponseBody, TapBody};
+use super::body::{ClientFault, Leftover, RequestBody, ResponseBody, TapBody};
+use super::conn::{Connector, Uses};
+use super::headers::{is_upgrade, remove_hop_by_hop};
 use super::measure::{Ctx, Measure};
+use crate::listen::paced::{BodyError, ClientBody};
+use crate::listen::server::Held;
 
 /// Everything a request handler needs; one per tap.
 pub(super) struct Proxy {
-    pub client: Client<HttpConnector, RequestBody>,
+    pub client: Client<Connector, RequestBody>,
+    /// A client without a pool: each request on a connection of its own, for a request
+    /// sent again after a reused connection failed.
+    pub fresh: Client<Connector, RequestBody>,
     /// `scheme://authority` of the upstream.
     pub origin: String,
     /// The upstream URL's path without its trailing slash ("" for the root).
@@ -31,7 +39,7 @@ pub(super) struct Proxy {
 }
 
 impl Proxy {
-    pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Result<Response<TapBody>, Infallible> {
+    pub async fn handle(self: Arc<Self>, req: Request<ClientBody>) -> Result<Response<TapBody>, Infallible> {
         let t_req = self.ctx.now();
         let route = Route::classify(req.method().as_str(), req.uri().path());
         let upgrade = is_upgrade(req.headers());
@@ -44,6 +52,7 @@ impl Proxy {
         };
         let mut req = req;
         let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
+        let held = req.extensions().get::<Held>().cloned();
         let (mut parts, incoming) = req.into_parts();
         let uri = match self.upstream_uri(&parts.uri) {
             Ok(u) => u,
@@ -54,36 +63,39 @@ impl Proxy {
         remove_hop_by_hop(&mut parts.headers, upgrade);
 
         let inject = self.inject_usage && route.is_some_and(Route::is_openai) && measure.is_some();
+        let fault = ClientFault::default();
         let (body, injected) = match (inject, &measure) {
-            (true, Some(m)) => match read_for_inject(incoming, &mut parts.headers, m).await {
+            (true, Some(m)) => match read_for_inject(incoming, &mut parts.headers, m, &fault).await {
                 Ok(b) => b,
-                Err(()) => {
+                Err(e) => {
                     m.finish(End::ClientAbort);
-                    return Ok(own(StatusCode::BAD_REQUEST, "goodput tap: the request body failed\n"));
+                    return Ok(client_fault(&e));
                 }
             },
-            _ => (RequestBody::new(None, Some(incoming), measure.clone()), false),
+            _ => (RequestBody::new(None, Some(incoming), measure.clone(), fault.clone()), false),
         };
 
+        let head = (!upgrade).then(|| Head::of(&parts));
+        let (body, left) = body.keep();
         let resp = match self.client.request(Request::from_parts(parts, body)).await {
             Ok(r) => r,
-            Err(e) => {
-                if let Some(m) = &measure {
-                    m.finish(if m.client_gone() { End::ClientAbort } else { End::UpstreamReset });
-                }
-                tracing::debug!(target_name = %self.ctx.target, error = %e, "tap: upstream request failed");
-                return Ok(own(
-                    StatusCode::BAD_GATEWAY,
-                    format!("goodput tap: cannot reach the upstream {}: {e}\n", self.origin),
-                ));
-            }
+            Err(e) => match self.after_failure(e, head, left, &fault, measure.as_ref()).await {
+                Ok(r) => r,
+                Err(answer) => return Ok(answer),
+            },
         };
+        Uses::count_response(resp.extensions());
         let mut resp = resp;
         if resp.status() == StatusCode::SWITCHING_PROTOCOLS
             && let Some(client_side) = client_upgrade
         {
             let upstream_side = hyper::upgrade::on(&mut resp);
-            tokio::spawn(relay_upgraded(client_side, upstream_side));
+            // The relay keeps the connection's place under the tap's cap while it runs.
+            let hold = held.map(|h| h.hold());
+            tokio::spawn(async move {
+                relay_upgraded(client_side, upstream_side).await;
+                drop(hold);
+            });
             let (mut parts, _) = resp.into_parts();
             remove_hop_by_hop(&mut parts.headers, true);
             return Ok(Response::from_parts(parts, TapBody::Own(None)));
@@ -107,6 +119,57 @@ impl Proxy {
         Ok(Response::from_parts(parts, TapBody::Upstream(ResponseBody::new(incoming, measure, strip))))
     }
 
+    /// The upstream request failed before any answer (no byte went to the client). On a
+    /// connection the pool reused, with every byte of the body at hand, it is sent once more
+    /// on a fresh connection, as Envoy and nginx do: the peer closing an idle keep-alive
+    /// connection as the request went out says nothing about the request. Otherwise, or when
+    /// that fails too, the client gets a 502 (or 400/408 for its own body), and the record
+    /// keeps the model its body names, reading the body for it if it was not sent.
+    async fn after_failure(
+        &self,
+        mut error: hyper_util::client::legacy::Error,
+        head: Option<Head>,
+        left: oneshot::Receiver<Leftover>,
+        fault: &ClientFault,
+        measure: Option<&Arc<Measure>>,
+    ) -> Result<Response<Incoming>, Response<TapBody>> {
+        let reused = error.connect_info().is_some_and(Uses::reused_unanswered);
+        let mut left = leftover(left).await;
+        let gone = || fault_or_gone(fault, measure);
+        if reused
+            && !gone()
+            && let Some(head) = head
+            && left.as_ref().is_some_and(Leftover::resendable)
+            && let Some((body, again)) = left.take().and_then(|l| l.resend(fault.clone()))
+        {
+            self.ctx.stats.retried();
+            tracing::debug!(target_name = %self.ctx.target, %error, "tap: a reused upstream connection failed before any answer; sending the request again on a fresh one");
+            match self.fresh.request(head.request(body)).await {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    error = e;
+                    left = leftover(again).await;
+                }
+            }
+        }
+        // The client's own body failed: its fault, answered as such, and no other client's
+        // business.
+        if let Some(why) = fault.take() {
+            if let Some(m) = measure {
+                m.finish(End::ClientAbort);
+            }
+            return Err(client_fault(&why));
+        }
+        if let Some(m) = measure {
+            if let Some(l) = left {
+                l.read_rest(READ_REST_WITHIN).await;
+            }
+            m.finish(if m.client_gone() { End::ClientAbort } else { End::UpstreamReset });
+        }
+        tracing::debug!(target_name = %self.ctx.target, %error, "tap: upstream request failed");
+        Err(own(StatusCode::BAD_GATEWAY, format!("goodput tap: cannot reach the upstream {}: {error}\n", self.origin)))
+    }
+
     /// The upstream URI for a request's path and query.
     fn upstream_uri(&self, uri: &Uri) -> Result<Uri, hyper::http::uri::InvalidUri> {
         let pq = uri.path_and_query().map_or("/", |p| p.as_str());
@@ -114,10 +177,60 @@ impl Proxy {
     }
 }
 
+/// How long a failed upstream request may take to hand back its body.
+const LEFTOVER_WITHIN: Duration = Duration::from_secs(1);
+/// How long a failed request's body is read for its model before the 502.
+const READ_REST_WITHIN: Duration = Duration::from_secs(1);
+
+/// What the upstream request left of its body, once its connection lets go of it.
+async fn leftover(rx: oneshot::Receiver<Leftover>) -> Option<Leftover> {
+    tokio::time::timeout(LEFTOVER_WITHIN, rx).await.ok().and_then(Result::ok)
+}
+
+/// Whether the client's body failed or the client went away.
+fn fault_or_gone(fault: &ClientFault, measure: Option<&Arc<Measure>>) -> bool {
+    fault.is_set() || measure.is_some_and(|m| m.client_gone())
+}
+
+/// A request's head as forwarded, to send it again.
+struct Head {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+}
+
+impl Head {
+    fn of(parts: &hyper::http::request::Parts) -> Head {
+        Head { method: parts.method.clone(), uri: parts.uri.clone(), headers: parts.headers.clone() }
+    }
+
+    fn request<B>(self, body: B) -> Request<B> {
+        let mut r = Request::new(body);
+        *r.method_mut() = self.method;
+        *r.uri_mut() = self.uri;
+        *r.version_mut() = hyper::Version::HTTP_11;
+        *r.headers_mut() = self.headers;
+        r
+    }
+}
+
 fn own(status: StatusCode, text: impl Into<Bytes>) -> Response<TapBody> {
     let mut r = Response::new(TapBody::own(text));
     *r.status_mut() = status;
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r
+}
+
+/// The answer to a request whose body failed on the client's side: 408 when it stalled or
+/// trickled, 400 when it was malformed. The connection is closed after it, since the rest
+/// of that body cannot be told from a next request.
+fn client_fault(why: &BodyError) -> Response<TapBody> {
+    let status = match why {
+        BodyError::TimedOut(_) => StatusCode::REQUEST_TIMEOUT,
+        BodyError::Client(_) => StatusCode::BAD_REQUEST,
+    };
+    let mut r = own(status, format!("goodput tap: {why}\n"));
+    r.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     r
 }
 
@@ -129,23 +242,25 @@ fn is_event_stream(ctype: Option<&str>) -> bool {
 /// the cap (or with a longer Content-Length) what was read is sent on unchanged, followed by
 /// the rest. `Err` when the client's body fails.
 async fn read_for_inject(
-    mut incoming: Incoming,
+    mut incoming: ClientBody,
     headers: &mut HeaderMap,
     m: &Arc<Measure>,
-) -> Result<(RequestBody, bool), ()> {
+    fault: &ClientFault,
+) -> Result<(RequestBody, bool), BodyError> {
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_REQUEST_BODY as u64) {
-        return Ok((RequestBody::new(None, Some(incoming), Some(m.clone())), false));
+        return Ok((RequestBody::new(None, Some(incoming), Some(m.clone()), fault.clone()), false));
     }
     let mut buf = BytesMut::new();
     while !incoming.is_end_stream() {
         let Some(frame) = incoming.frame().await else { break };
-        let frame = frame.map_err(|_| m.set_client_gone())?;
+        let frame = frame.inspect_err(|_| m.set_client_gone())?;
         let Ok(data) = frame.into_data() else { continue };
         buf.extend_from_slice(&data);
         if buf.len() > MAX_REQUEST_BODY {
             m.with(|meter| meter.request_body(&buf));
-            return Ok((RequestBody::new(Some(buf.freeze()), Some(incoming), Some(m.clone())), false));
+            let rest = RequestBody::new(Some(buf.freeze()), Some(incoming), Some(m.clone()), fault.clone());
+            return Ok((rest, false));
         }
     }
     m.with(|meter| {
@@ -154,62 +269,16 @@ async fn read_for_inject(
     });
     let rewritten = catch(|| inject_include_usage(&buf), m).flatten();
     let Some(body) = rewritten else {
-        return Ok((RequestBody::new(Some(buf.freeze()), None, None), false));
+        return Ok((RequestBody::new(Some(buf.freeze()), None, None, fault.clone()), false));
     };
     headers.remove(header::TRANSFER_ENCODING);
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
-    Ok((RequestBody::new(Some(Bytes::from(body)), None, None), true))
+    Ok((RequestBody::new(Some(Bytes::from(body)), None, None, fault.clone()), true))
 }
 
 /// Runs measurement code that must not fail a request.
 fn catch<R>(f: impl FnOnce() -> R, m: &Measure) -> Option<R> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| m.ctx().stats.faults(1)).ok()
-}
-
-/// Whether the request asks to switch protocols (WebSocket). An offer of `h2c` alone is
-/// not: the tap declines it (it speaks HTTP/1.1), drops it with the hop-by-hop headers, and
-/// measures the request as usual, as the engine's own HTTP/1.1 server would serve it.
-fn is_upgrade(headers: &HeaderMap) -> bool {
-    let protocols = headers.get_all(header::UPGRADE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(','));
-    let mut protocols = protocols.map(str::trim).filter(|p| !p.is_empty()).peekable();
-    protocols.peek().is_some()
-        && !protocols.all(|p| p.eq_ignore_ascii_case("h2c"))
-        && headers
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
-}
-
-/// Drops the headers that describe one connection rather than the message (RFC 9110
-/// §7.6.1): those named in `Connection`, and the standard hop-by-hop set. On an upgrade,
-/// `Connection: upgrade` and `Upgrade` are what the next hop must see, so they stay.
-fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
-    let listed: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
-        .collect();
-    for name in listed {
-        if !(upgrade && name == header::UPGRADE) {
-            headers.remove(name);
-        }
-    }
-    for name in [header::TE, header::TRAILER, header::TRANSFER_ENCODING] {
-        headers.remove(name);
-    }
-    for name in ["keep-alive", "proxy-connection"] {
-        headers.remove(name);
-    }
-    if upgrade {
-        headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-    } else {
-        headers.remove(header::CONNECTION);
-        headers.remove(header::UPGRADE);
-    }
 }
 
 /// Copies bytes both ways between an upgraded client and upstream connection.
@@ -218,51 +287,4 @@ async fn relay_upgraded(client: hyper::upgrade::OnUpgrade, upstream: hyper::upgr
     let mut client = hyper_util::rt::TokioIo::new(client);
     let mut upstream = hyper_util::rt::TokioIo::new(upstream);
     let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn hop_by_hop_headers_go_and_end_to_end_headers_stay() {
-        let mut h = headers(&[
-            ("connection", "keep-alive, x-hop"),
-            ("x-hop", "1"),
-            ("keep-alive", "timeout=5"),
-            ("transfer-encoding", "chunked"),
-            ("te", "trailers"),
-            ("authorization", "Bearer k"),
-            ("content-type", "application/json"),
-            ("host", "engine:8000"),
-        ]);
-        remove_hop_by_hop(&mut h, false);
-        let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
-        left.sort();
-        assert_eq!(left, vec!["authorization", "content-type", "host"]);
-    }
-
-    #[test]
-    fn an_upgrade_keeps_what_the_next_hop_needs() {
-        let mut h = headers(&[("connection", "Upgrade"), ("upgrade", "websocket"), ("sec-websocket-key", "k")]);
-        assert!(is_upgrade(&h));
-        remove_hop_by_hop(&mut h, true);
-        assert_eq!(h.get("upgrade").unwrap(), "websocket");
-        assert_eq!(h.get("connection").unwrap(), "upgrade");
-        assert!(h.contains_key("sec-websocket-key"));
-        assert!(!is_upgrade(&headers(&[("upgrade", "websocket")])), "no Connection: upgrade");
-        let mut h2c =
-            headers(&[("connection", "Upgrade, HTTP2-Settings"), ("upgrade", "h2c"), ("http2-settings", "x")]);
-        assert!(!is_upgrade(&h2c), "an h2c offer is declined, not relayed");
-        remove_hop_by_hop(&mut h2c, false);
-        assert!(h2c.is_empty(), "{h2c:?}");
-    }
 }

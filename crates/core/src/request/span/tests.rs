@@ -175,3 +175,14 @@ fn the_model_comes_from_the_response_then_the_request() {
     let s = with(vllm(4), RESPONSE_MODEL, AttrValue::Str("  ".into()));
     assert_eq!(record_from_span(&s).unwrap().model, "");
 }
+
+#[test]
+fn a_model_name_past_the_label_limit_is_cut_where_it_enters() {
+    let limit = crate::parse::MAX_LABEL_VALUE_BYTES;
+    let huge = "m".repeat(3 << 20);
+    let r = record_from_span(&with(vllm(4), RESPONSE_MODEL, AttrValue::Str(huge))).unwrap();
+    assert_eq!(r.model.len(), limit + 1, "just past the limit: the store still sees it was too long");
+    let fits = "n".repeat(limit);
+    let r = record_from_span(&with(vllm(4), REQUEST_MODEL, AttrValue::Str(fits.clone()))).unwrap();
+    assert_eq!(r.model, fits);
+}

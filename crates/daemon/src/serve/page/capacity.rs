@@ -12,9 +12,9 @@
 use std::fmt::Write;
 
 use super::history::Series;
-use super::html::Esc;
+use super::html::{Esc, NBSP, plural};
 use super::svg::{PLOT_UNITS, line_path, ribbon_path};
-use crate::capacity::{CapacityReport, SloCapacity};
+use crate::capacity::{CapacityReport, Method, SloCapacity};
 
 /// Size of the chart.
 pub const CAP_W: f64 = 440.0;
@@ -112,14 +112,10 @@ pub fn chart(
     if now == Now::Unknown && points == 0 {
         let _ = write!(
             out,
-            r#"<figure class="chart capacity" data-chart="capacity" data-slo="{}" data-state="none"><p class="nodata">Capacity for SLO {}: not enough load variation yet. It shows once the load has varied enough to fill a rate bin with requests (docs/capacity.md)"#,
+            r#"<figure class="chart capacity" data-chart="capacity" data-slo="{}" data-state="none"><p class="nodata">Capacity for SLO {}: not enough load variation yet. It shows once the load has varied enough to fill a rate bin with requests (docs/capacity.md).</p></figure>"#,
             Esc(slo),
             Esc(slo),
         );
-        if let Some(a) = arrivals_now {
-            let _ = write!(out, "; arrivals now {a:.2} requests/s");
-        }
-        out.push_str(".</p></figure>");
         return;
     }
     let arrivals: Vec<f32> = series.map_or_else(Vec::new, |s| s.arrivals.iter().copied().collect());
@@ -191,7 +187,8 @@ pub fn chart(
     out.push_str("</svg>");
     now_marks(out, now, arrivals_now, scale);
     out.push_str("</svg><figcaption>");
-    legend(out, slo, now, arrivals_now, headroom, saturated_count, saturated.len(), span);
+    let method = now_slo.filter(|_| now != Now::Unknown).map(|c| c.method);
+    legend(out, slo, (now, method), arrivals_now, headroom, (saturated_count, saturated.len()), span);
     out.push_str("</figcaption></figure>");
 }
 
@@ -276,32 +273,31 @@ fn describe(
 ) {
     match now {
         Now::Interval { p10, p50, p90 } => {
-            let _ = write!(out, "Capacity {}–{} requests/s (p10–p90), p50 {}", rate(p10), rate(p90), rate(p50));
+            let _ = write!(out, "Capacity {}–{}{NBSP}requests/s (p10–p90), p50 {}", rate(p10), rate(p90), rate(p50));
         }
         Now::LowerBound(v) => {
-            let _ = write!(out, "Capacity at least {} requests/s: no failing load seen yet", rate(v));
+            let _ = write!(out, "Capacity at least {}{NBSP}requests/s: no failing load seen yet", rate(v));
         }
         Now::Unknown => out.push_str("No capacity estimate now"),
     }
     if let Some(a) = arrivals {
-        let _ = write!(out, "; arrivals now {} requests/s", rate(a));
+        let _ = write!(out, "; arrivals now {}{NBSP}requests/s", rate(a));
     }
     if let Some(h) = headroom {
         let at_least = if matches!(now, Now::LowerBound(_)) { "at least " } else { "" };
         let _ = write!(out, "; headroom {at_least}{h:.2}×");
     }
-    let _ = write!(out, "; saturated in {saturated} of the last {evaluations} evaluations.");
+    let _ = write!(out, "; saturated in {saturated} of the last {}.", plural(evaluations, "evaluation"));
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The caption: the one place the page states the SLO's capacity and headroom in words.
 fn legend(
     out: &mut String,
     slo: &str,
-    now: Now,
+    (now, method): (Now, Option<Method>),
     arrivals: Option<f64>,
     headroom: Option<f64>,
-    saturated: usize,
-    evaluations: usize,
+    (saturated, evaluations): (usize, usize),
     span: &str,
 ) {
     let _ = write!(out, "<b>Capacity for SLO {} against arrivals, requests/s</b>", Esc(slo));
@@ -324,6 +320,11 @@ fn legend(
         }
         Now::Unknown => out.push_str(" no capacity estimate now"),
     }
+    match method {
+        Some(Method::Empirical) => out.push_str(", from requests"),
+        Some(Method::Bounds) => out.push_str(", from histogram bounds"),
+        None => {}
+    }
     let _ = write!(
         out,
         r#" <span class="key arrivals"></span>arrivals <span class="num">{}</span>"#,
@@ -342,7 +343,8 @@ fn legend(
     }
     let _ = write!(
         out,
-        r#" <span class="key saturated"></span>saturated in {saturated} of {evaluations} <span class="span">{}</span>"#,
+        r#" <span class="key saturated"></span>saturated in {saturated} of {} <span class="span">{}</span>"#,
+        plural(evaluations, "evaluation"),
         Esc(span)
     );
 }

@@ -10,9 +10,11 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::alert::from_report;
 use crate::canonical::HistogramKind;
 use crate::capacity::CapacityReport;
 use crate::report::{Report, SloStatus, WindowReport};
+use crate::request::DataSource;
 
 /// Evaluations kept per series by default: 15 minutes at the default 5 s interval.
 pub const DEFAULT_RING_LEN: usize = 180;
@@ -50,6 +52,10 @@ pub struct Series {
     pub capacity: Vec<(String, VecDeque<[f32; 3]>)>,
     /// The latency quantile drawn: [`CHART_QUANTILE`], or the highest evaluated.
     pub quantile: f64,
+    /// The sources of the newest point: throughput and goodput (one source for both, so
+    /// that goodput is read beside the throughput of the same requests), TTFT and TPOT
+    /// (`alert::from_report`'s readings, the values the summary and the alerts show).
+    pub sources: Option<PointSources>,
     /// Gaps in a row at the end; the series is dropped when they fill the ring.
     gaps: usize,
 }
@@ -147,8 +153,12 @@ fn f(v: Option<f64>) -> f32 {
     v.filter(|v| v.is_finite()).map_or(f32::NAN, |v| v as f32)
 }
 
-fn quantile(w: &WindowReport, kind: HistogramKind, q: f64) -> Option<f64> {
-    w.latency.iter().find(|l| l.metric == kind && l.quantile == q).map(|l| l.value)
+/// Where the newest point of a [`Series`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PointSources {
+    pub throughput: DataSource,
+    pub ttft: Option<DataSource>,
+    pub tpot: Option<DataSource>,
 }
 
 fn push_point(s: &mut Series, cap: usize, t_ms: i64, w: &WindowReport) {
@@ -157,15 +167,25 @@ fn push_point(s: &mut Series, cap: usize, t_ms: i64, w: &WindowReport) {
     let highest = qs().fold(f64::NAN, f64::max);
     s.quantile = if qs().any(|q| q == CHART_QUANTILE) || highest.is_nan() { CHART_QUANTILE } else { highest };
     push(&mut s.t_ms, cap, t_ms);
-    push(&mut s.throughput, cap, f(w.output_tokens_per_second));
-    push(&mut s.ttft, cap, f(quantile(w, HistogramKind::Ttft, s.quantile)));
-    push(&mut s.tpot, cap, f(quantile(w, HistogramKind::Tpot, s.quantile)));
+    // Throughput and goodput of one source: the first request source with requests in the
+    // window, else the histograms.
+    let source = from_report::request_order(w).next().map_or(DataSource::Metrics, |r| r.source);
+    let ttft = from_report::latency(w, HistogramKind::Ttft, s.quantile);
+    let tpot = from_report::latency(w, HistogramKind::Tpot, s.quantile);
+    s.sources = Some(PointSources { throughput: source, ttft: ttft.map(|x| x.1), tpot: tpot.map(|x| x.1) });
+    push(&mut s.throughput, cap, f(from_report::tokens_per_second(w, source)));
+    push(&mut s.ttft, cap, f(ttft.map(|x| x.0)));
+    push(&mut s.tpot, cap, f(tpot.map(|x| x.0)));
     push(&mut s.kv, cap, f(w.kv_cache.as_ref().map(|k| k.last)));
     let len = s.t_ms.len();
+    let own = from_report::request_order(w).find(|r| r.source == source);
     for slo in &w.slos {
-        // Goodput from requests where the window has them, else the histogram bracket.
-        let g = match (crate::request::preferred_slo(w, &slo.slo), &slo.status) {
-            (Some((_, v)), _) | (None, SloStatus::Evaluated(v)) => v.goodput_tokens_per_second,
+        let status = match own {
+            Some(r) => r.slos.iter().find(|x| x.slo == slo.slo).map(|x| &x.status),
+            None => Some(&slo.status),
+        };
+        let g = match status {
+            Some(SloStatus::Evaluated(v)) => v.goodput_tokens_per_second,
             _ => None,
         };
         let point = g.map_or([f32::NAN; 3], |g| [f(Some(g.lower)), f(Some(g.estimate)), f(Some(g.upper))]);

@@ -54,25 +54,80 @@ pub fn anchor(prefix: &str, name: &str) -> String {
     out
 }
 
+/// Joins a number to its unit: a no-break space, so that "12.5 ms" never wraps between the
+/// number and "ms". A literal character rather than `&nbsp;`: it is the same in text, in
+/// attributes and in SVG.
+pub const NBSP: char = '\u{a0}';
+
+/// Units the page writes after a number, longest first where one is the start of another;
+/// [`glue_units`] and the tests look for these.
+pub const UNITS: &[&str] =
+    &["requests/s", "preemptions/s", "tokens/s", "req/s", "ms", "µs", "s", "%", "MiB", "GiB", "KiB", "MB", "GB", "KB"];
+
 /// A share as a percentage with `digits` decimals; `-` when unknown.
 pub fn pct(v: f64, digits: usize) -> String {
-    if v.is_finite() { format!("{:.*} %", digits, v * 100.0) } else { "-".into() }
+    if v.is_finite() { format!("{:.*}{NBSP}%", digits, v * 100.0) } else { "-".into() }
 }
 
-/// Seconds as `312 ms` or `1.25 s`; `-` when unknown.
+/// A latency: from 10 s in seconds with one decimal (`12.5 s`), below in milliseconds
+/// (`312 ms`, and `4.2 ms` under 10 ms); `-` when unknown. The terminal summaries draw the
+/// same line between ms and s. The thresholds compare what is printed, so that 9.9996 s is
+/// not `10000 ms`.
 pub fn secs(v: f64) -> String {
     if !v.is_finite() {
         "-".into()
-    } else if v.abs() < 1.0 {
-        format!("{:.0} ms", v * 1000.0)
+    } else if v.abs() >= 9.9995 {
+        format!("{v:.1}{NBSP}s")
+    } else if v.abs() >= 0.00995 {
+        format!("{:.0}{NBSP}ms", v * 1000.0)
     } else {
-        format!("{v:.2} s")
+        format!("{:.1}{NBSP}ms", v * 1000.0)
     }
 }
 
 /// A configured limit, as [`secs`] writes it.
 pub fn limit(d: Duration) -> String {
     secs(d.as_secs_f64())
+}
+
+/// A rate in requests per second, two decimals, with its unit.
+pub fn per_second(v: f64, unit: &str) -> String {
+    if v.is_finite() { format!("{v:.2}{NBSP}{unit}") } else { "-".into() }
+}
+
+/// A factor (a burn rate, a budget spent several times over): `14.4×`, `3.2×`, `1.06×`.
+pub fn times(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let s = if v.abs() >= 10.0 { format!("{v:.1}") } else { format!("{v:.2}") };
+    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { &s };
+    format!("{s}×")
+}
+
+/// `n` and `noun`, in the plural unless `n` is 1: "1 target", "2 targets", "0 alerts".
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
+/// `text` with the space between a number and a unit made a no-break space: for texts the
+/// page does not format itself (alert summaries, scrape errors), so that they do not wrap
+/// between "0.150" and "requests/s" either.
+pub fn glue_units(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(' ') {
+        let (before, after) = (&rest[..i], &rest[i + 1..]);
+        out.push_str(before);
+        let number = before.ends_with(|c: char| c.is_ascii_digit());
+        let unit = UNITS
+            .iter()
+            .any(|u| after.strip_prefix(u).is_some_and(|tail| !tail.starts_with(|c: char| c.is_alphanumeric())));
+        out.push(if number && unit { NBSP } else { ' ' });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A rate or count with a metric suffix (`1.2k`), so that chart labels stay short.
@@ -129,15 +184,60 @@ mod tests {
 
     #[test]
     fn numbers_read_well() {
-        assert_eq!(pct(0.99234, 2), "99.23 %");
+        assert_eq!(pct(0.99234, 2), "99.23\u{a0}%");
         assert_eq!(pct(f64::NAN, 2), "-");
-        assert_eq!(secs(0.3124), "312 ms");
-        assert_eq!(secs(1.25), "1.25 s");
+        assert_eq!(secs(0.3124), "312\u{a0}ms");
+        assert_eq!(times(14.4), "14.4×");
+        assert_eq!(times(3.2), "3.2×");
+        assert_eq!(times(1.0625), "1.06×");
+        assert_eq!(times(2.0), "2×");
+        assert_eq!(times(120.0), "120×");
         assert_eq!(short(1234.0), "1.2k");
         assert_eq!(short(45_000.0), "45k");
         assert_eq!(short(4.256), "4.26");
         assert_eq!(short(0.0), "0");
         assert_eq!(count(3.0), "3");
         assert_eq!(count(1500.0), "1.5k");
+        assert_eq!(per_second(3.2, "requests/s"), "3.20\u{a0}requests/s");
+    }
+
+    #[test]
+    fn latencies_under_ten_seconds_are_in_milliseconds() {
+        for (v, want) in [
+            (0.0, "0.0 ms"),
+            (0.0042, "4.2 ms"),
+            (0.00996, "10 ms"),
+            (0.05, "50 ms"),
+            (0.3124, "312 ms"),
+            (2.0, "2000 ms"),
+            (3.2, "3200 ms"),
+            (9.9994, "9999 ms"),
+            (9.9996, "10.0 s"),
+            (10.0, "10.0 s"),
+            (12.5, "12.5 s"),
+            (f64::NAN, "-"),
+        ] {
+            assert_eq!(secs(v), want.replace(' ', "\u{a0}"), "{v}");
+        }
+        assert_eq!(limit(Duration::from_millis(500)), "500\u{a0}ms");
+        assert_eq!(limit(Duration::from_secs(30)), "30.0\u{a0}s");
+    }
+
+    #[test]
+    fn counts_agree_with_their_number() {
+        assert_eq!(plural(0, "target"), "0 targets");
+        assert_eq!(plural(1, "target"), "1 target");
+        assert_eq!(plural(2, "SLO"), "2 SLOs");
+        assert_eq!(plural(1, "evaluation"), "1 evaluation");
+    }
+
+    #[test]
+    fn a_number_keeps_its_unit_in_foreign_text() {
+        let got = glue_units("engine-0 preempts 0.150 requests/s over 5 minutes, 93.0 % full, 3 s late");
+        assert_eq!(got, "engine-0 preempts 0.150\u{a0}requests/s over 5 minutes, 93.0\u{a0}% full, 3\u{a0}s late");
+        // A word that merely starts like a unit is not one; a space after a word stays.
+        assert_eq!(glue_units("2 slots and 4 msgs at 5 sites"), "2 slots and 4 msgs at 5 sites");
+        assert_eq!(glue_units("took ms"), "took ms");
+        assert_eq!(glue_units(""), "");
     }
 }

@@ -4,26 +4,25 @@
 //! evaluation), no template engine, nothing loaded from outside the daemon: the stylesheet
 //! is served at `/status.css` and a strict `Content-Security-Policy` forbids anything else.
 
+mod alerts;
+mod budget;
 mod capacity;
+mod facts;
 mod history;
-mod html;
+pub(crate) mod html;
 mod render;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod sample;
 mod svg;
 
 use std::sync::{PoisonError, RwLock};
-use std::time::Duration;
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::config::Config;
-use crate::duration::Window;
-use crate::evaluate::KvThresholds;
 use crate::report::Report;
-use crate::slo::Slo;
 
+pub use facts::PageFacts;
 pub use history::{CHART_QUANTILE, DEFAULT_RING_LEN, History, Series};
 pub use render::render;
 pub use svg::attainment_cell;
@@ -36,52 +35,12 @@ pub const CONTENT_SECURITY_POLICY: &str =
 /// The stylesheet, served at `/status.css`.
 pub const STYLESHEET: &str = include_str!("status.css");
 
-/// What the page needs from the config, which the report does not carry.
-#[derive(Debug, Clone)]
-pub struct PageFacts {
-    /// Every configured SLO, for the thresholds drawn against the latency charts.
-    pub slos: Vec<Slo>,
-    pub kv: KvThresholds,
-    /// The configured windows: the SLO table shows these, not the longer ones the alert
-    /// rules add to the report. Empty shows every window of the report.
-    pub windows: Vec<Window>,
-    /// How often a new report is published: the page reloads at this pace.
-    pub refresh: Duration,
-}
-
-impl Default for PageFacts {
-    fn default() -> Self {
-        PageFacts {
-            slos: Vec::new(),
-            kv: KvThresholds::default(),
-            windows: Vec::new(),
-            refresh: Duration::from_secs(5),
-        }
-    }
-}
-
-impl PageFacts {
-    pub fn from_config(config: &Config) -> PageFacts {
-        PageFacts {
-            slos: config.slos.clone(),
-            kv: config.kv_cache,
-            windows: config.windows.clone(),
-            refresh: config.evaluation_interval,
-        }
-    }
-
-    /// Seconds between reloads: the evaluation interval, not under 2 s so that a fast
-    /// evaluation does not turn an open tab into a load generator.
-    pub fn refresh_seconds(&self) -> u64 {
-        self.refresh.as_secs_f64().ceil().max(2.0) as u64
-    }
-}
-
-/// The page's state in the daemon: the config facts and the history, which
-/// [`StatusPage::record`] extends with every published report.
+/// The page's state in the daemon: the config facts (which a reload replaces,
+/// [`StatusPage::set_facts`]) and the history, which [`StatusPage::record`] extends with
+/// every published report.
 #[derive(Debug)]
 pub struct StatusPage {
-    pub facts: PageFacts,
+    facts: RwLock<PageFacts>,
     history: RwLock<History>,
 }
 
@@ -93,7 +52,12 @@ impl Default for StatusPage {
 
 impl StatusPage {
     pub fn new(facts: PageFacts, ring_len: usize) -> StatusPage {
-        StatusPage { facts, history: RwLock::new(History::new(ring_len)) }
+        StatusPage { facts: RwLock::new(facts), history: RwLock::new(History::new(ring_len)) }
+    }
+
+    /// The facts of a reloaded config, drawn from the next page on; the history is kept.
+    pub fn set_facts(&self, facts: PageFacts) {
+        *self.facts.write().unwrap_or_else(PoisonError::into_inner) = facts;
     }
 
     /// Appends `report` to the history (one point per target and model).
@@ -104,7 +68,8 @@ impl StatusPage {
     /// The page for `report`, drawn with the history as it is now.
     pub fn html(&self, report: &Report) -> String {
         let history = self.history.read().unwrap_or_else(PoisonError::into_inner);
-        render(report, &history, &self.facts)
+        let facts = self.facts.read().unwrap_or_else(PoisonError::into_inner);
+        render(report, &history, &facts)
     }
 
     /// The HTTP response for `/`, with the security headers.
@@ -133,3 +98,5 @@ fn secure(r: &mut Response) {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod text_tests;

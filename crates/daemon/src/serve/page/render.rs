@@ -1,24 +1,30 @@
-//! The page's HTML, section by section: header, alerts, scrape health, then per target and
-//! model the SLO table, capacity against the current load, and the charts
+//! The page's HTML, section by section: header, alerts (alerts.rs), scrape health, then per
+//! target and model the SLO table with each SLO's error budget over its period (budget.rs),
+//! the load now, the capacity charts (capacity.rs) and the other charts
 //! (docs/status-page.md).
 //!
 //! The cost is linear in targets × models × (SLOs × windows + charts × ring length): one
 //! pass over the report, one lookup of each model's history.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::Duration;
 
-use super::PageFacts;
-use super::capacity::{self, headroom_class};
+use super::alerts::alerts;
+use super::budget;
+use super::capacity;
+use super::facts::PageFacts;
 use super::history::{History, Series};
-use super::html::{Esc, anchor, count, limit, pct, safe_link, secs, short};
+use super::html::{Esc, anchor, count, glue_units, limit, pct, per_second, plural, secs, short};
 use super::svg::{Band, Chart, Line, Ribbon, Threshold, attainment_cell};
+use crate::alert::from_report;
 use crate::alert::view::rfc3339_ms;
+use crate::budget::BudgetReport;
 use crate::capacity::CapacityReport;
-use crate::duration::{Window, format_duration};
-use crate::report::{AlertJson, ModelReport, Report, SloStatus, TargetReport, WindowReport};
-use crate::request::preferred_slo;
-use crate::slo::{Clause, Slo};
+use crate::duration::format_duration;
+use crate::report::{ModelReport, Report, SloStatus, SloValues, TargetReport, WindowReport};
+use crate::request::DataSource;
+use crate::slo::{Bounded, Clause, Slo};
 
 /// Bytes of HTML per target and model, roughly, to size the buffer once.
 const BYTES_PER_MODEL: usize = 20 * 1024;
@@ -35,16 +41,22 @@ pub fn render(report: &Report, history: &History, facts: &PageFacts) -> String {
     } else {
         alerts(&mut out, report);
         health(&mut out, report);
+        // Each target's budgets, found once: the report lists every target's.
+        let mut budgets: HashMap<&str, Vec<&BudgetReport>> = HashMap::new();
+        for b in &report.budgets {
+            budgets.entry(b.target.as_str()).or_default().push(b);
+        }
         for t in &report.targets {
-            target(&mut out, t, &report.capacity, history, facts);
+            let mine = budgets.get(t.target.as_str()).map_or(&[][..], Vec::as_slice);
+            target(&mut out, t, report, mine, history, facts);
         }
     }
     let _ = write!(
         out,
-        r#"<footer>goodput {} ({}) · charts show the last {} evaluations of each model's shortest window · <a href="api/v1/report">the same numbers as JSON</a></footer></body></html>"#,
+        r#"<footer>goodput {} ({}) · charts show the last {} of each model's shortest window · <a href="api/v1/report">the same numbers as JSON</a></footer></body></html>"#,
         Esc(crate::VERSION),
         Esc(crate::COMMIT),
-        history.ring_len(),
+        plural(history.ring_len(), "evaluation"),
     );
     out
 }
@@ -58,84 +70,25 @@ fn head(out: &mut String, report: &Report, facts: &PageFacts) {
     let down = report.targets.iter().filter(|t| !t.health.up).count();
     let firing = report.alerts.iter().filter(|a| a.state == "firing").count();
     let pending = report.alerts.len() - firing;
+    let models: usize = report.targets.iter().map(|t| t.models.len()).sum();
     out.push_str(r#"<p class="meta">"#);
     if report.t_ms > 0 {
         let _ = write!(out, "evaluated {} · ", rfc3339_ms(report.t_ms));
     }
     let _ = write!(
         out,
-        r#"every {} · {} targets, <span class="{}">{down} down</span> · <span class="{}">{firing} firing</span>, <span class="{}">{pending} pending</span></p>"#,
+        r#"every {} · {}, <span class="{}">{down} down</span> · {} · {}: <span class="{}">{firing} firing</span>, <span class="{}">{pending} pending</span></p>"#,
         format_duration(facts.refresh),
-        report.targets.len(),
+        plural(report.targets.len(), "target"),
         if down > 0 { "bad" } else { "ok" },
+        plural(models, "model"),
+        plural(report.alerts.len(), "alert"),
         if firing > 0 { "bad" } else { "ok" },
         if pending > 0 { "warn" } else { "ok" },
     );
     out.push_str(
         r#"<nav><a href="metrics">/metrics</a> <a href="api/v1/report">/api/v1/report</a> <a href="api/v1/alerts">/api/v1/alerts</a></nav></header>"#,
     );
-}
-
-fn alerts(out: &mut String, report: &Report) {
-    out.push_str(r#"<section id="alerts"><h2>Alerts</h2>"#);
-    let mut shown: Vec<&AlertJson> = report.alerts.iter().collect();
-    // Firing first; within a state, the order the engine keeps (by labels).
-    shown.sort_by_key(|a| a.state != "firing");
-    if shown.is_empty() {
-        out.push_str(r#"<p class="ok">No alert is pending or firing.</p>"#);
-    } else {
-        out.push_str(
-            "<table class=\"alerts\"><thead><tr><th>state</th><th>alert</th><th>target</th><th>model</th><th>labels</th><th>value</th><th>active since</th><th>summary</th><th>runbook</th></tr></thead><tbody>",
-        );
-        for a in shown {
-            let label = |k: &str| a.labels.get(k).map_or("", String::as_str);
-            let _ = write!(
-                out,
-                r#"<tr class="{}"><td><span class="pill {}">{}</span></td><td>{}</td><td>{}</td><td>{}</td><td>"#,
-                Esc(a.state),
-                Esc(a.state),
-                Esc(a.state),
-                Esc(label("alertname")),
-                Esc(label("target")),
-                Esc(label("model")),
-            );
-            let others = a.labels.iter().filter(|(k, _)| !matches!(k.as_str(), "alertname" | "target" | "model"));
-            for (k, v) in others {
-                let _ = write!(out, r#"<span class="label">{}={}</span> "#, Esc(k), Esc(v));
-            }
-            let _ = write!(
-                out,
-                "</td><td>{}</td><td>{}</td><td>{}</td><td>",
-                Esc(&value(&a.value)),
-                Esc(&a.active_at),
-                Esc(a.annotations.get("summary").map_or("", String::as_str)),
-            );
-            match a.annotations.get("runbook_url").map(String::as_str) {
-                Some(url) => match safe_link(url) {
-                    Some(url) => {
-                        let _ = write!(out, r#"<a class="runbook" href="{}" rel="noreferrer">runbook</a>"#, Esc(url));
-                    }
-                    None => {
-                        let _ = write!(out, "{}", Esc(url));
-                    }
-                },
-                None => out.push('-'),
-            }
-            out.push_str("</td></tr>");
-        }
-        out.push_str("</tbody></table>");
-    }
-    let mut waiting: Vec<&str> = report.alert_readiness.iter().filter(|r| !r.ready).map(|r| r.alertname).collect();
-    waiting.sort_unstable();
-    waiting.dedup();
-    if !waiting.is_empty() {
-        let _ = write!(
-            out,
-            r#"<p class="note">Waiting for their windows to fill before they may fire: {} (<a href="api/v1/alerts">details</a>).</p>"#,
-            waiting.join(", ")
-        );
-    }
-    out.push_str("</section>");
 }
 
 fn health(out: &mut String, report: &Report) {
@@ -155,13 +108,20 @@ fn health(out: &mut String, report: &Report) {
             h.last_scrape_duration_seconds.map_or("-".into(), secs),
             h.last_successful_scrape_ms.map_or("never".into(), rfc3339_ms),
             Esc(&h.errors_total.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")),
-            Esc(h.last_error.as_deref().unwrap_or("")),
+            Esc(&glue_units(h.last_error.as_deref().unwrap_or(""))),
         );
     }
     out.push_str("</tbody></table></section>");
 }
 
-fn target(out: &mut String, t: &TargetReport, capacity: &[CapacityReport], history: &History, facts: &PageFacts) {
+fn target(
+    out: &mut String,
+    t: &TargetReport,
+    report: &Report,
+    budgets: &[&BudgetReport],
+    history: &History,
+    facts: &PageFacts,
+) {
     let state = if t.health.up { "up" } else { "down" };
     let _ = write!(
         out,
@@ -170,32 +130,58 @@ fn target(out: &mut String, t: &TargetReport, capacity: &[CapacityReport], histo
         Esc(&t.target),
         t.engine.map_or("engine not known yet", |e| e.as_str()),
     );
-    if let Some(e) = t.health.last_error.as_deref().filter(|_| !t.health.up) {
+    if !t.health.up {
+        let e = t.health.last_error.as_deref().unwrap_or("no successful scrape yet");
         let _ = write!(
             out,
-            r#"<p class="error">Scrape failing: {}. The numbers below are from its last good scrapes.</p>"#,
-            Esc(e)
+            r#"<p class="error">Down {}: {}. The numbers below are from its last good scrapes and the requests still measured.</p>"#,
+            Esc(&crate::alert::down::since(&t.health, report.t_ms)),
+            Esc(&glue_units(e))
         );
+    }
+    if let Some(note) = t.engine.and_then(|e| e.request_path_note()) {
+        request_path_note(out, t, &note);
     }
     if t.models.is_empty() {
         out.push_str(r#"<p class="empty">No model evaluated yet.</p>"#);
     }
     for m in &t.models {
-        let c = capacity.iter().find(|c| c.target == t.target && c.model == m.model);
-        model(out, m, c, history.get(&t.target, &m.model), history.ring_len(), facts);
+        let c = report.capacity.iter().find(|c| c.target == t.target && c.model == m.model);
+        model(out, m, c, budgets, history.get(&t.target, &m.model), history.ring_len(), facts);
     }
     out.push_str("</section>");
+}
+
+/// For an engine whose /metrics cannot judge a request: that the request path is needed,
+/// and which request sources measured the target in its shortest window.
+fn request_path_note(out: &mut String, t: &TargetReport, note: &str) {
+    let mut sources: Vec<&str> = Vec::new();
+    for m in &t.models {
+        let Some(w) = m.windows.iter().min_by_key(|w| w.window) else { continue };
+        for r in w.requests.iter().filter(|r| r.requests > 0) {
+            if !sources.contains(&r.source.as_str()) {
+                sources.push(r.source.as_str());
+            }
+        }
+    }
+    let measured = if sources.is_empty() {
+        "No tap or spans measured a request of it in the shortest window.".to_string()
+    } else {
+        format!("Measured here from {} requests.", sources.join(" and "))
+    };
+    let up = if t.health.up { "The target is up: " } else { "" };
+    let _ = write!(out, r#"<p class="note request-path">{up}{}. {}</p>"#, Esc(note), Esc(&measured));
 }
 
 fn model(
     out: &mut String,
     m: &ModelReport,
     capacity: Option<&CapacityReport>,
+    budgets: &[&BudgetReport],
     series: Option<&Series>,
     ring: usize,
     facts: &PageFacts,
 ) {
-    let _ = write!(out, r#"<div class="model"><h3>{}</h3>"#, Esc(&m.model));
     // SLOs in the order of the first window that lists them (every window lists the same).
     let mut names: Vec<&str> = Vec::new();
     for s in m.windows.iter().flat_map(|w| &w.slos) {
@@ -203,12 +189,14 @@ fn model(
             names.push(&s.slo);
         }
     }
+    let _ =
+        write!(out, r#"<div class="model"><h3>{} <small>{}</small></h3>"#, Esc(&m.model), plural(names.len(), "SLO"));
     let slos: Vec<(&str, Option<&Slo>)> =
         names.iter().map(|n| (*n, facts.slos.iter().find(|s| s.name == *n))).collect();
     if slos.is_empty() {
         out.push_str(r#"<p class="note">No SLO applies to this model.</p>"#);
     } else {
-        slo_table(out, m, &slos, &facts.windows);
+        slo_table(out, m, &slos, budgets, facts);
     }
     if let Some(c) = capacity {
         capacity_line(out, c);
@@ -225,41 +213,13 @@ fn model(
     out.push_str("</div>");
 }
 
-/// Capacity against the current load (docs/capacity.md): per SLO the p10–p90 of the highest
-/// rate that still met it, or the lower bound while no failing load has been seen, beside
-/// the arrivals now; and whether the engine is saturated, with why.
+/// The load now, beside the capacity charts (docs/capacity.md): the arrivals, whether they
+/// rise, and whether the engine is saturated, with why. Each SLO's capacity and headroom is
+/// said once, in its chart's caption.
 fn capacity_line(out: &mut String, c: &CapacityReport) {
     out.push_str(r#"<p class="capacity">"#);
-    let now = c.arrival_rate.map_or("-".to_string(), |r| format!("{r:.2}"));
-    let _ = write!(out, "Arrivals now {} requests/s{}.", now, if c.rising { ", rising" } else { "" });
-    for s in &c.slos {
-        let (Some(lo), Some(hi)) = (s.estimates.first(), s.estimates.last()) else {
-            let _ = write!(out, " Capacity for SLO {}: not enough varied load yet.", Esc(&s.slo));
-            continue;
-        };
-        let how = match s.method {
-            crate::capacity::Method::Empirical => "from requests",
-            crate::capacity::Method::Bounds => "from histogram bounds",
-        };
-        if s.censored() {
-            let _ = write!(
-                out,
-                " Capacity for SLO {}: at least {:.2} requests/s (no failing load seen yet, {how}).",
-                Esc(&s.slo),
-                lo.p10
-            );
-        } else {
-            let _ = write!(
-                out,
-                " Capacity for SLO {}: {:.2}–{:.2} requests/s (p10–p90, {how}), headroom {}.",
-                Esc(&s.slo),
-                lo.p10,
-                hi.p90,
-                s.headroom
-                    .map_or("-".to_string(), |h| format!(r#"<span class="{}">{h:.2}×</span>"#, headroom_class(h))),
-            );
-        }
-    }
+    let now = c.arrival_rate.map_or("-".to_string(), |r| per_second(r, "requests/s"));
+    let _ = write!(out, "Arrivals now {now}{}.", if c.rising { ", rising" } else { "" });
     if c.saturated {
         let why: Vec<&str> = c.reasons.iter().map(|r| r.as_str()).collect();
         let _ = write!(out, r#" <span class="bad">Saturated</span>: {}."#, Esc(&why.join(", ")));
@@ -267,7 +227,14 @@ fn capacity_line(out: &mut String, c: &CapacityReport) {
     out.push_str("</p>");
 }
 
-fn slo_table(out: &mut String, m: &ModelReport, slos: &[(&str, Option<&Slo>)], shown: &[Window]) {
+fn slo_table(
+    out: &mut String,
+    m: &ModelReport,
+    slos: &[(&str, Option<&Slo>)],
+    budgets: &[&BudgetReport],
+    facts: &PageFacts,
+) {
+    let shown = &facts.windows;
     let windows: Vec<&WindowReport> =
         m.windows.iter().filter(|w| shown.is_empty() || shown.contains(&w.window)).collect();
     out.push_str(r#"<table class="slos"><thead><tr><th>SLO</th><th>objective</th><th>thresholds</th>"#);
@@ -278,7 +245,7 @@ fn slo_table(out: &mut String, m: &ModelReport, slos: &[(&str, Option<&Slo>)], s
         }
         out.push_str("</th>");
     }
-    out.push_str("</tr></thead><tbody>");
+    out.push_str("<th>error budget over the SLO's period</th></tr></thead><tbody>");
     for (name, spec) in slos {
         let _ = write!(out, r#"<tr data-slo="{}"><th>{}</th><td>"#, Esc(name), Esc(name));
         let objective = m.windows.iter().flat_map(|w| &w.slos).find(|s| s.slo == *name).map(|s| s.objective);
@@ -296,12 +263,13 @@ fn slo_table(out: &mut String, m: &ModelReport, slos: &[(&str, Option<&Slo>)], s
                 Some((objective, SloStatus::Evaluated(v))) => match v.attainment.get(&Clause::Joint) {
                     Some(joint) => {
                         // The request path's share, when it is exact, drawn on the bracket.
-                        let exact = preferred_slo(w, name)
-                            .and_then(|(source, r)| r.attainment.get(&Clause::Joint).map(|b| (source, b)))
-                            .filter(|(_, b)| b.is_exact());
-                        attainment_cell(out, exact.map(|(_, b)| b.estimate), joint, objective);
-                        if let Some((source, _)) = exact {
+                        let exact = from_requests(w, name).filter(|(_, b, _)| b.is_exact());
+                        attainment_cell(out, exact.map(|(_, b, _)| b.estimate), joint, objective);
+                        if let Some((source, b, _)) = exact {
                             let _ = write!(out, r#"<span class="requests">exact from {}</span>"#, source.as_str());
+                            if let Some(why) = from_report::outside_bracket(source, *b, *joint) {
+                                let _ = write!(out, r#"<span class="note outside">{}</span>"#, Esc(why));
+                            }
                         }
                         let _ = write!(
                             out,
@@ -312,6 +280,19 @@ fn slo_table(out: &mut String, m: &ModelReport, slos: &[(&str, Option<&Slo>)], s
                     }
                     None => out.push('-'),
                 },
+                // Not from the histograms, but exact from the requests a tap or spans judged.
+                Some((objective, SloStatus::NotEvaluable { .. }))
+                    if let Some((source, joint, v)) = from_requests(w, name).filter(|(_, b, _)| b.is_exact()) =>
+                {
+                    attainment_cell(out, Some(joint.estimate), joint, objective);
+                    let _ = write!(
+                        out,
+                        r#"<span class="requests">exact from {}</span><span class="requests">requests {}, failed {}</span>"#,
+                        source.as_str(),
+                        count(v.requests),
+                        count(v.failed)
+                    );
+                }
                 Some((_, SloStatus::NotEvaluable { reason })) => {
                     let _ = write!(out, r#"<span class="warn">not evaluable: {}</span>"#, Esc(reason));
                 }
@@ -320,9 +301,23 @@ fn slo_table(out: &mut String, m: &ModelReport, slos: &[(&str, Option<&Slo>)], s
             }
             out.push_str("</td>");
         }
-        out.push_str("</tr>");
+        out.push_str("<td>");
+        let b = budget::pick(budgets, &m.model, name);
+        budget::cell(out, b, facts.period(name));
+        out.push_str("</td></tr>");
     }
     out.push_str("</tbody></table>");
+}
+
+/// One SLO's joint attainment from the request source every surface reads
+/// (`alert::from_report::slo_status`), when a request source evaluated it.
+fn from_requests<'a>(w: &'a WindowReport, name: &str) -> Option<(DataSource, &'a Bounded, &'a SloValues)> {
+    match from_report::slo_status(w, name)? {
+        (source, SloStatus::Evaluated(v)) if source != DataSource::Metrics => {
+            v.attainment.get(&Clause::Joint).map(|b| (source, b, v))
+        }
+        _ => None,
+    }
 }
 
 /// Goodput classes, one per SLO in turn (status.css).
@@ -333,7 +328,7 @@ fn charts(out: &mut String, series: Option<&Series>, ring: usize, slos: &[(&str,
     let s = series.unwrap_or(&empty);
     let col = |c: &std::collections::VecDeque<f32>| c.iter().copied().collect::<Vec<f32>>();
     let span = span(series);
-    let q = if s.is_empty() { super::CHART_QUANTILE } else { s.quantile };
+    let q = if s.is_empty() { super::history::CHART_QUANTILE } else { s.quantile };
     let qname = format!("p{}", (q * 1000.0).round() / 10.0);
     out.push_str(r#"<div class="charts">"#);
 
@@ -348,9 +343,12 @@ fn charts(out: &mut String, series: Option<&Series>, ring: usize, slos: &[(&str,
             upper: g.iter().map(|p| p[2]).collect(),
         });
     }
+    // The sources of the newest point: goodput and throughput share one.
+    let from = |x: Option<DataSource>| x.map(|s| format!(" (from {})", s.as_str())).unwrap_or_default();
+    let sources = s.sources;
     Chart {
         kind: "goodput",
-        title: "output tokens/s: goodput beside throughput".into(),
+        title: format!("output tokens/s: goodput beside throughput{}", from(sources.map(|x| x.throughput))),
         ring_len: ring,
         lines,
         ribbons,
@@ -362,7 +360,10 @@ fn charts(out: &mut String, series: Option<&Series>, ring: usize, slos: &[(&str,
     }
     .write(out);
 
-    for (kind, clause, values) in [("ttft", Clause::Ttft, &s.ttft), ("tpot", Clause::Tpot, &s.tpot)] {
+    let (ttft_from, tpot_from) = (sources.and_then(|x| x.ttft), sources.and_then(|x| x.tpot));
+    for (kind, clause, values, source) in
+        [("ttft", Clause::Ttft, &s.ttft, ttft_from), ("tpot", Clause::Tpot, &s.tpot, tpot_from)]
+    {
         let thresholds = slos
             .iter()
             .filter_map(|(name, spec)| {
@@ -373,7 +374,7 @@ fn charts(out: &mut String, series: Option<&Series>, ring: usize, slos: &[(&str,
         let upper = kind.to_uppercase();
         Chart {
             kind,
-            title: format!("{qname} {upper} against the SLO thresholds"),
+            title: format!("{qname} {upper}{} against the SLO thresholds", from(source)),
             ring_len: ring,
             lines: vec![Line { class: "lat", label: format!("{qname} {upper}"), values: col(values) }],
             ribbons: Vec::new(),
@@ -421,13 +422,5 @@ fn span(series: Option<&Series>) -> String {
             format!("last {}", format_duration(Duration::from_secs(((b - a) as u64).div_ceil(1000))))
         }
         _ => String::new(),
-    }
-}
-
-/// An alert's value with at most four decimals (the engine writes every digit).
-fn value(v: &str) -> String {
-    match v.parse::<f64>() {
-        Ok(x) if x.is_finite() => format!("{}", (x * 1e4).round() / 1e4),
-        _ => v.to_string(),
     }
 }

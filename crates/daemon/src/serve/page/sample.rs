@@ -1,12 +1,15 @@
 //! Made-up reports for the page's tests and its benchmark: any number of targets, each
 //! with one model, two SLOs over two windows, a KV cache, latency quantiles, a down target
 //! and alerts, with capacity (an interval for `chat`, a lower bound for `batch`, saturated
-//! at the crest of the wave), with values that move from one evaluation to the next.
+//! at the crest of the wave), with values that move from one evaluation to the next; and
+//! their error budgets ([`budgets`]): `chat` over 7 days with some left, `batch` over 28
+//! days spent three times over.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::PageFacts;
+use super::facts::PageFacts;
+use crate::budget::{BudgetReport, DEFAULT_PERIOD, Values};
 use crate::canonical::{Engine, HistogramKind};
 use crate::capacity::{CapacityReport, Method, RateEstimate, Reason, SloCapacity};
 use crate::duration::Window;
@@ -14,6 +17,7 @@ use crate::report::{
     AlertJson, Health, KvBand, KvReport, LatencyQuantile, ModelReport, Report, SloReport, SloStatus, SloValues,
     TargetReport, WindowReport,
 };
+use crate::request::DataSource;
 use crate::slo::{Bounded, Clause, Objective, Scope, Slo};
 
 /// The facts the sample reports are drawn with: SLOs `chat` and `batch`, default KV bands.
@@ -29,8 +33,49 @@ pub fn facts() -> PageFacts {
     PageFacts {
         slos: vec![slo("chat", 500, 50, 0.99), slo("batch", 2000, 100, 0.95)],
         windows: vec![Window::from_secs(60), Window::from_secs(300)],
+        periods: vec![("chat".into(), CHAT_PERIOD)],
         ..PageFacts::default()
     }
+}
+
+/// The error-budget period of SLO `chat`; `batch` has the default.
+pub const CHAT_PERIOD: Duration = Duration::from_secs(7 * 86_400);
+
+/// The error budgets of `report`'s targets that are up: `chat` from the histograms, a
+/// bracket with some budget left, a tenth of its period counted; `batch` spent 3.2 times
+/// over the whole period, from a tap.
+pub fn budgets(report: &Report) -> Vec<BudgetReport> {
+    let budget = |t: &TargetReport, slo: &str, objective, period, source, coverage, remaining: Bounded| BudgetReport {
+        target: t.target.clone(),
+        model: t.models[0].model.clone(),
+        slo: slo.into(),
+        source,
+        objective,
+        period,
+        coverage,
+        values: Some(Values {
+            requests: 120_000.0,
+            attainment: Bounded::exact(1.0 - (1.0 - remaining.estimate) * (1.0 - objective)),
+            consumed: Bounded {
+                lower: 1.0 - remaining.upper,
+                estimate: 1.0 - remaining.estimate,
+                upper: 1.0 - remaining.lower,
+            },
+            remaining,
+        }),
+    };
+    let chat = Bounded { lower: 0.21, estimate: 0.38, upper: 0.52 };
+    report
+        .targets
+        .iter()
+        .filter(|t| t.health.up && !t.models.is_empty())
+        .flat_map(|t| {
+            [
+                budget(t, "chat", 0.99, CHAT_PERIOD, DataSource::Metrics, 0.1, chat),
+                budget(t, "batch", 0.95, DEFAULT_PERIOD, DataSource::Tap, 1.0, Bounded::exact(-2.2)),
+            ]
+        })
+        .collect()
 }
 
 /// The name of sample target `i`.
@@ -158,7 +203,7 @@ fn alert(name: &str, state: &'static str, target: &str) -> AlertJson {
             ("summary".to_string(), format!("{name} on {target}")),
             (
                 "runbook_url".to_string(),
-                format!("{}#{}", crate::alert::rule::DEFAULT_RUNBOOK_PAGE, name.to_lowercase()),
+                format!("https://goodput.example.com{}#{}", crate::alert::rule::RUNBOOKS_PATH, name.to_lowercase()),
             ),
         ]),
         state,

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::html::{Esc, pct};
+use super::html::{Esc, NBSP, pct};
 use crate::slo::Bounded;
 
 /// Width and height of the attainment bar.
@@ -50,16 +50,11 @@ impl Verdict {
     }
 }
 
-/// The share of the error budget left when `attainment` of the requests were good: 1 when
-/// none was bad, 0 when exactly the budget was spent, negative when overspent.
-pub fn budget_left(attainment: f64, objective: f64) -> f64 {
-    1.0 - (1.0 - attainment) / (1.0 - objective)
-}
-
-/// One SLO's attainment over one window, with the error budget left. `exact` is the share
-/// measured from request records when the window has them; without it the scrape's
-/// bracket is drawn as a bracket (`[` lower, `●` estimate, upper `]`) on a bar whose left
-/// end is low enough to show both the objective and the bracket.
+/// One SLO's attainment over one window. `exact` is the share measured from request records
+/// when the window has them; without it the scrape's bracket is drawn as a bracket (`[`
+/// lower, `●` estimate, upper `]`) on a bar whose left end is low enough to show both the
+/// objective and the bracket. The error budget is not a window's: the SLO table shows it
+/// over the SLO's period beside the windows.
 pub fn attainment_cell(out: &mut String, exact: Option<f64>, bracket: &Bounded, objective: f64) {
     let verdict = Verdict::of(exact, bracket, objective);
     let shown = exact.unwrap_or(bracket.estimate);
@@ -81,7 +76,7 @@ pub fn attainment_cell(out: &mut String, exact: Option<f64>, bracket: &Bounded, 
     );
     let _ = write!(
         out,
-        "<title>attainment {} ({}: {} to {}), objective {}; bar from {} to 100 %</title>",
+        "<title>attainment {} ({}: {} to {}), objective {}; bar from {} to 100{NBSP}%</title>",
         pct(shown, 2),
         what,
         pct(bracket.lower, 2),
@@ -113,17 +108,11 @@ pub fn attainment_cell(out: &mut String, exact: Option<f64>, bracket: &Bounded, 
     out.push_str("</svg>");
     let _ = write!(out, r#" <span class="val">{}</span><br>"#, pct(shown, 2));
     if exact.is_some() {
-        out.push_str(r#"<span class="range">exact</span> "#);
+        out.push_str(r#"<span class="range">exact</span>"#);
     } else if !bracket.is_exact() {
-        let _ = write!(out, r#"<span class="range">[{} – {}]</span> "#, pct(bracket.lower, 2), pct(bracket.upper, 2));
+        let _ = write!(out, r#"<span class="range">[{} – {}]</span>"#, pct(bracket.lower, 2), pct(bracket.upper, 2));
     }
-    let left = budget_left(shown, objective);
-    let _ = write!(out, r#"<span class="budget">error budget left {}"#, pct(left.max(-9.99), 0));
-    if exact.is_none() && !bracket.is_exact() {
-        let (lo, hi) = (budget_left(bracket.lower, objective), budget_left(bracket.upper, objective));
-        let _ = write!(out, " [{} – {}]", pct(lo.max(-9.99), 0), pct(hi, 0));
-    }
-    out.push_str("</span></div>");
+    out.push_str("</div>");
 }
 
 /// Size of a sparkline; the plot leaves a pixel above and below.

@@ -1,24 +1,37 @@
 //! The page as HTML: escaping of hostile names, the attainment bracket, thresholds and KV
-//! bands, gaps in the charts, the response headers, and the size of a 100-target page.
+//! bands, gaps in the charts, the response headers, and the size of a 100-target page. The
+//! words and numbers (budgets, units, counts, the capacity sentence) are in text_tests.rs.
 
-use super::svg::{Verdict, budget_left};
+use super::svg::Verdict;
 use super::*;
 use crate::report::SloStatus;
 use crate::slo::Bounded;
 
-/// The page after `steps` evaluations of the sample report with `targets` targets.
-fn page(targets: usize, steps: usize) -> (String, StatusPage) {
+/// The page after `steps` evaluations of the sample report with `targets` targets, with
+/// the sample's error budgets.
+pub(super) fn page(targets: usize, steps: usize) -> (String, StatusPage) {
     let p = StatusPage::new(sample::facts(), DEFAULT_RING_LEN);
     let mut last = Report::default();
     for step in 0..steps {
         last = sample::report(targets, step);
+        last.budgets = sample::budgets(&last);
         p.record(&last);
     }
     (p.html(&last), p)
 }
 
+/// `s` with each space after a digit a no-break space, as the page joins numbers to units.
+pub(super) fn nb(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let after_digit = out.ends_with(|p: char| p.is_ascii_digit());
+        out.push(if c == ' ' && after_digit { '\u{a0}' } else { c });
+    }
+    out
+}
+
 /// The value of `attr="…"` in the first tag of `html` that has it.
-fn attr<'a>(html: &'a str, attr: &str) -> &'a str {
+pub(super) fn attr<'a>(html: &'a str, attr: &str) -> &'a str {
     let key = format!(" {attr}=\"");
     let at = html.find(&key).unwrap_or_else(|| panic!("no {attr} in {html}")) + key.len();
     &html[at..at + html[at..].find('"').unwrap()]
@@ -88,9 +101,9 @@ fn a_bracket_is_drawn_as_a_bracket() {
     assert!(xl < cx && cx < xu, "estimate {cx} inside [{xl}, {xu}]");
     let xo: f64 = attr(&out, "x1").parse().unwrap();
     assert!((xo - cx).abs() < 0.2, "the objective line sits at the estimate here (both 0.99): {xo} {cx}");
-    assert!(out.contains("99.00 %") && out.contains("[98.50 % – 99.50 %]"), "{out}");
-    // 0.5 % bad of a 1 % budget: half the budget left.
-    assert!(out.contains("error budget left 0 % [-50 % – 50 %]"), "{out}");
+    assert!(out.contains(&nb("99.00 %")) && out.contains(&format!("[{} – {}]", nb("98.50 %"), nb("99.50 %"))), "{out}");
+    // A window's attainment is no budget: the budget is the SLO period's, in its own column.
+    assert!(!out.contains("budget"), "{out}");
 }
 
 #[test]
@@ -102,19 +115,16 @@ fn an_exact_value_is_drawn_as_a_mark_with_the_bracket_dimmed() {
     assert!(out.starts_with(r#"<div class="att met">"#), "{out}");
     assert!(out.contains(r#"class="bracket dim""#) && out.contains(r#"class="exact""#), "{out}");
     assert!(!out.contains("<circle"), "{out}");
-    assert!(out.contains("99.25 %") && out.contains("error budget left 25 %"), "{out}");
+    assert!(out.contains(&nb("99.25 %")) && !out.contains("budget"), "{out}");
 }
 
 #[test]
-fn verdicts_and_budget() {
+fn verdicts() {
     let b = |lower, upper| Bounded { lower, estimate: (lower + upper) / 2.0, upper };
     assert_eq!(Verdict::of(None, &b(0.991, 0.999), 0.99), Verdict::Met);
     assert_eq!(Verdict::of(None, &b(0.95, 0.989), 0.99), Verdict::Missed);
     assert_eq!(Verdict::of(None, &b(0.95, 0.999), 0.99), Verdict::Undecided);
     assert_eq!(Verdict::of(Some(0.995), &b(0.95, 0.999), 0.99), Verdict::Met);
-    assert!((budget_left(0.995, 0.99) - 0.5).abs() < 1e-9);
-    assert!((budget_left(1.0, 0.99) - 1.0).abs() < 1e-9);
-    assert!((budget_left(0.97, 0.99) + 2.0).abs() < 1e-9);
 }
 
 #[test]
@@ -131,19 +141,20 @@ fn thresholds_and_bands_are_drawn() {
     // Each latency chart has the SLO thresholds of the model's SLOs, labelled.
     let ttft = &html[html.find(r#"data-chart="ttft""#).unwrap()..];
     let ttft = &ttft[..ttft.find("</figure>").unwrap()];
-    assert!(ttft.contains(r#"data-value="0.5""#) && ttft.contains("chat 500 ms"), "{ttft}");
-    assert!(ttft.contains(r#"data-value="2""#) && ttft.contains("batch 2.00 s"), "{ttft}");
+    assert!(ttft.contains(r#"data-value="0.5""#) && ttft.contains("chat 500\u{a0}ms"), "{ttft}");
+    assert!(ttft.contains(r#"data-value="2""#) && ttft.contains("batch 2000\u{a0}ms"), "{ttft}");
     assert!(ttft.contains("p99 TTFT"), "{ttft}");
     let tpot = &html[html.find(r#"data-chart="tpot""#).unwrap()..];
-    assert!(tpot.contains(r#"data-value="0.05""#) && tpot.contains("chat 50 ms"));
+    assert!(tpot.contains(r#"data-value="0.05""#) && tpot.contains("chat 50\u{a0}ms"));
     let kv = &html[html.find(r#"data-chart="kv""#).unwrap()..];
     let kv = &kv[..kv.find("</figure>").unwrap()];
     for band in ["underloaded", "low", "target", "high", "critical"] {
         assert!(kv.contains(&format!(r#"class="band {band}""#)), "{band}: {kv}");
     }
-    assert!(kv.contains(r#"data-value="0.9""#) && kv.contains("target band 75 %–85 %"), "{kv}");
+    assert!(kv.contains(r#"data-value="0.9""#) && kv.contains(&nb("target band 75 %–85 %")), "{kv}");
     // The SLO table names thresholds and objectives.
-    assert!(html.contains("TTFT ≤ 500 ms<br>TPOT ≤ 50 ms") && html.contains("99.00 %"));
+    assert!(html.contains("TTFT ≤ 500\u{a0}ms<br>TPOT ≤ 50\u{a0}ms"));
+    assert!(html.contains(&nb("99.00 %")));
 }
 
 #[test]
@@ -292,7 +303,37 @@ fn an_exact_share_from_the_tap_is_drawn_on_the_bracket() {
     let html = StatusPage::new(sample::facts(), DEFAULT_RING_LEN).html(&r);
     assert_eq!(attr(&html, "data-kind"), "exact", "{html}");
     assert!(html.contains("exact from tap"), "the source is named");
-    assert!(html.contains("99.25"), "the exact share is printed: {html}");
+    assert!(html.contains(&nb("99.25 %")), "the exact share is printed: {html}");
+}
+
+#[test]
+fn an_engine_without_histograms_is_judged_from_the_tap_and_says_so() {
+    let not_evaluable = |r: &mut Report| {
+        r.targets[0].engine = Some(crate::canonical::Engine::Llamacpp);
+        for w in &mut r.targets[0].models[0].windows {
+            for s in &mut w.slos {
+                s.status = SloStatus::NotEvaluable { reason: "the engine exposes no TTFT histogram".into() };
+            }
+        }
+    };
+    let mut r = sample::report(1, 0);
+    let slo = r.targets[0].models[0].windows[0].slos[0].slo.clone();
+    let mut tapped = r.clone();
+    not_evaluable(&mut r);
+    let html = StatusPage::new(sample::facts(), DEFAULT_RING_LEN).html(&r);
+    assert!(html.contains("The target is up: llamacpp exposes no latency histograms"), "{html}");
+    assert!(html.contains("No tap or spans measured a request of it"), "{html}");
+    assert!(html.contains("not evaluable: the engine exposes no TTFT histogram") && !html.contains("data-kind"));
+
+    with_exact_tap_share(&mut tapped.targets[0].models[0].windows[0], &slo, 0.9925);
+    not_evaluable(&mut tapped);
+    let html = StatusPage::new(sample::facts(), DEFAULT_RING_LEN).html(&tapped);
+    assert!(html.contains("Measured here from tap requests."), "{html}");
+    assert_eq!(attr(&html, "data-kind"), "exact", "the tap's exact share, without a histogram bracket");
+    assert!(html.contains("exact from tap") && html.contains(&nb("99.25 %")), "{html}");
+    // Vllm's page has no such note.
+    let (plain, _) = page(1, 1);
+    assert!(!plain.contains("request-path"));
 }
 
 #[test]
@@ -323,11 +364,17 @@ fn capacity_shows_beside_the_load_and_says_when_it_is_only_a_lower_bound() {
     let p = StatusPage::new(sample::facts(), DEFAULT_RING_LEN);
     r.capacity = vec![capacity(false, true)];
     let html = p.html(&r);
-    assert!(html.contains("Arrivals now 3.20 requests/s, rising."), "{html}");
-    assert!(html.contains("3.40–4.10 requests/s (p10–p90, from requests), headroom <span class=\"warn\">1.06×</span>"));
+    assert!(html.contains("Arrivals now 3.20\u{a0}requests/s, rising."), "{html}");
     assert!(html.contains(r#"<span class="bad">Saturated</span>: queue_growing, completions_lag."#));
+    // The estimate is stated in the chart's caption, with how it was made.
+    let chat = &html[html.find(r#"data-chart="capacity" data-slo="chat""#).unwrap()..];
+    let caption = &chat[chat.find("<figcaption>").unwrap()..chat.find("</figcaption>").unwrap()];
+    assert!(caption.contains(r#"p10–p90 <span class="num">3.40–4.10</span>"#), "{caption}");
+    assert!(caption.contains(", from requests") && caption.contains(r#"<span class="num warn">1.06×</span>"#));
     r.capacity = vec![capacity(true, false)];
     let html = p.html(&r);
-    assert!(html.contains("at least 3.40 requests/s (no failing load seen yet, from requests)"), "{html}");
+    let chat = &html[html.find(r#"data-chart="capacity" data-slo="chat""#).unwrap()..];
+    let caption = &chat[chat.find("<figcaption>").unwrap()..chat.find("</figcaption>").unwrap()];
+    assert!(caption.contains("≥ 3.40</span> (a lower bound: no failing load seen yet), from requests"), "{caption}");
     assert!(!html.contains(r#"<span class="bad">Saturated</span>"#));
 }

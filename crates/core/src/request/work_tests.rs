@@ -1,0 +1,201 @@
+//! The store's work per tick counted, not timed: a tick after a day of requests (the records
+//! up to the longest window, or up to the cap) takes the records and map steps a tick after
+//! a minute takes, and merges at most each window's slots.
+
+use std::time::Duration;
+
+use super::*;
+use crate::duration::Window;
+use crate::slo::{Objective, Scope, Slo};
+
+const T0_MS: i64 = 1_700_000_000_000;
+const WINDOWS: [u64; 4] = [60, 300, 3_600, 21_600];
+
+fn config(cap: usize) -> StoreConfig {
+    StoreConfig {
+        targets: vec!["t".into()],
+        windows: WINDOWS.iter().map(|&s| Window::from_secs(s)).collect(),
+        quantiles: vec![0.5, 0.9, 0.99],
+        slos: vec![Slo {
+            name: "chat".into(),
+            ttft: Some(Duration::from_millis(200)),
+            tpot: Some(Duration::from_millis(50)),
+            e2e: None,
+            objective: Objective::new(0.99).unwrap(),
+            scope: Scope::all(),
+        }],
+        max_records_per_series: cap,
+        max_series_per_target: 4,
+    }
+}
+
+/// Request `n` of engine spans at one a second, finishing at `t_ms`.
+fn record(n: u64, t_ms: i64) -> RequestRecord {
+    let wobble = (n.wrapping_mul(2_654_435_761) % 1_000_003) as f64 / 1_000_003.0;
+    RequestRecord {
+        source: Source::Otlp,
+        target: "t".into(),
+        model: "m".into(),
+        status: if n.is_multiple_of(97) { Status::HttpError(500) } else { Status::Ok },
+        finished_unix: t_ms as f64 / 1000.0,
+        e2e_s: 1.0 + wobble,
+        ttft_s: Some(0.05 + 0.3 * wobble),
+        tpot_s: Some(0.01 + 0.05 * (1.0 - wobble)),
+        prompt_tokens: Some(100),
+        output_tokens: Some(TokenCount { value: 40, exact: true }),
+        itl: vec![ItlGap { seconds: 0.02, tokens: 1 }],
+        engine: None,
+        request_id: None,
+    }
+}
+
+/// A 5 s tick: the five requests that finished since the last, then every window.
+fn tick(store: &mut RequestStore, k: i64) -> Vec<SeriesWindows> {
+    let now = T0_MS + k * 5_000;
+    let records = (0..5).map(|j| record((k * 5 + j) as u64, now - 5_000 + j * 1_000 + 500));
+    store.ingest(records, now);
+    store.evaluate(now)
+}
+
+struct Minute {
+    work: Work,
+    records_held: usize,
+    evaluations: u64,
+}
+
+impl Minute {
+    fn steps_per_record(&self) -> f64 {
+        self.work.steps as f64 / self.work.records as f64
+    }
+}
+
+/// The store's work over one minute of ticks after `history_ms` of them. The history is
+/// ingested tick by tick and evaluated now and then, and at its last tick, so that the
+/// minute measured finds every window's sums in place, as a daemon's next tick does.
+fn a_minute_after(history_ms: i64, cap: usize) -> Minute {
+    let mut store = RequestStore::new(config(cap));
+    let ticks = history_ms / 5_000;
+    for k in 0..ticks {
+        let now = T0_MS + k * 5_000;
+        let records = (0..5).map(|j| record((k * 5 + j) as u64, now - 5_000 + j * 1_000 + 500));
+        store.ingest(records, now);
+        if k % 120 == 0 || k == ticks - 1 {
+            store.evaluate(now);
+        }
+    }
+    let before = store.work();
+    let mut evaluations = 0;
+    for k in ticks..ticks + 12 {
+        let out = tick(&mut store, k);
+        assert_eq!(out.len(), 1);
+        evaluations += out[0].windows.len() as u64;
+        let one_minute = &out[0].windows[0].1;
+        assert!(one_minute.requests >= 55, "{} requests in the last minute", one_minute.requests);
+    }
+    let after = store.work();
+    let work = Work {
+        records: after.records - before.records,
+        steps: after.steps - before.steps,
+        slots: after.slots - before.slots,
+    };
+    Minute { work, records_held: store.records_held(), evaluations }
+}
+
+/// docs/footprint.md: the request store's tick does not read the records it holds.
+#[test]
+fn a_tick_after_a_day_of_requests_takes_the_work_of_a_tick_after_a_minute() {
+    for cap in [DEFAULT_MAX_RECORDS_PER_SERIES, 3_000] {
+        let minute = a_minute_after(60_000, cap);
+        let full = a_minute_after(7 * 3_600_000, cap);
+        let day = a_minute_after(86_400_000, cap);
+        // Six hours of one a second, or the cap.
+        assert!(day.records_held >= 3_000.min(cap) && day.records_held >= 10 * minute.records_held);
+        // The 60 requests of the minute enter the store and the windows the records cover.
+        assert!(minute.work.records >= 60 * 3, "{:?}: not counting", minute.work);
+        // Once the windows have filled (past the longest, six hours), a day costs what they
+        // cost then: nothing grows with the records held.
+        let total = |m: &Minute| (m.work.records + m.work.steps) as f64;
+        assert!(total(&day) <= 1.25 * total(&full), "cap {cap}: a day {:?}, 7 h {:?}", day.work, full.work);
+        // Against a minute, whose windows only take requests in: at a day each request also
+        // leaves each window it entered, so at most twice the records, and the same steps
+        // for each.
+        assert!(day.work.records <= 2 * minute.work.records, "cap {cap}: {:?} vs {:?}", day.work, minute.work);
+        assert!(
+            day.steps_per_record() <= 1.25 * minute.steps_per_record(),
+            "cap {cap}: {:?} vs {:?}",
+            day.work,
+            minute.work
+        );
+        // The slots merged are bounded by the windows' slot counts, whatever the history.
+        for m in [&minute, &full, &day] {
+            assert!(m.work.slots <= m.evaluations * SLOTS_PER_WINDOW as u64, "{:?}", m.work);
+        }
+        eprintln!(
+            "request store, cap {cap}: a minute of ticks after a minute {:?}, after 7 h {:?}, after a day {:?} ({} records held)",
+            minute.work, full.work, day.work, day.records_held
+        );
+    }
+}
+
+/// The running sums give what a fresh count over the records gives, at every tick of a
+/// window that slides past a flood and out of it.
+#[test]
+fn running_sums_equal_a_fresh_count_as_the_windows_slide() {
+    let mut store = RequestStore::new(config(400));
+    for k in 0..2_000 {
+        // A flood of 200 requests at tick 300 pushes records out by the cap.
+        if k == 300 {
+            let now = T0_MS + k * 5_000;
+            store.ingest((0..200).map(|j| record(10_000 + j, now - 1_000)), now);
+        }
+        let out = tick(&mut store, k);
+        if k % 50 != 0 {
+            continue;
+        }
+        // A store evaluated for the first time at this tick counts from the records.
+        let mut fresh = store.clone();
+        for s in fresh.series.values_mut() {
+            s.running.clear();
+        }
+        let again = fresh.evaluate(T0_MS + k * 5_000);
+        for ((w, a), (_, b)) in out[0].windows.iter().zip(&again[0].windows) {
+            assert_eq!(a.requests, b.requests, "tick {k}, {w:?}");
+            assert_eq!(a.basis, b.basis, "tick {k}, {w:?}");
+            assert_eq!(a.latency, b.latency, "tick {k}, {w:?}");
+            assert_eq!(a.slos[0].counts, b.slos[0].counts, "tick {k}, {w:?}");
+            assert_eq!(a.slos[0].by_arrival, b.slos[0].by_arrival, "tick {k}, {w:?}");
+            let (ma, mb) = (a.mean_ttft_seconds.unwrap_or(0.0), b.mean_ttft_seconds.unwrap_or(0.0));
+            assert!((ma - mb).abs() < 1e-9, "tick {k}, {w:?}: {ma} vs {mb}");
+        }
+    }
+}
+
+/// docs/footprint.md quotes these: one series at the record cap (four requests a second
+/// for seven hours against windows up to six hours), its records, slots and running sums.
+#[test]
+fn a_series_at_its_cap_holds_what_the_docs_say() {
+    let mut store = RequestStore::new(config(DEFAULT_MAX_RECORDS_PER_SERIES));
+    let ticks = 7 * 720;
+    for k in 0..ticks {
+        let now = T0_MS + k * 5_000;
+        let records = (0..20).map(|j| record((k * 20 + j) as u64, now - 5_000 + j * 250 + 100));
+        store.ingest(records, now);
+        if k % 120 == 0 || k == ticks - 1 {
+            store.evaluate(now);
+        }
+    }
+    assert_eq!(store.records_held(), DEFAULT_MAX_RECORDS_PER_SERIES);
+    let (records, slots_and_sketches) = (
+        DEFAULT_MAX_RECORDS_PER_SERIES * BYTES_PER_RECORD,
+        store.bytes_held() - DEFAULT_MAX_RECORDS_PER_SERIES * BYTES_PER_RECORD,
+    );
+    let running = store.running_bytes();
+    // The records cover the 1 h window and shorter ones (65,536 at 4 a second: 4.5 hours);
+    // the 6 h window reads slots and keeps no running sums.
+    assert!(records == 3 << 20 && store.bytes_held() >= records);
+    assert!(running > 0 && running < 2 * records, "{running} B of running sums");
+    eprintln!(
+        "a series at its cap: records {records} B (raw tier, capacity {} B), slots and sketches {slots_and_sketches} B, running sums {running} B",
+        store.bytes_held() - slots_and_sketches
+    );
+}
