@@ -8,6 +8,7 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::PATIENCE;
 use common::{Fixture, get, metrics_samples, vllm_body};
 use goodput::daemon;
 
@@ -40,10 +41,11 @@ async fn budget(d: &daemon::Daemon) -> Option<(f64, f64, f64)> {
     ))
 }
 
-/// Polls the budget until `ok` holds, for up to 20 s.
+/// Polls the budget until `ok` holds, for up to [`PATIENCE`].
 async fn until(d: &daemon::Daemon, what: &str, ok: impl Fn((f64, f64, f64)) -> bool) -> (f64, f64, f64) {
     let mut last = None;
-    for _ in 0..200 {
+    let began = std::time::Instant::now();
+    while began.elapsed() < PATIENCE {
         last = budget(d).await;
         if let Some(b) = last
             && ok(b)
@@ -52,7 +54,7 @@ async fn until(d: &daemon::Daemon, what: &str, ok: impl Fn((f64, f64, f64)) -> b
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("{what}: not within 20 s (last (requests, consumed, coverage): {last:?})");
+    panic!("{what}: not within {PATIENCE:?} (last (requests, consumed, coverage): {last:?})");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,11 @@
 use crate::common;
 use crate::reload_common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use crate::support::PATIENCE;
 
 use axum::Router;
 use axum::body::Body;
@@ -21,27 +25,38 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const CHUNKS: usize = 16;
 const GAP: Duration = Duration::from_millis(250);
 
-/// An engine: `/metrics` (vllm_body) and a completion streamed over `CHUNKS × GAP`.
-async fn engine() -> std::net::SocketAddr {
-    let stream = || async {
-        let chunks = futures_util::stream::iter(0..=CHUNKS).then(|i| async move {
-            tokio::time::sleep(GAP).await;
-            let event = if i == CHUNKS {
-                "data: [DONE]\n\n".to_string()
-            } else {
-                format!(
-                    "data: {{\"id\":\"c\",\"object\":\"text_completion\",\"model\":\"m\",\"choices\":[{{\"index\":0,\"text\":\"t{i}\"}}]}}\n\n"
-                )
-            };
-            Ok::<_, std::io::Error>(event)
-        });
-        ([("content-type", "text/event-stream")], Body::from_stream(chunks))
+/// An engine: `/metrics` (vllm_body) and a completion streamed over `CHUNKS × GAP`, its end
+/// held back while `hold` is set, so that a stream is still in progress however long a
+/// loaded machine takes to reload.
+async fn engine(hold: Arc<AtomicBool>) -> std::net::SocketAddr {
+    let stream = move || {
+        let hold = hold.clone();
+        async move {
+            let chunks = futures_util::stream::iter(0..=CHUNKS).then(move |i| {
+                let hold = hold.clone();
+                async move {
+                    tokio::time::sleep(GAP).await;
+                    while i == CHUNKS && hold.load(Ordering::Relaxed) {
+                        tokio::time::sleep(GAP).await;
+                    }
+                    let event = if i == CHUNKS {
+                        "data: [DONE]\n\n".to_string()
+                    } else {
+                        format!(
+                            "data: {{\"id\":\"c\",\"object\":\"text_completion\",\"model\":\"m\",\"choices\":[{{\"index\":0,\"text\":\"t{i}\"}}]}}\n\n"
+                        )
+                    };
+                    Ok::<_, std::io::Error>(event)
+                }
+            });
+            ([("content-type", "text/event-stream")], Body::from_stream(chunks))
+        }
     };
-    let n = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let app = Router::new().route("/v1/completions", post(stream)).route(
         "/metrics",
         get(move || {
-            let n = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let n = n.fetch_add(1, Ordering::Relaxed) + 1;
             async move { vllm_body(n, 1_700_000_000.0) }
         }),
     );
@@ -70,9 +85,11 @@ fn export() -> String {
     .to_string()
 }
 
-/// Whether a connection to `port` on 127.0.0.1 is refused, waiting up to 5 s for it to be.
+/// Whether a connection to `port` on 127.0.0.1 is refused, waiting up to [`PATIENCE`] for it
+/// to be.
 async fn refused(port: u16) -> bool {
-    for _ in 0..50 {
+    let began = std::time::Instant::now();
+    while began.elapsed() < PATIENCE {
         if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
             return true;
         }
@@ -84,7 +101,8 @@ async fn refused(port: u16) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listen_tap_and_otlp_rebind_and_what_is_in_progress_finishes_on_the_old_address() {
     goodput::scrape::install_crypto_provider();
-    let up = engine().await;
+    let hold = Arc::new(AtomicBool::new(true));
+    let up = engine(hold.clone()).await;
     let (port, tap, otlp) = (free_port(), free_port(), free_port());
     let yaml = |port: u16, tap: u16, otlp: u16| {
         format!(
@@ -135,16 +153,17 @@ async fn listen_tap_and_otlp_rebind_and_what_is_in_progress_finishes_on_the_old_
     for said in ["listen: 127.0.0.1:", "its tap moves to 127.0.0.1:", "the OTLP receiver moves to 127.0.0.1:"] {
         assert!(line.contains(said), "{said:?} not in {line}");
     }
-    assert!(!streamed.is_finished(), "the stream ended before the reload: make it longer");
+    assert!(!streamed.is_finished(), "the stream ended before the reload");
+    hold.store(false, Ordering::Relaxed);
 
     // What was in progress finishes on the old addresses.
     export_conn.write_all(&body.as_bytes()[half..]).await.unwrap();
     let mut answer = vec![0u8; 1024];
-    let n = tokio::time::timeout(Duration::from_secs(5), export_conn.read(&mut answer)).await.unwrap().unwrap();
+    let n = tokio::time::timeout(PATIENCE, export_conn.read(&mut answer)).await.unwrap().unwrap();
     let answer = String::from_utf8_lossy(&answer[..n]).into_owned();
     assert!(answer.starts_with("HTTP/1.1 200"), "the export in progress got {answer}");
     drop(export_conn);
-    let text = tokio::time::timeout(Duration::from_secs(10), streamed).await.expect("the stream finishes").unwrap();
+    let text = tokio::time::timeout(PATIENCE, streamed).await.expect("the stream finishes").unwrap();
     assert!(text.contains(&format!("t{}", CHUNKS - 1)) && text.contains("data: [DONE]"), "cut stream: {text}");
 
     // The old addresses refuse; the new ones serve.

@@ -18,6 +18,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
 use common::{Fixture, vllm_body};
+use crate::support::{PATIENCE, until, until_async};
 use reload_common::{Daemon, coverage, free_port};
 
 /// A webhook receiver on 127.0.0.1: every alert posted to it, as (alertname, resolved).
@@ -39,13 +40,8 @@ impl Hook {
     }
 
     async fn until(&self, name: &str, resolved: bool) {
-        for _ in 0..200 {
-            if self.got(name, resolved) > 0 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("no {name} (resolved: {resolved}) received within 20 s: {:?}", self.0.lock().unwrap());
+        let what = format!("{name} (resolved: {resolved}) received");
+        until_async(PATIENCE, &what, async || (self.got(name, resolved) > 0).then_some(())).await;
     }
 }
 
@@ -148,28 +144,31 @@ async fn windows_evaluation_interval_and_discovery_reload_live() {
 
     // A removed window is no longer exported; the one kept goes on.
     d.reload(&yaml("200ms", "1m", "")).await;
-    for _ in 0..50 {
-        if d.metric_at("llm_slo_window_coverage_ratio", &window("10s")).await.is_none() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(d.metric_at("llm_slo_window_coverage_ratio", &window("10s")).await, None);
+    until_async(PATIENCE, "the 10s window no longer exported", async || {
+        d.metric_at("llm_slo_window_coverage_ratio", &window("10s")).await.is_none().then_some(())
+    })
+    .await;
     assert!(d.metric_at("llm_slo_window_coverage_ratio", &window("1m")).await.unwrap() >= first);
 
     // evaluation_interval 200ms → 2s: the next evaluations come 2 s apart.
     let line = d.reload(&yaml("2s", "1m", "")).await;
     assert!(line.contains("evaluation_interval: 200ms → 2s"), "{line}");
     let last_eval = [("target", "a")];
+    // Watched for at least 4.5 s and until one new evaluation came, however long a loaded
+    // machine takes: besides the one seen first, at most one per 2 s of watching, plus one.
     let mut seen = Vec::new();
-    for _ in 0..45 {
+    let began = std::time::Instant::now();
+    while seen.len() < 2 || began.elapsed() < Duration::from_millis(4500) {
+        assert!(began.elapsed() < PATIENCE, "no new evaluation within {PATIENCE:?}: {seen:?}");
         let v = d.metric_at("llm_slo_target_last_evaluation_timestamp_seconds", &last_eval).await.unwrap();
         if seen.last() != Some(&v) {
             seen.push(v);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!((2..=4).contains(&seen.len()), "{} evaluations in 4.5 s at a 2s interval: {seen:?}", seen.len());
+    let watched = began.elapsed();
+    let most = watched.as_secs() as usize / 2 + 2;
+    assert!(seen.len() <= most, "{} evaluations in {watched:?} at a 2s interval: {seen:?}", seen.len());
 
     // A discovery source added by a reload: its target is scraped; a keeps its window.
     let before = coverage(&d.json("/api/v1/report").await.unwrap(), "a", "1m");
@@ -179,13 +178,7 @@ async fn windows_evaluation_interval_and_discovery_reload_live() {
     let served = b.served();
     let r = d.until("the discovered target", |r| r["targets"].as_array().is_some_and(|t| t.len() == 2)).await;
     assert!(coverage(&r, "a", "1m") >= before, "a's window was reset");
-    for _ in 0..100 {
-        if b.served() > served + 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(b.served() > served + 2, "the discovered target is not scraped");
+    until(PATIENCE, "the discovered target scraped", || (b.served() > served + 2).then_some(()));
 
     // A window only an alert rule reads is evaluated too, from the scrapes already held.
     let rule = format!("{discovery}alerting: {{rules: {{LLMGoodputDivergence: {{window: 45s}}}}}}\n");
@@ -254,13 +247,8 @@ async fn state_dir_reloads_to_the_next_snapshot_and_an_unusable_one_is_refused()
     d.until_metric_at("llm_slo_target_up", &[("target", "a")], |v| v == 1.0).await;
 
     let wait_for_snapshot = |p: std::path::PathBuf| async move {
-        for _ in 0..100 {
-            if p.join("goodput.state").is_file() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("no snapshot in {} within 10 s", p.display());
+        let what = format!("a snapshot in {}", p.display());
+        until_async(PATIENCE, &what, async || p.join("goodput.state").is_file().then_some(())).await;
     };
     let line = d.reload(&yaml(&at(&one))).await;
     assert!(line.contains("state_dir: none →"), "{line}");
@@ -277,8 +265,7 @@ async fn state_dir_reloads_to_the_next_snapshot_and_an_unusable_one_is_refused()
     d.until_log("the refusal", |log| log.contains("config reload refused: state_dir: cannot use")).await;
     let mtime = || std::fs::metadata(two.join("goodput.state")).unwrap().modified().unwrap();
     let written = mtime();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert!(mtime() > written, "snapshots stopped going to the running state_dir");
+    until(PATIENCE, "the next snapshot in the running state_dir", || (mtime() > written).then_some(()));
     assert_eq!(d.metric_at("llm_slo_window_coverage_ratio", &[("target", "a"), ("window", "1m")]).await, None);
     d.stop();
 }

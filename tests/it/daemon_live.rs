@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::support::{PATIENCE, until_async};
 use common::{Fixture, get, metrics_samples, vllm_body};
 use goodput::config;
 use goodput::daemon::{self, clock::SystemClock};
@@ -53,22 +54,33 @@ targets:
 
     assert_eq!(get(&format!("{base}/healthz")).await.0, 200);
     // Ready only after the first evaluation (one evaluation interval after start).
-    let mut ready = false;
-    for _ in 0..100 {
-        if get(&format!("{base}/readyz")).await.0 == 200 {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(ready, "/readyz never turned 200");
+    until_async(PATIENCE, "/readyz turning 200", async || {
+        (get(&format!("{base}/readyz")).await.0 == 200).then_some(())
+    })
+    .await;
 
-    // Let every target be scraped several times (restarting one restarts at least once).
-    tokio::time::sleep(Duration::from_millis(3200)).await;
-    let first = report(&base).await;
+    // Let every target be scraped several times (restarting one restarts at least once), and
+    // every bad one fail at least twice.
+    let bad = [
+        ("hanging", "timeout"),
+        ("garbage", "parse_error"),
+        ("unavailable", "http_status"),
+        ("huge", "body_too_large"),
+        ("refused", "connect"),
+    ];
+    let first = until_async(PATIENCE, "several scrapes of every target", async || {
+        let r = report(&base).await;
+        let failed_twice =
+            bad.iter().all(|(name, reason)| target(&r, name)["health"]["errors_total"][reason].as_u64() >= Some(2));
+        (failed_twice && healthy.served() >= 5 && restarting.served() >= 5).then_some(r)
+    })
+    .await;
     let served_then = healthy.served();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let second = report(&base).await;
+    let second = until_async(PATIENCE, "two more scrapes of the healthy target and a newer report", async || {
+        let r = report(&base).await;
+        (healthy.served() >= served_then + 2 && r["t_ms"].as_i64() > first["t_ms"].as_i64()).then_some(r)
+    })
+    .await;
 
     // The healthy engines were scraped repeatedly and are still being scraped.
     assert!(served_then >= 5, "healthy target scraped only {served_then} times");
@@ -76,13 +88,7 @@ targets:
     assert!(restarting.served() >= 5, "restarting target scraped only {} times", restarting.served());
     assert!(second["t_ms"].as_i64() > first["t_ms"].as_i64(), "report not refreshed");
 
-    for (name, reason) in [
-        ("hanging", "timeout"),
-        ("garbage", "parse_error"),
-        ("unavailable", "http_status"),
-        ("huge", "body_too_large"),
-        ("refused", "connect"),
-    ] {
+    for (name, reason) in bad {
         let h = &target(&second, name)["health"];
         assert_eq!(h["up"], false, "{name}: {h}");
         let errors = h["errors_total"].as_object().expect("errors_total map");

@@ -6,6 +6,8 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::support::PATIENCE;
+
 const BIN: &str = env!("CARGO_BIN_EXE_goodput");
 
 /// The daemon binary, logging in `format` to a pipe, scraping one target where nothing
@@ -43,17 +45,15 @@ async fn a_target_that_stays_down_is_logged_once() {
     goodput::scrape::install_crypto_provider();
     let report_url = format!("http://127.0.0.1:{port}/api/v1/report");
     let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build().unwrap();
+    let began = std::time::Instant::now();
     let mut failures = 0;
-    for _ in 0..100 {
+    while failures < 15 && began.elapsed() < PATIENCE {
         tokio::time::sleep(Duration::from_millis(100)).await;
         // The daemon may not listen yet, or publish its first report a moment later.
         let Ok(resp) = client.get(&report_url).send().await else { continue };
         let Ok(body) = resp.text().await else { continue };
         let Ok(report) = serde_json::from_str::<serde_json::Value>(&body) else { continue };
         failures = report["targets"][0]["health"]["errors_total"]["connect"].as_u64().unwrap_or(0);
-        if failures >= 15 {
-            break;
-        }
     }
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
@@ -74,13 +74,33 @@ async fn a_target_that_stays_down_is_logged_once() {
 
 #[test]
 fn human_logs_written_to_a_pipe_carry_no_colour_codes() {
-    let (child, _, _dir) = daemon_with_a_dead_target("human");
-    // Long enough to log the start and the target going down.
-    std::thread::sleep(Duration::from_millis(1500));
+    let (mut child, _, _dir) = daemon_with_a_dead_target("human");
+    // Read stderr until the start and the target going down are both logged, then stop.
+    let mut pipe = std::io::BufReader::new(child.stderr.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut stderr = Vec::new();
+        let logged = |s: &[u8]| {
+            let s = String::from_utf8_lossy(s);
+            s.contains("goodput is listening") && s.contains("target is down")
+        };
+        while !logged(&stderr) {
+            if std::io::BufRead::read_until(&mut pipe, b'\n', &mut stderr).unwrap_or(0) == 0 {
+                break;
+            }
+        }
+        (stderr, pipe)
+    });
+    let began = std::time::Instant::now();
+    while !reader.is_finished() && began.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    child.wait().unwrap();
+    // The pipe ends with the daemon, so the reader returns even if a line never came.
+    let (mut stderr, mut pipe) = reader.join().unwrap();
+    std::io::Read::read_to_end(&mut pipe, &mut stderr).unwrap();
+    let stderr = String::from_utf8_lossy(&stderr);
     assert!(stderr.contains("goodput is listening"), "the start was logged:\n{stderr}");
     assert!(stderr.contains("target is down"), "the failing target was logged:\n{stderr}");
     assert!(!stderr.contains('\u{1b}'), "ANSI escape codes in piped logs:\n{stderr:?}");

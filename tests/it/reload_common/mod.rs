@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::common::{metrics_samples, sample_value};
+use crate::support::PATIENCE;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_goodput");
 
@@ -110,9 +111,10 @@ impl Daemon {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Polls the report until `ok` holds, for up to 20 s.
+    /// Polls the report until `ok` holds, for up to [`PATIENCE`].
     pub async fn until(&self, what: &str, ok: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
-        for _ in 0..200 {
+        let began = std::time::Instant::now();
+        while began.elapsed() < PATIENCE {
             if let Some(r) = self.json("/api/v1/report").await
                 && ok(&r)
             {
@@ -120,18 +122,19 @@ impl Daemon {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("{what}: not seen within 20 s\nlog:\n{}", self.log());
+        panic!("{what}: not seen within {PATIENCE:?}\nlog:\n{}", self.log());
     }
 
-    /// Polls /metrics until `name` has a value for which `ok` holds, for up to 20 s.
+    /// Polls /metrics until `name` has a value for which `ok` holds, for up to [`PATIENCE`].
     pub async fn until_metric(&self, name: &str, ok: impl Fn(f64) -> bool) -> f64 {
         self.until_metric_at(name, &[], ok).await
     }
 
     /// Polls /metrics until the series of `name` with `labels` has a value for which `ok`
-    /// holds, for up to 20 s.
+    /// holds, for up to [`PATIENCE`].
     pub async fn until_metric_at(&self, name: &str, labels: &[(&str, &str)], ok: impl Fn(f64) -> bool) -> f64 {
-        for _ in 0..200 {
+        let began = std::time::Instant::now();
+        while began.elapsed() < PATIENCE {
             if let Some(v) = self.metric_at(name, labels).await
                 && ok(v)
             {
@@ -140,21 +143,22 @@ impl Daemon {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         panic!(
-            "{name}{labels:?}: no awaited value within 20 s (last {:?})\nlog:\n{}",
+            "{name}{labels:?}: no awaited value within {PATIENCE:?} (last {:?})\nlog:\n{}",
             self.metric_at(name, labels).await,
             self.log()
         );
     }
 
-    /// Polls the log until `ok` holds, for up to 20 s.
+    /// Polls the log until `ok` holds, for up to [`PATIENCE`].
     pub async fn until_log(&self, what: &str, ok: impl Fn(&str) -> bool) {
-        for _ in 0..200 {
+        let began = std::time::Instant::now();
+        while began.elapsed() < PATIENCE {
             if ok(&self.log()) {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("{what}: not in the log within 20 s:\n{}", self.log());
+        panic!("{what}: not in the log within {PATIENCE:?}:\n{}", self.log());
     }
 
     pub fn signal(&self, sig: i32) {
