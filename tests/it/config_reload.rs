@@ -13,7 +13,7 @@ use crate::reload_common;
 
 use std::time::Duration;
 
-use crate::support::{PATIENCE, until, until_async};
+use crate::support::{PATIENCE, until_async};
 use common::{Fixture, metrics_samples, vllm_body};
 use reload_common::{Daemon, coverage, free_port, target, up};
 
@@ -116,7 +116,10 @@ async fn a_reload_keeps_unchanged_targets_windows_and_starts_changed_ones_afresh
     let subjects: Vec<&str> = r.changes.iter().map(|c| c.subject.as_str()).collect();
     assert_eq!(subjects, ["targets[moved]", "windows"], "{:?}", r.changes);
     let served = engines[2].served();
-    until(PATIENCE, "the moved target's new URL scraped", || (engines[2].served() > served + 1).then_some(()));
+    until_async(PATIENCE, "the moved target's new URL scraped", async || {
+        (engines[2].served() > served + 1).then_some(())
+    })
+    .await;
     // A kept window's coverage never falls, so seeing `moved`'s fall shows its windows were
     // started afresh; `kept`'s, read at the same moment, must not have fallen.
     let after = until_async(PATIENCE, "the changed target's windows started afresh", async || {
@@ -201,7 +204,8 @@ async fn sighup_retunes_slos_and_the_scrape_interval_keeping_history_and_a_broke
     // took to make them, no more than one a second (at the old 500ms, twice as many).
     let (served, since) = (engine.served(), std::time::Instant::now());
     tokio::time::sleep(Duration::from_secs(3)).await;
-    until(PATIENCE, "two scrapes at the new interval", || (engine.served() - served >= 2).then_some(()));
+    until_async(PATIENCE, "two scrapes at the new interval", async || (engine.served() - served >= 2).then_some(()))
+        .await;
     let scraped = engine.served() - served;
     let took = since.elapsed();
     assert!(scraped <= took.as_secs() + 1, "{scraped} scrapes in {took:?} at a 1s interval");
@@ -214,7 +218,7 @@ async fn sighup_retunes_slos_and_the_scrape_interval_keeping_history_and_a_broke
     d.until_log("the error at its line and column", |log| log.contains(&at) && log.contains("config reload failed"))
         .await;
     let served = engine.served();
-    until(PATIENCE, "the engine still scraped", || (engine.served() > served).then_some(()));
+    until_async(PATIENCE, "the engine still scraped", async || (engine.served() > served).then_some(())).await;
     assert_eq!(d.metric_at("llm_slo_objective_ratio", &[("slo", "fast")]).await, Some(0.95));
     assert_eq!(d.metric_at("llm_slo_config_info", &[("hash", &new_hash)]).await, Some(1.0));
     assert_eq!(d.json("/api/v1/config").await.unwrap()["data"]["hash"], new_hash.as_str());

@@ -13,12 +13,12 @@ use crate::reload_common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::{PATIENCE, until_async};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
 use common::{Fixture, vllm_body};
-use crate::support::{PATIENCE, until, until_async};
 use reload_common::{Daemon, coverage, free_port};
 
 /// A webhook receiver on 127.0.0.1: every alert posted to it, as (alertname, resolved).
@@ -178,7 +178,7 @@ async fn windows_evaluation_interval_and_discovery_reload_live() {
     let served = b.served();
     let r = d.until("the discovered target", |r| r["targets"].as_array().is_some_and(|t| t.len() == 2)).await;
     assert!(coverage(&r, "a", "1m") >= before, "a's window was reset");
-    until(PATIENCE, "the discovered target scraped", || (b.served() > served + 2).then_some(()));
+    until_async(PATIENCE, "the discovered target scraped", async || (b.served() > served + 2).then_some(())).await;
 
     // A window only an alert rule reads is evaluated too, from the scrapes already held.
     let rule = format!("{discovery}alerting: {{rules: {{LLMGoodputDivergence: {{window: 45s}}}}}}\n");
@@ -265,7 +265,8 @@ async fn state_dir_reloads_to_the_next_snapshot_and_an_unusable_one_is_refused()
     d.until_log("the refusal", |log| log.contains("config reload refused: state_dir: cannot use")).await;
     let mtime = || std::fs::metadata(two.join("goodput.state")).unwrap().modified().unwrap();
     let written = mtime();
-    until(PATIENCE, "the next snapshot in the running state_dir", || (mtime() > written).then_some(()));
+    until_async(PATIENCE, "the next snapshot in the running state_dir", async || (mtime() > written).then_some(()))
+        .await;
     assert_eq!(d.metric_at("llm_slo_window_coverage_ratio", &[("target", "a"), ("window", "1m")]).await, None);
     d.stop();
 }

@@ -6,6 +6,7 @@
 //! a genuinely slow one depends on the machine, a held one does not.
 
 use crate::common;
+use crate::support::PATIENCE;
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};
@@ -85,10 +86,10 @@ async fn sigterm_during_a_long_evaluation_exits_within_the_bound_and_flushes_ale
     // seconds), and the second evaluation is held.
     let began = Instant::now();
     while !(receiver.rejected.load(Ordering::SeqCst) >= 4 && logged("test hook: this evaluation is held")) {
-        if began.elapsed() > Duration::from_secs(30) {
+        if began.elapsed() > PATIENCE {
             let _ = child.kill();
             panic!(
-                "no held evaluation with a queued alert after 30 s ({} rejected posts)\n{}",
+                "no held evaluation with a queued alert after {PATIENCE:?} ({} rejected posts)\n{}",
                 receiver.rejected.load(Ordering::SeqCst),
                 log.lock().unwrap()
             );

@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::{PATIENCE, until_async};
+
 use common::vllm_body;
 use goodput::report::Report;
 use hickory_proto::op::{Message, MessageType, ResponseCode};
@@ -89,14 +91,15 @@ fn srv(name: &str, port: u16, target: &str) -> Record {
 }
 
 async fn until(d: &goodput::daemon::Daemon, what: &str, ok: impl Fn(&Report) -> bool) -> Arc<Report> {
-    for _ in 0..200 {
+    let began = std::time::Instant::now();
+    while began.elapsed() < PATIENCE {
         let r = d.report();
         if ok(&r) {
             return r;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("{what}: not seen within 20 s; last report: {:?}", d.report().targets);
+    panic!("{what}: not seen within {PATIENCE:?}; last report: {:?}", d.report().targets);
 }
 
 fn present_and_up(r: &Report, name: &str) -> bool {
@@ -164,13 +167,10 @@ discovery:
     // The server fails: the names are still asked, and their targets stay.
     failing.store(true, Ordering::Relaxed);
     let asked = queries.load(Ordering::Relaxed);
-    for _ in 0..200 {
-        if queries.load(Ordering::Relaxed) >= asked + 4 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(queries.load(Ordering::Relaxed) >= asked + 4, "the names were not asked while the server failed");
+    until_async(PATIENCE, "the names asked while the server failed", async || {
+        (queries.load(Ordering::Relaxed) >= asked + 4).then_some(())
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let r = d.report();
     for n in [&names[0], &names[2], &names[3]] {

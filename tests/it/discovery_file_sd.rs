@@ -11,21 +11,24 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::PATIENCE;
+
 use common::{FastClock, Fixture, get, metrics_samples, vllm_body};
 use goodput::config;
 use goodput::daemon;
 use goodput::report::Report;
 
-/// Polls the daemon's report until `ok` holds for it, for up to 20 s.
+/// Polls the daemon's report until `ok` holds for it, for up to [`PATIENCE`].
 async fn until(d: &daemon::Daemon, what: &str, ok: impl Fn(&Report) -> bool) -> Arc<Report> {
-    for _ in 0..200 {
+    let began = std::time::Instant::now();
+    while began.elapsed() < PATIENCE {
         let r = d.report();
         if ok(&r) {
             return r;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("{what}: not seen within 20 s; last report: {:?}", d.report().targets);
+    panic!("{what}: not seen within {PATIENCE:?}; last report: {:?}", d.report().targets);
 }
 
 fn target<'a>(r: &'a Report, name: &str) -> Option<&'a goodput::report::TargetReport> {

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::PATIENCE;
 use common::{Fixture, metrics_samples, sample_value, vllm_body};
 
 const BIN: &str = env!("CARGO_BIN_EXE_goodput");
@@ -59,9 +60,9 @@ impl Daemon {
         sample_value(&metrics_samples(&body), name, labels)
     }
 
-    /// Polls /metrics until the sample has a value for which `ok` holds, for up to `secs`.
-    async fn until_metric(&self, name: &str, labels: &[(&str, &str)], secs: u64, ok: impl Fn(f64) -> bool) -> f64 {
-        let deadline = Instant::now() + Duration::from_secs(secs);
+    /// Polls /metrics until the sample has a value for which `ok` holds, for up to [`PATIENCE`].
+    async fn until_metric(&self, name: &str, labels: &[(&str, &str)], ok: impl Fn(f64) -> bool) -> f64 {
+        let deadline = Instant::now() + PATIENCE;
         while Instant::now() < deadline {
             if let Some(v) = self.metric(name, labels).await
                 && ok(v)
@@ -73,12 +74,16 @@ impl Daemon {
         let last = self.metric(name, labels).await;
         let log = self.log();
         let tail: Vec<&str> = log.lines().rev().take(40).collect();
-        panic!("{name}{labels:?}: no awaited value within {secs} s (last {last:?}); log tail:\n{}", tail.join("\n"));
+        panic!(
+            "{name}{labels:?}: no awaited value within {PATIENCE:?} (last {last:?}); log tail:\n{}",
+            tail.join("\n")
+        );
     }
 
-    /// Waits up to 10 s for a log line holding `needle`.
+    /// Waits up to [`PATIENCE`] for a log line holding `needle`.
     async fn until_log(&self, needle: &str) {
-        for _ in 0..100 {
+        let began = Instant::now();
+        while began.elapsed() < PATIENCE {
             if self.log().contains(needle) {
                 return;
             }
@@ -153,9 +158,8 @@ discovery:
     );
     let d = Daemon::start(dir.path(), &config, port, Some(1024));
 
-    let refused = d
-        .until_metric("llm_slo_discovery_targets_refused", &[("reason", "max_targets")], 90, |v| v > 0.0)
-        .await as usize;
+    let refused =
+        d.until_metric("llm_slo_discovery_targets_refused", &[("reason", "max_targets")], |v| v > 0.0).await as usize;
     let limit = d.metric("llm_slo_discovery_targets_limit", &[]).await.unwrap() as usize;
     assert!(limit > 0 && limit < 512, "1024 descriptors leave room for a few hundred targets, not {limit}");
     assert_eq!(refused, FLEET - limit, "every target past the limit is refused");
@@ -221,7 +225,8 @@ discovery:
             .is_some_and(|t| t.iter().any(|t| t["target"] == "vllm-a" && t["health"]["vanished_ms"].is_null()))
     };
     let until_present = async |what: &str| {
-        for _ in 0..100 {
+        let began = Instant::now();
+        while began.elapsed() < PATIENCE {
             if present(&d.report().await) {
                 return;
             }
@@ -229,10 +234,12 @@ discovery:
         }
         panic!("{what}\nlog:\n{}", d.log());
     };
-    d.until_metric("llm_slo_target_up", &[("target", "vllm-a")], 20, |v| v == 1.0).await;
+    d.until_metric("llm_slo_target_up", &[("target", "vllm-a")], |v| v == 1.0).await;
 
-    // 1. A broken file: kept, and logged once however many times it is read again.
+    // 1. A broken file: kept, and logged once however many times it is read again (at a
+    // 200ms refresh, many times in 3.5 s).
     write(&a, "[{\"targets\": [\"oops\"");
+    d.until_log("file_sd:").await;
     tokio::time::sleep(Duration::from_millis(3500)).await;
     assert!(present(&d.report().await), "a broken file dropped its target\n{}", d.log());
     assert_eq!(lines_with(&d.log(), &["file_sd:", "a.json"]), 1, "logged once per version:\n{}", d.log());
@@ -240,6 +247,7 @@ discovery:
     // 2. The file turns into a symlink to itself: its metadata cannot be read (ELOOP).
     std::fs::remove_file(&a).unwrap();
     std::os::unix::fs::symlink(&a, &a).unwrap();
+    d.until_log("cannot read its metadata").await;
     tokio::time::sleep(Duration::from_millis(3500)).await;
     assert!(present(&d.report().await), "an unreadable file dropped its target\n{}", d.log());
     assert_eq!(lines_with(&d.log(), &["cannot read its metadata"]), 1, "{}", d.log());
@@ -250,23 +258,22 @@ discovery:
     until_present("the file readable again").await;
     std::fs::rename(&targets, dir.path().join("real")).unwrap();
     std::os::unix::fs::symlink(&targets, &targets).unwrap();
+    d.until_log("file_sd: cannot expand").await;
     tokio::time::sleep(Duration::from_millis(3500)).await;
     assert!(present(&d.report().await), "a directory that cannot be read dropped its targets\n{}", d.log());
     assert_eq!(lines_with(&d.log(), &["file_sd: cannot expand"]), 1, "{}", d.log());
-    let errors = d.metric("llm_slo_discovery_errors_total", &[("discovery", "file_sd")]).await.unwrap();
-    assert!(errors >= 6.0, "each failed read is counted: {errors}");
+    // Each failed read is counted.
+    d.until_metric("llm_slo_discovery_errors_total", &[("discovery", "file_sd")], |errors| errors >= 6.0).await;
     assert_eq!(lines_with(&d.log(), &["target vanished"]), 0, "{}", d.log());
 
     // 4. Readable, and the file removed: now the target is gone.
     std::fs::remove_file(&targets).unwrap();
     std::fs::rename(dir.path().join("real"), &targets).unwrap();
     std::fs::remove_file(&a).unwrap();
-    for _ in 0..50 {
-        if !present(&d.report().await) {
-            break;
-        }
+    let began = Instant::now();
+    while present(&d.report().await) {
+        assert!(began.elapsed() < PATIENCE, "a removed file keeps its target\n{}", d.log());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(!present(&d.report().await), "a removed file keeps its target\n{}", d.log());
     d.stop();
 }

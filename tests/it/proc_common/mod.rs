@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::PATIENCE;
+
 const BIN: &str = env!("CARGO_BIN_EXE_goodput");
 
 pub struct Daemon {
@@ -69,7 +71,7 @@ impl Daemon {
             if let Some((200, _)) = try_get(port, "/readyz", Duration::from_secs(2)).await {
                 return d;
             }
-            assert!(began.elapsed() < Duration::from_secs(20), "daemon never became ready:\n{}", d.log());
+            assert!(began.elapsed() < PATIENCE, "daemon never became ready:\n{}", d.log());
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
