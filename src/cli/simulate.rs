@@ -147,7 +147,7 @@ impl Opts {
                 *slot = v;
             }
         }
-        c.validate()?;
+        c.validate().map_err(|e| e.to_string())?;
         Ok(c)
     }
 }

@@ -78,6 +78,31 @@ fn bad_request(message: &str) -> Refusal {
     Refusal::BadRequest(message.to_string())
 }
 
+/// A field of the body with the wrong shape; its text is the `message` of the 400 answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum RequestError {
+    #[error("`messages` must be a list of messages")]
+    MessagesNotList,
+    #[error("`messages` must not be empty")]
+    MessagesEmpty,
+    #[error("`prompt` is required")]
+    PromptMissing,
+    #[error("the simulator serves one prompt per request; send a string or one list of token ids")]
+    ManyPrompts,
+    #[error("Prompt cannot be empty")]
+    PromptEmpty,
+    #[error("`prompt` must be a string or a list of token ids")]
+    PromptShape,
+    #[error("`{0}` must be an integer")]
+    NotInteger(&'static str),
+}
+
+impl From<RequestError> for Refusal {
+    fn from(e: RequestError) -> Refusal {
+        Refusal::BadRequest(e.to_string())
+    }
+}
+
 /// Crude token count of a text: one token per 4 characters, rounded up.
 pub fn text_tokens(s: &str) -> u32 {
     s.chars().count().div_ceil(4) as u32
@@ -85,10 +110,10 @@ pub fn text_tokens(s: &str) -> u32 {
 
 /// Prompt tokens of a chat request: 4 per message (role and template markers) plus the
 /// content's [`text_tokens`].
-fn chat_prompt(body: &Value) -> Result<u32, String> {
-    let msgs = body.get("messages").and_then(Value::as_array).ok_or("`messages` must be a list of messages")?;
+fn chat_prompt(body: &Value) -> Result<u32, RequestError> {
+    let msgs = body.get("messages").and_then(Value::as_array).ok_or(RequestError::MessagesNotList)?;
     if msgs.is_empty() {
-        return Err("`messages` must not be empty".into());
+        return Err(RequestError::MessagesEmpty);
     }
     let content = |m: &Value| -> u32 {
         match m.get("content") {
@@ -103,7 +128,7 @@ fn chat_prompt(body: &Value) -> Result<u32, String> {
 }
 
 /// Prompt tokens of a completion: token ids count exactly, text by [`text_tokens`].
-fn completion_prompt(body: &Value) -> Result<u32, String> {
+fn completion_prompt(body: &Value) -> Result<u32, RequestError> {
     let one = |v: &Value| -> Option<u32> {
         match v {
             Value::String(s) => Some(text_tokens(s)),
@@ -111,27 +136,25 @@ fn completion_prompt(body: &Value) -> Result<u32, String> {
             _ => None,
         }
     };
-    let p = body.get("prompt").ok_or("`prompt` is required")?;
+    let p = body.get("prompt").ok_or(RequestError::PromptMissing)?;
     let n = match p {
         Value::Array(items) if items.len() == 1 && !items[0].is_u64() => one(&items[0]),
         Value::Array(items) if items.len() > 1 && !items[0].is_u64() => {
-            return Err("the simulator serves one prompt per request; send a string or one list of token ids".into());
+            return Err(RequestError::ManyPrompts);
         }
         _ => one(p),
     };
     match n {
-        Some(0) => Err("Prompt cannot be empty".into()),
+        Some(0) => Err(RequestError::PromptEmpty),
         Some(n) => Ok(n),
-        None => Err("`prompt` must be a string or a list of token ids".into()),
+        None => Err(RequestError::PromptShape),
     }
 }
 
-fn opt_u32(body: &Value, key: &str) -> Result<Option<u32>, String> {
+fn opt_u32(body: &Value, key: &'static str) -> Result<Option<u32>, RequestError> {
     match body.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => {
-            v.as_u64().map(|x| Some(x.min(u64::from(u32::MAX)) as u32)).ok_or(format!("`{key}` must be an integer"))
-        }
+        Some(v) => v.as_u64().map(|x| Some(x.min(u64::from(u32::MAX)) as u32)).ok_or(RequestError::NotInteger(key)),
     }
 }
 
@@ -150,15 +173,14 @@ pub fn parse(route: Route, body: &[u8], cfg: &SimConfig) -> Result<Parsed, Refus
     {
         return Err(Refusal::UnknownModel(m.to_string()));
     }
-    let n = opt_u32(&v, "n").map_err(|e| bad_request(&e))?;
+    let n = opt_u32(&v, "n")?;
     if n.is_some_and(|n| n != 1) {
         return Err(bad_request("the simulator serves n = 1 only"));
     }
     let prompt = match route {
         Route::Chat => chat_prompt(&v),
         Route::Completion => completion_prompt(&v),
-    }
-    .map_err(|e| bad_request(&e))?;
+    }?;
     let len = cfg.engine.max_model_len;
     if prompt >= len {
         let msg = format!(
@@ -167,14 +189,14 @@ pub fn parse(route: Route, body: &[u8], cfg: &SimConfig) -> Result<Parsed, Refus
         return Err(bad_request(&msg));
     }
     let asked = match route {
-        Route::Chat => match opt_u32(&v, "max_completion_tokens").map_err(|e| bad_request(&e))? {
+        Route::Chat => match opt_u32(&v, "max_completion_tokens")? {
             Some(m) => Some(m),
-            None => opt_u32(&v, "max_tokens").map_err(|e| bad_request(&e))?,
+            None => opt_u32(&v, "max_tokens")?,
         },
         // vLLM's CompletionRequest defaults max_tokens to 16; an explicit null lifts it.
         Route::Completion => match v.get("max_tokens") {
             None => Some(16),
-            Some(_) => opt_u32(&v, "max_tokens").map_err(|e| bad_request(&e))?,
+            Some(_) => opt_u32(&v, "max_tokens")?,
         },
     };
     let max_tokens = match asked {

@@ -57,6 +57,12 @@ fn bad_requests_get_vllms_status() {
         400
     );
     assert_eq!(status(Route::Completion, r#"{"prompt":""}"#), 400);
+    let refusal = |route, body: &str| parse(route, body.as_bytes(), &SimConfig::default()).unwrap_err();
+    assert_eq!(refusal(Route::Completion, r#"{"prompt":""}"#), Refusal::BadRequest("Prompt cannot be empty".into()));
+    assert_eq!(
+        refusal(Route::Chat, r#"{"messages":[{"role":"user","content":"x"}],"max_tokens":"9"}"#),
+        Refusal::BadRequest("`max_tokens` must be an integer".into())
+    );
     assert_eq!(status(Route::Completion, r#"{"prompt":["a","b"]}"#), 400);
     let huge = "x".repeat(4 * 8192);
     assert_eq!(status(Route::Completion, &format!(r#"{{"prompt":"{huge}"}}"#)), 400);

@@ -11,7 +11,8 @@
 //! higher rate a ramp passes through before the queue has built up.
 
 use super::cluster::Sim;
-use super::config::{Arrivals, Pattern, SimConfig};
+use super::config::{Arrivals, ConfigError, Pattern, SimConfig};
+use super::error::RunError;
 use super::event::{FinishReason, Finished};
 
 /// What a request must meet to be good: the SLO's latency limits, seconds. Aborted and
@@ -96,21 +97,21 @@ pub fn at_level(cfg: &SimConfig, level: f64) -> SimConfig {
 /// The attainment of `target` at a mean arrival rate of `rate` in the profile's shape
 /// ([`at_level`]): good over requests that arrived after the warmup and finished by the
 /// end, pooled over the sweep's seeds (each run on its own thread).
-pub fn attainment_at(cfg: &SimConfig, target: &Target, rate: f64, sweep: &Sweep) -> Result<f64, String> {
+pub fn attainment_at(cfg: &SimConfig, target: &Target, rate: f64, sweep: &Sweep) -> Result<f64, RunError> {
     let own = [cfg.seed];
     let seeds = if sweep.seeds.is_empty() { &own[..] } else { sweep.seeds };
-    let runs: Vec<Result<(usize, usize), String>> = std::thread::scope(|scope| {
+    let runs: Vec<Result<(usize, usize), RunError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = seeds
             .iter()
             .map(|&seed| {
                 scope.spawn(move || {
                     let mut c = at_level(cfg, rate);
                     c.seed = seed;
-                    judge_run(&c, target, sweep)
+                    judge_run(&c, target, sweep).map_err(RunError::from)
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a sweep run panicked".into()))).collect()
+        handles.into_iter().map(|h| h.join().unwrap_or(Err(RunError::SweepPanicked))).collect()
     });
     let (mut good, mut n) = (0, 0);
     for r in runs {
@@ -122,7 +123,7 @@ pub fn attainment_at(cfg: &SimConfig, target: &Target, rate: f64, sweep: &Sweep)
 }
 
 /// One run of `cfg` (already at its level): requests good, of requests judged.
-fn judge_run(cfg: &SimConfig, target: &Target, sweep: &Sweep) -> Result<(usize, usize), String> {
+fn judge_run(cfg: &SimConfig, target: &Target, sweep: &Sweep) -> Result<(usize, usize), ConfigError> {
     let mut sim = Sim::new(cfg, true)?;
     sim.advance_to(sweep.warmup_s + sweep.measure_s);
     let judged: Vec<&Finished> = sim.finished().iter().filter(|r| r.arrival >= sweep.warmup_s).collect();
@@ -135,7 +136,7 @@ fn judge_run(cfg: &SimConfig, target: &Target, sweep: &Sweep) -> Result<(usize, 
 /// The highest mean rate meeting the objective, interpolated linearly between the last passing
 /// and the first failing rate of the sweep; `None` if even the lowest rate fails, the
 /// highest if none does.
-pub fn true_capacity(cfg: &SimConfig, target: &Target, sweep: &Sweep) -> Result<Option<f64>, String> {
+pub fn true_capacity(cfg: &SimConfig, target: &Target, sweep: &Sweep) -> Result<Option<f64>, RunError> {
     let mut pass: Option<(f64, f64)> = None;
     let mut fail = None;
     for &rate in sweep.rates {

@@ -10,7 +10,7 @@ use std::collections::{HashSet, VecDeque};
 
 use super::arrivals::{ArrivalGen, RequestSpec};
 use super::client::{ClientDraws, ClientRequest, Fault};
-use super::config::SimConfig;
+use super::config::{ConfigError, SimConfig};
 use super::engine::Engine;
 use super::event::{Event, Finished};
 use super::metrics::Metrics;
@@ -68,7 +68,7 @@ pub struct Sim {
 
 impl Sim {
     /// `keep_truth` records every finished request (memory grows with the run).
-    pub fn new(cfg: &SimConfig, keep_truth: bool) -> Result<Sim, String> {
+    pub fn new(cfg: &SimConfig, keep_truth: bool) -> Result<Sim, ConfigError> {
         cfg.validate()?;
         Ok(Sim {
             arrivals: ArrivalGen::new(cfg),

@@ -7,6 +7,20 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Why a simulator config cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The YAML does not parse into a [`SimConfig`]; the parser's message names the key, its
+    /// line and column, and is the whole message (it is not chained as a source too, which
+    /// would print it twice).
+    #[error("{0}")]
+    Yaml(Box<serde_saphyr::Error>),
+    /// A knob the model cannot run with; `reason` names the field (`engine.block_size …`)
+    /// or the fields to change together.
+    #[error("invalid simulator config: {reason}")]
+    Invalid { reason: &'static str },
+}
+
 /// Which exposition the simulated engine serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -254,14 +268,14 @@ impl SimConfig {
     }
 
     /// Parses a YAML config; unknown keys are errors with line and column.
-    pub fn from_yaml(text: &str) -> Result<SimConfig, String> {
-        let c: SimConfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    pub fn from_yaml(text: &str) -> Result<SimConfig, ConfigError> {
+        let c: SimConfig = serde_saphyr::from_str(text).map_err(|e| ConfigError::Yaml(Box::new(e)))?;
         c.validate()?;
         Ok(c)
     }
 
     /// Rejects configurations the model cannot run, saying which knob to fix.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let e = &self.engine;
         let w = &self.workload;
         let a = &self.arrivals;
@@ -321,7 +335,7 @@ impl SimConfig {
             ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {
-            Some((_, msg)) => Err(format!("invalid simulator config: {msg}")),
+            Some(&(_, reason)) => Err(ConfigError::Invalid { reason }),
             None => Ok(()),
         }
     }
@@ -341,10 +355,12 @@ mod tests {
         assert_eq!((c.engine.num_gpu_blocks, c.engine.spec_tokens), (4096, 2));
         assert_eq!(c.workload, Workload::default(), "unset sections keep defaults");
 
-        let err = SimConfig::from_yaml("engine:\n  num_gpu_blokcs: 10\n").expect_err("typo");
+        let err = SimConfig::from_yaml("engine:\n  num_gpu_blokcs: 10\n").expect_err("typo").to_string();
         assert!(err.contains("num_gpu_blokcs") && err.contains('2'), "names the key and its line: {err}");
-        let err = SimConfig::from_yaml("engine: {num_gpu_blocks: 10}\n").expect_err("too small");
-        assert!(err.contains("num_gpu_blocks"), "{err}");
+        let err = SimConfig::from_yaml("engine: {num_gpu_blocks: 10}\n").expect_err("too small").to_string();
+        assert!(err.starts_with("invalid simulator config: ") && err.contains("num_gpu_blocks"), "{err}");
+        let err = SimConfig { engines: 0, ..SimConfig::default() }.validate().expect_err("no engine");
+        assert_eq!(err.to_string(), "invalid simulator config: engines must be 1..=64");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 
 use super::arrivals::{ArrivalGen, RequestSpec};
 use super::config::SimConfig;
+use super::error::RunError;
 
 /// Requests in flight at most; past it an arrival is dropped and counted, so an overloaded
 /// engine cannot make the generator itself grow without limit.
@@ -84,18 +85,14 @@ impl Drop for Driver {
 
 /// Starts sending `cfg`'s workload to `base` (e.g. `http://127.0.0.1:8001`) at `speed`×
 /// wall time, on the current tokio runtime.
-pub fn start(cfg: &SimConfig, base: &str, speed: f64) -> Result<Driver, String> {
+pub fn start(cfg: &SimConfig, base: &str, speed: f64) -> Result<Driver, RunError> {
     if !(speed.is_finite() && speed > 0.0) {
-        return Err(format!("speed must be a positive number, got {speed}"));
+        return Err(RunError::DriveSpeed(speed));
     }
     // reqwest's TLS backend needs a process-wide crypto provider even for plain http; without
     // one, building the client panics.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .tcp_nodelay(true)
-        .build()
-        .map_err(|e| format!("cannot build the load generator's HTTP client: {e}"))?;
+    let client = reqwest::Client::builder().no_proxy().tcp_nodelay(true).build().map_err(RunError::DriveClient)?;
     let url = format!("{}/v1/chat/completions", base.trim_end_matches('/'));
     let (stop, stop_rx) = watch::channel(Stop::Run);
     let stats = Arc::new(DriveStats::default());

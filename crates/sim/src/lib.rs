@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod config;
 pub mod drive;
 pub mod engine;
+pub mod error;
 pub mod event;
 pub mod expo;
 pub mod hist;
@@ -32,4 +33,5 @@ pub mod truth;
 pub mod vllm;
 
 pub use cluster::Sim;
-pub use config::{Format, Profile, SimConfig};
+pub use config::{ConfigError, Format, Profile, SimConfig};
+pub use error::RunError;

@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 use super::api;
 use super::cluster::Sim;
 use super::config::SimConfig;
+use super::error::RunError;
 use super::metrics::Metrics;
 use super::otlp;
 use super::realtime::{App, Live};
@@ -90,15 +91,15 @@ impl Drop for LiveHandle {
 }
 
 /// Binds `addr` and serves the simulated engine on the current tokio runtime.
-pub async fn serve(cfg: SimConfig, addr: SocketAddr, speed: f64) -> Result<LiveHandle, String> {
+pub async fn serve(cfg: SimConfig, addr: SocketAddr, speed: f64) -> Result<LiveHandle, RunError> {
     serve_with(cfg, addr, Options::speed(speed)).await
 }
 
 /// [`serve`], with the ground-truth file and span export of `opts`.
-pub async fn serve_with(cfg: SimConfig, addr: SocketAddr, opts: Options) -> Result<LiveHandle, String> {
+pub async fn serve_with(cfg: SimConfig, addr: SocketAddr, opts: Options) -> Result<LiveHandle, RunError> {
     let speed = opts.speed;
     if !(speed.is_finite() && speed > 0.0 && speed <= 10_000.0) {
-        return Err(format!("--speed must be in (0, 10000], got {speed}"));
+        return Err(RunError::LiveSpeed(speed));
     }
     let mut sim = Sim::new(&cfg, false)?;
     sim.record_outputs();
@@ -107,8 +108,8 @@ pub async fn serve_with(cfg: SimConfig, addr: SocketAddr, opts: Options) -> Resu
         m.set_created(now_unix);
     }
     let truth = opts.truth.as_deref().map(|p| LiveTruth::create(p, &cfg.name)).transpose()?;
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|error| RunError::Listen { addr, error })?;
+    let local = listener.local_addr().map_err(RunError::ListenerAddr)?;
     let (stop, mut stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     let (otlp, otlp_stats) = match &opts.otlp_traces_endpoint {

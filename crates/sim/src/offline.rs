@@ -13,6 +13,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::cluster::Sim;
 use super::config::SimConfig;
+use super::error::RunError;
 use super::truth;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,23 +32,23 @@ pub struct Summary {
 }
 
 /// Records one simulated target into `out_dir`.
-pub fn run(cfg: &SimConfig, out_dir: &Path, opts: &Options) -> Result<Summary, String> {
+pub fn run(cfg: &SimConfig, out_dir: &Path, opts: &Options) -> Result<Summary, RunError> {
     run_many(std::slice::from_ref(cfg), out_dir, opts)
 }
 
 /// Records several targets (distinct names) into one directory, one ground-truth file.
-pub fn run_many(cfgs: &[SimConfig], out_dir: &Path, opts: &Options) -> Result<Summary, String> {
+pub fn run_many(cfgs: &[SimConfig], out_dir: &Path, opts: &Options) -> Result<Summary, RunError> {
     let interval_ms = opts.scrape_interval.as_millis() as i64;
     let duration_ms = opts.duration.as_millis() as i64;
     if interval_ms < 10 {
-        return Err("--scrape-interval must be at least 10ms".into());
+        return Err(RunError::ScrapeInterval);
     }
     if duration_ms < interval_ms {
-        return Err("--duration must be at least one --scrape-interval".into());
+        return Err(RunError::ShortDuration);
     }
     for (i, c) in cfgs.iter().enumerate() {
         if cfgs[..i].iter().any(|o| o.name == c.name) {
-            return Err(format!("two simulated targets are both named {:?}; give each its own name", c.name));
+            return Err(RunError::DuplicateName(c.name.clone()));
         }
     }
     let mut summary = Summary { target_dirs: Vec::new(), scrapes: 0, finished: 0, in_flight: 0 };
@@ -57,15 +58,15 @@ pub fn run_many(cfgs: &[SimConfig], out_dir: &Path, opts: &Options) -> Result<Su
         let dir = out_dir.join(&cfg.name);
         // Mixing two runs' scrapes would make a recording no run produced.
         if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
-            return Err(format!("{} already holds a recording; remove it or choose another --out", dir.display()));
+            return Err(RunError::RecordingExists(dir));
         }
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|error| RunError::CreateDir { path: dir.clone(), error })?;
         let mut sim = Sim::new(cfg, true)?;
         let start_ms = (cfg.start_unix_s as i64).saturating_mul(1000);
         for rel_ms in scrape_times(cfg.seed, interval_ms, duration_ms) {
             sim.advance_to(rel_ms as f64 / 1000.0);
             let path = dir.join(format!("{}.prom", start_ms + rel_ms));
-            std::fs::write(&path, sim.render()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            std::fs::write(&path, sim.render()).map_err(|error| RunError::Write { path, error })?;
             summary.scrapes += 1;
         }
         let start_s = cfg.start_unix_s as f64;
@@ -78,7 +79,7 @@ pub fn run_many(cfgs: &[SimConfig], out_dir: &Path, opts: &Options) -> Result<Su
     }
     for (name, body) in [("requests.jsonl", &requests), ("inflight.jsonl", &in_flight)] {
         let path = out_dir.join(name);
-        std::fs::write(&path, body).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(&path, body).map_err(|error| RunError::Write { path, error })?;
     }
     Ok(summary)
 }

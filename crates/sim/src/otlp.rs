@@ -15,6 +15,8 @@ use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use super::error::RunError;
+
 /// One attribute value, as OTLP JSON spells it (`intValue` is a string: int64).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Value {
@@ -184,10 +186,8 @@ pub fn encode(service: &str, spans: &[Span]) -> String {
 
 /// `URL` as given, or with `/v1/traces` added when it has no path (as the OTel SDKs do
 /// with a base endpoint).
-pub fn traces_url(endpoint: &str) -> Result<String, String> {
-    let rest = endpoint
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("--otlp-traces-endpoint must be an http:// URL, got {endpoint:?}"))?;
+pub fn traces_url(endpoint: &str) -> Result<String, RunError> {
+    let rest = endpoint.strip_prefix("http://").ok_or_else(|| RunError::OtlpEndpoint(endpoint.to_string()))?;
     Ok(match rest.find('/') {
         Some(i) if rest[i..].len() > 1 => endpoint.to_string(),
         _ => format!("http://{}/v1/traces", rest.trim_end_matches('/')),
@@ -217,14 +217,12 @@ impl Exporter {
         endpoint: &str,
         service: &str,
         mut stop: watch::Receiver<bool>,
-    ) -> Result<(Exporter, JoinHandle<()>), String> {
+    ) -> Result<(Exporter, JoinHandle<()>), RunError> {
         let url = traces_url(endpoint)?;
         // reqwest's TLS backend needs a process-wide crypto provider even for plain http.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .build()
-            .map_err(|e| format!("cannot build the OTLP client: {e}"))?;
+        let client =
+            reqwest::Client::builder().timeout(Duration::from_secs(5)).build().map_err(RunError::OtlpClient)?;
         let (tx, mut rx) = mpsc::channel::<Span>(QUEUE);
         let stats = Arc::new(Stats::default());
         let task_stats = stats.clone();
@@ -351,9 +349,10 @@ mod tests {
 
     #[test]
     fn endpoint_gets_the_traces_path_only_when_it_has_none() {
-        assert_eq!(traces_url("http://127.0.0.1:4318").as_deref(), Ok("http://127.0.0.1:4318/v1/traces"));
-        assert_eq!(traces_url("http://h:4318/").as_deref(), Ok("http://h:4318/v1/traces"));
-        assert_eq!(traces_url("http://h:1/custom").as_deref(), Ok("http://h:1/custom"));
-        assert!(traces_url("https://h").is_err());
+        assert_eq!(traces_url("http://127.0.0.1:4318").unwrap(), "http://127.0.0.1:4318/v1/traces");
+        assert_eq!(traces_url("http://h:4318/").unwrap(), "http://h:4318/v1/traces");
+        assert_eq!(traces_url("http://h:1/custom").unwrap(), "http://h:1/custom");
+        let err = traces_url("https://h").unwrap_err().to_string();
+        assert_eq!(err, r#"--otlp-traces-endpoint must be an http:// URL, got "https://h""#);
     }
 }

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::client::Fault;
 use super::cluster::InFlight;
+use super::error::RunError;
 use super::event::Finished;
 
 #[derive(Serialize)]
@@ -137,9 +138,9 @@ pub struct LiveTruth {
 
 impl LiveTruth {
     /// Creates (or truncates) `path`.
-    pub fn create(path: &Path, target: &str) -> Result<LiveTruth, String> {
-        let file = std::fs::File::create(path)
-            .map_err(|e| format!("cannot create the ground-truth file {}: {e}", path.display()))?;
+    pub fn create(path: &Path, target: &str) -> Result<LiveTruth, RunError> {
+        let file =
+            std::fs::File::create(path).map_err(|error| RunError::TruthFile { path: path.to_path_buf(), error })?;
         Ok(LiveTruth { file, target: target.to_string(), failed: false })
     }
 
