@@ -34,20 +34,28 @@ pub enum Choice {
     Glibc,
 }
 
+/// Why `GOODPUT_ALLOCATOR` cannot be honoured: the daemon refuses to start rather than run
+/// on an allocator other than the one asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllocatorError {
+    #[error(
+        "GOODPUT_ALLOCATOR is \"glibc\", but this build does not link glibc (only Linux builds against glibc do, like the container image): unset it or set it to \"mimalloc\""
+    )]
+    GlibcNotLinked,
+    #[error("GOODPUT_ALLOCATOR is {0:?}; expected \"mimalloc\" or \"glibc\"")]
+    Unknown(String),
+}
+
 impl Choice {
     /// `GOODPUT_ALLOCATOR` (`mimalloc` or `glibc`) if set, else by the fleet known at start
     /// (`None`: not known, as with discovery).
-    pub fn for_fleet(targets: Option<usize>, env: Option<&str>) -> Result<Choice, String> {
+    pub fn for_fleet(targets: Option<usize>, env: Option<&str>) -> Result<Choice, AllocatorError> {
         let glibc_build = cfg!(all(target_os = "linux", target_env = "gnu"));
         match env.map(str::trim) {
             Some("mimalloc") => Ok(Choice::Mimalloc),
             Some("glibc") if glibc_build => Ok(Choice::Glibc),
-            Some("glibc") => {
-                Err("GOODPUT_ALLOCATOR is \"glibc\", but this build does not link glibc (only Linux builds \
-                 against glibc do, like the container image): unset it or set it to \"mimalloc\""
-                    .into())
-            }
-            Some(other) => Err(format!("GOODPUT_ALLOCATOR is {other:?}; expected \"mimalloc\" or \"glibc\"")),
+            Some("glibc") => Err(AllocatorError::GlibcNotLinked),
+            Some(other) => Err(AllocatorError::Unknown(other.to_string())),
             None if glibc_build && targets.is_some_and(|n| n <= SMALL_FLEET) => Ok(Choice::Glibc),
             None => Ok(Choice::Mimalloc),
         }
@@ -56,7 +64,7 @@ impl Choice {
 
 /// Picks the allocator for a fleet of `targets` (see [`Choice::for_fleet`]). Called once,
 /// before the runtime's threads start: a reload that grows the fleet keeps the choice.
-pub fn fit_to_fleet(targets: Option<usize>) -> Result<Choice, String> {
+pub fn fit_to_fleet(targets: Option<usize>) -> Result<Choice, AllocatorError> {
     let env = std::env::var("GOODPUT_ALLOCATOR").ok();
     let choice = Choice::for_fleet(targets, env.as_deref())?;
     if choice == Choice::Glibc {
@@ -171,9 +179,9 @@ mod tests {
         if gnu {
             assert_eq!(asked, Ok(Choice::Glibc));
         } else {
-            assert!(asked.is_err_and(|e| e.contains("does not link glibc")));
+            assert_eq!(asked, Err(AllocatorError::GlibcNotLinked));
         }
-        let err = Choice::for_fleet(Some(1), Some("jemalloc")).unwrap_err();
+        let err = Choice::for_fleet(Some(1), Some("jemalloc")).unwrap_err().to_string();
         assert!(err.contains("GOODPUT_ALLOCATOR") && err.contains("jemalloc"), "{err}");
     }
 

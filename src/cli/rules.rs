@@ -45,7 +45,8 @@ pub fn load_spec(
     selector: Option<String>,
     target_instances: &[String],
 ) -> Result<RulesSpec, String> {
-    let selector = selector.as_deref().map(crate::promql_rules::parse_selector).transpose()?;
+    let selector =
+        selector.as_deref().map(crate::promql_rules::parse_selector).transpose().map_err(|e| e.to_string())?;
     // The rules never read external_labels: a pod's config generates rules anywhere.
     let loaded = config::load_with_env(path, &|name| Some(format!("${{{name}}}"))).map_err(|errs| errs.to_string())?;
     for w in &loaded.warnings {

@@ -147,14 +147,26 @@ fn secret_param(raw_name: &str) -> bool {
     SECRET_PARAMS.iter().any(|p| name.contains(p))
 }
 
-/// Checks that `s` is an http(s) URL naming a host. The error quotes it masked, since a
-/// config value may carry credentials; `example` shows a good value.
-pub fn check_http_url(s: &str, example: &str) -> Result<(), String> {
+/// Why a config value is not a usable http(s) URL. The value is quoted masked, since it
+/// may carry credentials, and each message ends with a good example.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    /// A URL, but not http(s) or without a host.
+    #[error("{shown:?} must start with http:// or https:// and name a host, like {example}")]
+    NotHttp { shown: String, example: String },
+    /// Not a URL at all.
+    #[error("{shown:?} is not a URL ({why}); write e.g. {example}")]
+    Unparsable { shown: String, why: url::ParseError, example: String },
+}
+
+/// Checks that `s` is an http(s) URL naming a host; `example` shows a good value.
+pub fn check_http_url(s: &str, example: &str) -> Result<(), UrlError> {
     let shown = url_str(s.trim());
+    let example = example.to_string();
     match Url::parse(s.trim()) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
-        Ok(_) => Err(format!("{shown:?} must start with http:// or https:// and name a host, like {example}")),
-        Err(e) => Err(format!("{shown:?} is not a URL ({e}); write e.g. {example}")),
+        Ok(_) => Err(UrlError::NotHttp { shown, example }),
+        Err(why) => Err(UrlError::Unparsable { shown, why, example }),
     }
 }
 

@@ -48,7 +48,7 @@ fn status(
 ) -> SloStatus {
     let counts = match counts(spec, m) {
         Ok(c) => c,
-        Err(reason) => return SloStatus::NotEvaluable { reason },
+        Err(why) => return SloStatus::NotEvaluable { reason: why.to_string() },
     };
     let Some(a) = counts.attainment() else { return SloStatus::NoTraffic };
     let joint = a.joint;
@@ -68,13 +68,25 @@ fn status(
 pub const NO_SCRAPE: &str =
     "no successful scrape of this model in the window (the target is down or no longer serves it)";
 
+/// Why an SLO cannot be evaluated from one model's histograms. Its text is the reason the
+/// report, page and `inspect` show.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NotEvaluable {
+    /// No scrape reached the window ([`NO_SCRAPE`]).
+    #[error("{}", NO_SCRAPE)]
+    NoScrape,
+    /// A clause's histogram is absent or was dropped as unreadable.
+    #[error("{}: {}, or none usable (see scrape warnings)", clause.as_str(), missing_reason(*kind))]
+    NoHistogram { clause: Clause, kind: HistogramKind },
+}
+
 /// One SLO's histogram counts over one model's range ([`HistogramCounts`]: the one
 /// definition of attainment from histograms), or why the SLO cannot be evaluated on it.
-pub fn counts(spec: &Slo, m: &ModelRange) -> Result<HistogramCounts, String> {
+pub fn counts(spec: &Slo, m: &ModelRange) -> Result<HistogramCounts, NotEvaluable> {
     // Without a scrape in the window nothing is known of the engine's histograms: saying
     // the engine has none would blame the engine for a target that is down.
     if m.span().is_none() {
-        return Err(NO_SCRAPE.to_string());
+        return Err(NotEvaluable::NoScrape);
     }
     let mut clauses = Vec::new();
     for (clause, threshold) in spec.clauses() {
@@ -82,7 +94,7 @@ pub fn counts(spec: &Slo, m: &ModelRange) -> Result<HistogramCounts, String> {
         let Some(h) = ratios::histogram(m, kind) else {
             // The adapter also drops a histogram it cannot read honestly (no +Inf bucket,
             // NaN counts): that is counted in llm_slo_scrape_warnings_total.
-            return Err(format!("{}: {}, or none usable (see scrape warnings)", clause.as_str(), missing_reason(kind)));
+            return Err(NotEvaluable::NoHistogram { clause, kind });
         };
         clauses.push(HistogramClause::of(clause, &h, threshold.as_secs_f64()));
     }

@@ -85,29 +85,59 @@ pub(super) fn external_labels_section(
     out
 }
 
+/// Why a name cannot be an external label.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LabelNameError {
+    #[error("{0:?} is not a Prometheus label name: letters, digits and underscores, not starting with a digit")]
+    Invalid(String),
+    #[error("{0:?}: names starting with __ are reserved for Prometheus's internal use")]
+    Internal(String),
+    #[error(
+        "{0:?} is a label goodput sets itself on its series or alerts; choose another name (cluster, region, replica, pod, …)"
+    )]
+    Goodputs(String),
+}
+
 /// A Prometheus label name that goodput does not set itself.
-fn check_name(name: &str) -> Result<(), String> {
-    let mut chars = name.chars();
-    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !valid {
-        return Err(format!(
-            "{name:?} is not a Prometheus label name: letters, digits and underscores, not starting with a digit"
-        ));
+fn check_name(name: &str) -> Result<(), LabelNameError> {
+    if !is_identifier(name) {
+        return Err(LabelNameError::Invalid(name.to_string()));
     }
     if name.starts_with("__") {
-        return Err(format!("{name:?}: names starting with __ are reserved for Prometheus's internal use"));
+        return Err(LabelNameError::Internal(name.to_string()));
     }
     if RESERVED.contains(&name) {
-        return Err(format!(
-            "{name:?} is a label goodput sets itself on its series or alerts; choose another name (cluster, region, replica, pod, …)"
-        ));
+        return Err(LabelNameError::Goodputs(name.to_string()));
     }
     Ok(())
 }
 
+/// Letters, digits and underscores, not starting with a digit: a label and a variable name.
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Why a value's `${NAME}` cannot be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    #[error("a lone $ in {0:?}; write ${{NAME}} for a variable or $$ for a literal $")]
+    LoneDollar(String),
+    #[error("an unclosed ${{ in {0:?}; write ${{NAME}}")]
+    Unclosed(String),
+    #[error("${{{0}}} is not a variable name (letters, digits, underscores)")]
+    NotAName(String),
+    #[error("${{{0}}} is set but empty in goodput's environment; give it a value")]
+    Empty(String),
+    #[error(
+        "${{{0}}} is not set in goodput's environment; set it (in Kubernetes, from the Downward API: env[].valueFrom.fieldRef) or write the value itself"
+    )]
+    Unset(String),
+}
+
 /// Replaces each `${NAME}` with the variable's value; `$$` is a literal `$`.
-pub fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(i) = rest.find('$') {
@@ -119,26 +149,19 @@ pub fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Strin
             continue;
         }
         let Some(body) = after.strip_prefix('{') else {
-            return Err(format!("a lone $ in {value:?}; write ${{NAME}} for a variable or $$ for a literal $"));
+            return Err(ExpandError::LoneDollar(value.to_string()));
         };
         let Some(end) = body.find('}') else {
-            return Err(format!("an unclosed ${{ in {value:?}; write ${{NAME}}"));
+            return Err(ExpandError::Unclosed(value.to_string()));
         };
         let name = &body[..end];
-        let mut chars = name.chars();
-        let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            return Err(format!("${{{name}}} is not a variable name (letters, digits, underscores)"));
+        if !is_identifier(name) {
+            return Err(ExpandError::NotAName(name.to_string()));
         }
         match env(name) {
             Some(v) if !v.is_empty() => out.push_str(&v),
-            Some(_) => return Err(format!("${{{name}}} is set but empty in goodput's environment; give it a value")),
-            None => {
-                return Err(format!(
-                    "${{{name}}} is not set in goodput's environment; set it (in Kubernetes, from the Downward API: env[].valueFrom.fieldRef) or write the value itself"
-                ));
-            }
+            Some(_) => return Err(ExpandError::Empty(name.to_string())),
+            None => return Err(ExpandError::Unset(name.to_string())),
         }
         rest = &body[end + 1..];
     }
@@ -168,11 +191,11 @@ mod tests {
 
     #[test]
     fn unset_empty_and_malformed_variables_are_errors() {
-        assert!(expand("${NODE_NAME}", &env).unwrap_err().contains("not set"));
-        assert!(expand("${EMPTY}", &env).unwrap_err().contains("empty"));
-        assert!(expand("$POD_NAME", &env).unwrap_err().contains("lone $"));
-        assert!(expand("${POD_NAME", &env).unwrap_err().contains("unclosed"));
-        assert!(expand("${1X}", &env).unwrap_err().contains("not a variable name"));
+        assert!(expand("${NODE_NAME}", &env).unwrap_err().to_string().contains("not set"));
+        assert!(expand("${EMPTY}", &env).unwrap_err().to_string().contains("empty"));
+        assert!(expand("$POD_NAME", &env).unwrap_err().to_string().contains("lone $"));
+        assert!(expand("${POD_NAME", &env).unwrap_err().to_string().contains("unclosed"));
+        assert!(expand("${1X}", &env).unwrap_err().to_string().contains("not a variable name"));
     }
 
     #[test]
@@ -183,7 +206,7 @@ mod tests {
         assert!(check_name("k8s-pod").is_err());
         assert!(check_name("__name__").is_err());
         for own in ["target", "model", "window", "slo", "source", "q", "alertname", "severity", "job"] {
-            assert!(check_name(own).unwrap_err().contains("goodput sets itself"), "{own}");
+            assert!(check_name(own).unwrap_err().to_string().contains("goodput sets itself"), "{own}");
         }
     }
 }

@@ -64,8 +64,8 @@ impl Normal {
     }
 
     /// Reads what [`Normal::to_json`] wrote (from a running daemon's `/api/v1/config`).
-    pub fn from_json(v: &Value) -> Result<Normal, String> {
-        let m = v.as_object().ok_or("the config is not a JSON object")?;
+    pub fn from_json(v: &Value) -> Result<Normal, NotAnObject> {
+        let m = v.as_object().ok_or(NotAnObject)?;
         Ok(Normal(m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
     }
 
@@ -79,6 +79,11 @@ impl Normal {
         format!("{h:016x}")
     }
 }
+
+/// What [`Normal::from_json`] was given is not what [`Normal::to_json`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the config is not a JSON object")]
+pub struct NotAnObject;
 
 fn dur(d: Duration) -> Value {
     Value::String(format_duration(d))

@@ -7,14 +7,30 @@
 //! nothing; [`Post::reconfigure`] then cannot fail, and runs between two ticks.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::gpu::Gpus;
 use super::tick::Post;
 use crate::config::Config;
-use crate::deliver::Delivery;
+use crate::deliver::{Delivery, DeliveryError};
 use crate::serve::page::PageFacts;
 use crate::state;
+
+/// Why a reload was refused, the running config staying whole. Its text ends the log line
+/// `config reload refused: …`.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// A new listen address cannot be bound (the message names the config key).
+    #[error("{0}")]
+    Listen(#[from] std::io::Error),
+    /// A new `state_dir` cannot be made or written.
+    #[error("state_dir: cannot use {}: {err}", dir.display())]
+    StateDir { dir: PathBuf, err: std::io::Error },
+    /// New alert delivery workers cannot start.
+    #[error(transparent)]
+    Delivery(#[from] DeliveryError),
+}
 
 /// What [`prepare`] made ready for a reload.
 pub struct Prepared {
@@ -37,13 +53,13 @@ fn delivery_changed(old: &Config, new: &Config) -> bool {
 /// Everything a reload to `new` needs that can fail, done without changing the running
 /// daemon: a new `state_dir` is made and checked as at start, new delivery workers are
 /// built. `addr` is where the HTTP server will listen.
-pub fn prepare(old: &Config, new: &Config, addr: SocketAddr) -> Result<Prepared, String> {
+pub fn prepare(old: &Config, new: &Config, addr: SocketAddr) -> Result<Prepared, ReloadError> {
     if let Some(s) = &new.state
         && old.state.as_ref().is_none_or(|o| o.dir != s.dir)
     {
         std::fs::create_dir_all(&s.dir)
             .and_then(|()| state::file::prepare(&s.dir))
-            .map_err(|e| format!("state_dir: cannot use {}: {e}", s.dir.display()))?;
+            .map_err(|err| ReloadError::StateDir { dir: s.dir.clone(), err })?;
     }
     let delivery = if delivery_changed(old, new) { Some(Delivery::start(&new.alerting)?) } else { None };
     Ok(Prepared { delivery, addr })

@@ -23,7 +23,7 @@ use super::target::{TargetRuntime, fetcher_for, first_scrape_after, limits_for, 
 use crate::config::{Config, Target};
 use crate::discovery::limits::{self, Admission, DiscoveryStats};
 use crate::discovery::{Source, discovered_target};
-use crate::scrape::HttpClient;
+use crate::scrape::{ClientError, HttpClient};
 
 /// One target the fleet runs.
 struct Member {
@@ -45,7 +45,7 @@ pub struct Fleet {
     clock: Arc<dyn Clock>,
     /// The one HTTP client (connection pool) every target is scraped through, or why it
     /// could not be built.
-    client: Result<HttpClient, String>,
+    client: Result<HttpClient, ClientError>,
     scrapes: JoinSet<()>,
     /// The discovered targets refused at the last reconcile (over the limit, or a name
     /// taken), so that only a change is counted and logged.
@@ -261,7 +261,7 @@ fn same_source(a: &Target, b: &Target) -> bool {
 /// sender stops it (so does dropping it).
 fn spawn(
     config: &Config,
-    client: &Result<HttpClient, String>,
+    client: &Result<HttpClient, ClientError>,
     scrapes: &mut JoinSet<()>,
     clock: &Arc<dyn Clock>,
     rt: Arc<TargetRuntime>,

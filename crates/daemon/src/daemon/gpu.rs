@@ -73,6 +73,7 @@ impl GpuSources {
                     gzip: cfg.scrape.gzip,
                     follow_redirects: cfg.scrape.follow_redirects,
                 })
+                .map_err(|e| e.to_string())
             }) {
                 Ok(fetcher) => {
                     tasks.spawn(dcgm_loop(fetcher, selector, cfg.scrape.interval, dcgm.clone(), stop));

@@ -28,6 +28,8 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+pub use apply::ReloadError;
+
 use crate::config::Config;
 use crate::deliver::Delivery;
 use crate::enrich::Enricher;
@@ -98,7 +100,7 @@ impl Daemon {
     /// or, when part of it cannot be applied (an address that cannot be bound, a
     /// `state_dir` that cannot be used), says why and keeps the running one whole. Either
     /// way `llm_slo_config_last_reload_successful` tells.
-    pub async fn reload(&self, config: Config) -> Result<reload::Reloaded, String> {
+    pub async fn reload(&self, config: Config) -> Result<reload::Reloaded, ReloadError> {
         self.reloader.apply(config).await
     }
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::apply;
+use super::apply::{self, ReloadError};
 use super::clock::Clock;
 use super::listeners::Listeners;
 use super::tick::Engine;
@@ -79,7 +79,7 @@ impl Reloader {
 
     /// Makes `new` the running config, or says why it cannot (an address that cannot be
     /// bound, a `state_dir` that cannot be used), having changed nothing.
-    pub async fn apply(&self, new: Config) -> Result<Reloaded, String> {
+    pub async fn apply(&self, new: Config) -> Result<Reloaded, ReloadError> {
         let me = &self.0;
         let _one = me.serial.lock().await;
         let current = self.current();
@@ -92,7 +92,7 @@ impl Reloader {
         // What can fail, first: binding new addresses, a new state_dir, delivery workers.
         let ready = match Listeners::plan(&me.listeners, &new).await {
             Ok(plan) => apply::prepare(&current, &new, plan.addr).map(|p| (plan, p)),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(ReloadError::Listen(e)),
         };
         let (plan, prepared) = match ready {
             Ok(r) => r,

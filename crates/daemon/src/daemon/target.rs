@@ -12,7 +12,7 @@ use crate::canonical::{ScrapeWarning, Snapshot};
 use crate::config::{Config, Target};
 use crate::evaluate::incremental::Incremental;
 use crate::parse::Limits;
-use crate::scrape::{FetchSpec, Fetcher, HttpClient, Reuse, ScrapeError, ingest_reusing};
+use crate::scrape::{ClientError, FetchSpec, Fetcher, HttpClient, Reuse, ScrapeError, ingest_reusing};
 pub use crate::target::TargetState;
 use crate::target::{ScrapeFailure, Scraped, Transition};
 
@@ -155,7 +155,7 @@ fn first_of_each_reason(s: &Scraped, st: &TargetState) -> Vec<ScrapeWarning> {
 
 /// How a target is fetched, from the global and per-target config, through `client` (the
 /// daemon's, shared by all its targets).
-pub fn fetcher_for(cfg: &Config, t: &Target, client: &HttpClient) -> Result<Fetcher, String> {
+pub fn fetcher_for(cfg: &Config, t: &Target, client: &HttpClient) -> Result<Fetcher, ClientError> {
     Fetcher::with_client(
         client,
         FetchSpec {

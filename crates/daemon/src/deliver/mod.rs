@@ -142,6 +142,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Why alert delivery could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    #[error("alert delivery must be started inside the tokio runtime")]
+    NoRuntime,
+    #[error("cannot build the HTTP client for alert delivery: {0}")]
+    Client(reqwest::Error),
+}
+
 /// The running delivery workers. Dropping it stops them.
 pub struct Delivery {
     dests: Vec<Arc<Destination>>,
@@ -150,12 +159,12 @@ pub struct Delivery {
 
 impl Delivery {
     /// Starts one worker per Alertmanager and webhook in `cfg`. Call inside a tokio runtime.
-    pub fn start(cfg: &AlertingConfig) -> Result<Delivery, String> {
+    pub fn start(cfg: &AlertingConfig) -> Result<Delivery, DeliveryError> {
         Self::start_with(cfg, DeliveryOptions::from_config(cfg))
     }
 
     /// [`Delivery::start`] with explicit options (tests shorten the backoff).
-    pub fn start_with(cfg: &AlertingConfig, opts: DeliveryOptions) -> Result<Delivery, String> {
+    pub fn start_with(cfg: &AlertingConfig, opts: DeliveryOptions) -> Result<Delivery, DeliveryError> {
         let mut urls: Vec<(String, bool)> = cfg
             .alertmanager_urls()
             .iter()
@@ -166,20 +175,16 @@ impl Delivery {
     }
 
     /// Starts one worker per full POST URL, each labelled as an Alertmanager.
-    pub fn start_urls(urls: Vec<String>, opts: DeliveryOptions) -> Result<Delivery, String> {
+    pub fn start_urls(urls: Vec<String>, opts: DeliveryOptions) -> Result<Delivery, DeliveryError> {
         Self::start_destinations(urls.into_iter().map(|u| (u, false)).collect(), opts)
     }
 
     /// Starts one worker per (POST URL, is the webhook).
-    fn start_destinations(urls: Vec<(String, bool)>, opts: DeliveryOptions) -> Result<Delivery, String> {
-        let rt = tokio::runtime::Handle::try_current()
-            .map_err(|_| "alert delivery must be started inside the tokio runtime".to_string())?;
+    fn start_destinations(urls: Vec<(String, bool)>, opts: DeliveryOptions) -> Result<Delivery, DeliveryError> {
+        let rt = tokio::runtime::Handle::try_current().map_err(|_| DeliveryError::NoRuntime)?;
         crate::scrape::install_crypto_provider();
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(opts.timeout)
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client for alert delivery: {e}"))?;
+        let client =
+            reqwest::Client::builder().no_proxy().timeout(opts.timeout).build().map_err(DeliveryError::Client)?;
         let mut dests = Vec::new();
         let mut tasks = Vec::new();
         let mut labels: Vec<String> = Vec::new();

@@ -208,7 +208,7 @@ pub async fn body(body: Body, headers: &HeaderMap, limit: usize, enc: Encoding) 
 /// The LLM request spans of the export in `bytes`, at most `budget` bytes of them once
 /// decoded (the rest counted in [`Batch::over_budget`]).
 pub fn decode(enc: Encoding, bytes: &[u8], budget: usize) -> Result<Batch, Reject> {
-    let undecodable = |e: String| {
+    let undecodable = |e: &dyn std::fmt::Display| {
         Reject::new(
             Export::Undecodable,
             Some(enc),
@@ -217,14 +217,14 @@ pub fn decode(enc: Encoding, bytes: &[u8], budget: usize) -> Result<Batch, Rejec
     };
     let mut batch = Batch::new(budget);
     match enc {
-        Encoding::Protobuf => super::wire::walk(bytes, &mut batch).map_err(undecodable)?,
+        Encoding::Protobuf => super::wire::walk(bytes, &mut batch).map_err(|e| undecodable(&e))?,
         Encoding::Json => {
-            let seen = super::json::walk(bytes, &mut batch).map_err(undecodable)?;
+            let seen = super::json::walk(bytes, &mut batch).map_err(|e| undecodable(&e))?;
             // Unknown JSON fields are ignored, so protobuf's original snake_case names would
             // decode to an empty export and lose every span without a word.
             if seen.snake && !seen.camel {
                 return Err(undecodable(
-                    "the JSON uses the field name resource_spans; OTLP/JSON writes lowerCamelCase (resourceSpans, scopeSpans, startTimeUnixNano)".into(),
+                    &"the JSON uses the field name resource_spans; OTLP/JSON writes lowerCamelCase (resourceSpans, scopeSpans, startTimeUnixNano)",
                 ));
             }
         }

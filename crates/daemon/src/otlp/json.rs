@@ -25,10 +25,10 @@ pub struct Seen {
 }
 
 /// Walks every span of the export in `body` into `batch`.
-pub fn walk(body: &[u8], batch: &mut Batch) -> Result<Seen, String> {
+pub fn walk(body: &[u8], batch: &mut Batch) -> Result<Seen, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_slice(body);
-    let seen = Top(batch).deserialize(&mut de).map_err(|e| e.to_string())?;
-    de.end().map_err(|e| e.to_string())?;
+    let seen = Top(batch).deserialize(&mut de)?;
+    de.end()?;
     Ok(seen)
 }
 

@@ -12,6 +12,30 @@ use crate::request::{AttrValue, SpanInput};
 
 use super::batch::{Attributes, Batch, MAX_ARRAY_ELEMENTS};
 
+/// Why a body is not a well-formed `ExportTraceServiceRequest`; the text goes back to the
+/// exporter in the 400's status message.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("a varint: {0}")]
+    Varint(prost::DecodeError),
+    #[error("a field key: {0}")]
+    Key(prost::DecodeError),
+    #[error("a field of {want} bytes is cut short at {have}")]
+    CutShort { want: usize, have: usize },
+    #[error("a length is out of range")]
+    LengthOutOfRange,
+    #[error("wire type {wire:?} of field {field} is not supported")]
+    UnsupportedWireType { wire: WireType, field: u32 },
+    #[error("{0} is not a length-delimited field")]
+    NotLengthDelimited(&'static str),
+    #[error("{0} is not valid UTF-8")]
+    NotUtf8(&'static str),
+    #[error("a span time is not a fixed64")]
+    SpanTimeNotFixed64,
+    #[error("attribute value field {0} has the wrong wire type")]
+    WrongValueType(u32),
+}
+
 /// One field of a message.
 enum Value<'a> {
     Varint(u64),
@@ -30,54 +54,54 @@ impl<'a> Fields<'a> {
         Fields { buf }
     }
 
-    fn varint(&mut self) -> Result<u64, String> {
-        decode_varint(&mut self.buf).map_err(|e| format!("a varint: {e}"))
+    fn varint(&mut self) -> Result<u64, WireError> {
+        decode_varint(&mut self.buf).map_err(WireError::Varint)
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
         if self.buf.len() < n {
-            return Err(format!("a field of {n} bytes is cut short at {}", self.buf.len()));
+            return Err(WireError::CutShort { want: n, have: self.buf.len() });
         }
         let (head, rest) = self.buf.split_at(n);
         self.buf = rest;
         Ok(head)
     }
 
-    fn next(&mut self) -> Result<Option<(u32, Value<'a>)>, String> {
+    fn next(&mut self) -> Result<Option<(u32, Value<'a>)>, WireError> {
         if self.buf.is_empty() {
             return Ok(None);
         }
-        let (field, wire) = decode_key(&mut self.buf).map_err(|e| format!("a field key: {e}"))?;
+        let (field, wire) = decode_key(&mut self.buf).map_err(WireError::Key)?;
         let value = match wire {
             WireType::Varint => Value::Varint(self.varint()?),
             WireType::SixtyFourBit => Value::Fixed64(u64::from_le_bytes(self.take(8)?.try_into().unwrap_or_default())),
             WireType::LengthDelimited => {
-                let n = usize::try_from(self.varint()?).map_err(|_| "a length is out of range".to_string())?;
+                let n = usize::try_from(self.varint()?).map_err(|_| WireError::LengthOutOfRange)?;
                 Value::Bytes(self.take(n)?)
             }
             WireType::ThirtyTwoBit => {
                 self.take(4)?;
                 Value::Fixed32
             }
-            w => return Err(format!("wire type {w:?} of field {field} is not supported")),
+            wire => return Err(WireError::UnsupportedWireType { wire, field }),
         };
         Ok(Some((field, value)))
     }
 }
 
-fn message<'a>(v: Value<'a>, what: &str) -> Result<&'a [u8], String> {
+fn message<'a>(v: Value<'a>, what: &'static str) -> Result<&'a [u8], WireError> {
     match v {
         Value::Bytes(b) => Ok(b),
-        _ => Err(format!("{what} is not a length-delimited field")),
+        _ => Err(WireError::NotLengthDelimited(what)),
     }
 }
 
-fn text<'a>(v: Value<'a>, what: &str) -> Result<&'a str, String> {
-    std::str::from_utf8(message(v, what)?).map_err(|_| format!("{what} is not valid UTF-8"))
+fn text<'a>(v: Value<'a>, what: &'static str) -> Result<&'a str, WireError> {
+    std::str::from_utf8(message(v, what)?).map_err(|_| WireError::NotUtf8(what))
 }
 
 /// Walks every span of the export in `body` into `batch`.
-pub fn walk(body: &[u8], batch: &mut Batch) -> Result<(), String> {
+pub fn walk(body: &[u8], batch: &mut Batch) -> Result<(), WireError> {
     let mut request = Fields::of(body);
     while let Some((field, v)) = request.next()? {
         if field == 1 {
@@ -89,7 +113,7 @@ pub fn walk(body: &[u8], batch: &mut Batch) -> Result<(), String> {
 
 /// One `ResourceSpans`: its scopes' spans and its resource's service name, which names
 /// them wherever it comes in the message.
-fn resource_spans(buf: &[u8], batch: &mut Batch) -> Result<(), String> {
+fn resource_spans(buf: &[u8], batch: &mut Batch) -> Result<(), WireError> {
     batch.resource();
     let mut f = Fields::of(buf);
     while let Some((field, v)) = f.next()? {
@@ -110,7 +134,7 @@ fn resource_spans(buf: &[u8], batch: &mut Batch) -> Result<(), String> {
 }
 
 /// The resource's non-empty string `service.name`, the first one it has.
-fn service_name(buf: &[u8]) -> Result<Option<&str>, String> {
+fn service_name(buf: &[u8]) -> Result<Option<&str>, WireError> {
     let mut f = Fields::of(buf);
     while let Some((field, v)) = f.next()? {
         if field != 1 {
@@ -131,7 +155,7 @@ fn service_name(buf: &[u8]) -> Result<Option<&str>, String> {
 }
 
 /// A `KeyValue`: its key and its value's bytes.
-fn key_value(buf: &[u8]) -> Result<(&str, Option<&[u8]>), String> {
+fn key_value(buf: &[u8]) -> Result<(&str, Option<&[u8]>), WireError> {
     let (mut key, mut value) = ("", None);
     let mut f = Fields::of(buf);
     while let Some((field, v)) = f.next()? {
@@ -145,7 +169,7 @@ fn key_value(buf: &[u8]) -> Result<(&str, Option<&[u8]>), String> {
 }
 
 /// One span, as the mapping reads it.
-fn span(buf: &[u8]) -> Result<SpanInput, String> {
+fn span(buf: &[u8]) -> Result<SpanInput, WireError> {
     let mut out = SpanInput::default();
     let mut attributes = Attributes::default();
     let mut f = Fields::of(buf);
@@ -154,7 +178,7 @@ fn span(buf: &[u8]) -> Result<SpanInput, String> {
             (5, v) => out.name = text(v, "the span name")?.to_string(),
             (7, Value::Fixed64(t)) => out.start_unix_nano = t,
             (8, Value::Fixed64(t)) => out.end_unix_nano = t,
-            (7 | 8, _) => return Err("a span time is not a fixed64".into()),
+            (7 | 8, _) => return Err(WireError::SpanTimeNotFixed64),
             (9, v) => {
                 let (key, value) = key_value(message(v, "a span attribute")?)?;
                 if attributes.wants(key) {
@@ -179,7 +203,7 @@ fn span(buf: &[u8]) -> Result<SpanInput, String> {
 
 /// An `AnyValue`, the last of its oneof fields winning as protobuf has it; arrays nest at
 /// most a few levels and keep their first [`MAX_ARRAY_ELEMENTS`] elements.
-fn any_value(buf: &[u8], depth: usize) -> Result<AttrValue, String> {
+fn any_value(buf: &[u8], depth: usize) -> Result<AttrValue, WireError> {
     let mut out = AttrValue::Other;
     let mut f = Fields::of(buf);
     while let Some((field, v)) = f.next()? {
@@ -198,7 +222,7 @@ fn any_value(buf: &[u8], depth: usize) -> Result<AttrValue, String> {
                 }
                 AttrValue::Array(values)
             }
-            (2..=4, _) => return Err(format!("attribute value field {field} has the wrong wire type")),
+            (2..=4, _) => return Err(WireError::WrongValueType(field)),
             _ => AttrValue::Other,
         };
     }

@@ -1,6 +1,7 @@
 //! PromQL building blocks: vLLM's series names, the user's selector, and the
 //! "sum across pods, relabelled to `model`" pattern every fleet-wide expression uses.
 
+use super::error::{SelectorError, SelectorProblem};
 use crate::alert::rule::LatencyClause;
 use crate::duration::Window;
 
@@ -138,7 +139,8 @@ pub fn latency_family(c: LatencyClause) -> &'static str {
 /// Checks a user's `--selector` as PromQL label matchers (`job="vllm", namespace=~"llm-.*"`,
 /// braces optional) and returns the matchers without braces. A value must be quoted:
 /// `job=vllm` is not PromQL, and rules built on it would fail to load.
-pub fn parse_selector(selector: &str) -> Result<String, String> {
+pub fn parse_selector(selector: &str) -> Result<String, SelectorError> {
+    let fail = |problem| Err(SelectorError { selector: selector.to_string(), problem });
     let inner = selector.trim();
     let inner = inner.strip_prefix('{').map_or(inner, |s| s.strip_suffix('}').unwrap_or(s)).trim();
     let mut matchers = Vec::new();
@@ -147,19 +149,17 @@ pub fn parse_selector(selector: &str) -> Result<String, String> {
         let name_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
         let name = &rest[..name_len];
         if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-            return Err(format!("--selector {selector:?}: expected a label name at {rest:?}, like job=\"vllm\""));
+            return fail(SelectorProblem::ExpectedName { at: rest.to_string() });
         }
         let after = rest[name_len..].trim_start();
         let Some(op) = ["=~", "!~", "!=", "="].into_iter().find(|op| after.starts_with(op)) else {
-            return Err(format!("--selector {selector:?}: {name} needs one of = != =~ !~ and a quoted value"));
+            return fail(SelectorProblem::NoOperator { name: name.to_string() });
         };
         let value = after[op.len()..].trim_start();
         let quote = value.chars().next().filter(|q| matches!(q, '"' | '\'' | '`'));
         let Some(q) = quote else {
-            return Err(format!(
-                "--selector {selector:?}: the value of {name} must be quoted, like {name}{op}\"{}\"",
-                value.split(',').next().unwrap_or("").trim()
-            ));
+            let value = value.split(',').next().unwrap_or("").trim().to_string();
+            return fail(SelectorProblem::Unquoted { name: name.to_string(), op, value });
         };
         // The closing quote, skipping escaped ones (backquoted strings have no escapes).
         let body = &value[1..];
@@ -176,14 +176,14 @@ pub fn parse_selector(selector: &str) -> Result<String, String> {
             }
         }
         let Some(end) = end else {
-            return Err(format!("--selector {selector:?}: the value of {name} has no closing {q}"));
+            return fail(SelectorProblem::Unclosed { name: name.to_string(), quote: q });
         };
         matchers.push(format!("{name}{op}{q}{}{q}", &body[..end]));
         rest = body[end + q.len_utf8()..].trim_start();
         if let Some(r) = rest.strip_prefix(',') {
             rest = r.trim_start();
         } else if !rest.is_empty() {
-            return Err(format!("--selector {selector:?}: expected a comma before {rest:?}"));
+            return fail(SelectorProblem::ExpectedComma { at: rest.to_string() });
         }
     }
     Ok(matchers.join(", "))
@@ -215,12 +215,12 @@ mod tests {
         );
         assert_eq!(parse_selector(r#"a="x\"y", b!="""#).unwrap(), r#"a="x\"y", b!="""#);
         assert_eq!(parse_selector("").unwrap(), "");
-        let err = parse_selector("job=vllm").unwrap_err();
+        let err = parse_selector("job=vllm").unwrap_err().to_string();
         assert!(err.contains("must be quoted, like job=\"vllm\""), "{err}");
-        assert!(parse_selector("job").unwrap_err().contains("needs one of"));
-        assert!(parse_selector("1a=\"x\"").unwrap_err().contains("label name"));
-        assert!(parse_selector("a=\"x").unwrap_err().contains("no closing"));
-        assert!(parse_selector("a=\"x\" b=\"y\"").unwrap_err().contains("comma"));
+        assert!(parse_selector("job").unwrap_err().to_string().contains("needs one of"));
+        assert!(parse_selector("1a=\"x\"").unwrap_err().to_string().contains("label name"));
+        assert!(parse_selector("a=\"x").unwrap_err().to_string().contains("no closing"));
+        assert!(parse_selector("a=\"x\" b=\"y\"").unwrap_err().to_string().contains("comma"));
     }
 
     #[test]

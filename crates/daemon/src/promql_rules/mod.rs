@@ -7,6 +7,7 @@
 //! PrometheusRule. Everything here is pure: config in, YAML text out.
 
 mod alerts;
+mod error;
 mod exact;
 mod expr;
 mod recording;
@@ -19,13 +20,14 @@ use serde::Serialize;
 
 use crate::slo::Slo;
 
+pub use error::{RenderError, ScopeError, SelectorError, SelectorProblem};
 pub use expr::{Metrics, le_regex, parse_selector};
 pub use scope::{ScopeExpr, scope_expr};
 pub use types::{PromRule, RuleGroup, RulesSpec};
 
 /// Recording rules, alerts, then the exact recording rules. An error when an SLO's scope
 /// cannot be written in PromQL: the rules are never generated wider than the SLO.
-pub fn groups(spec: &RulesSpec) -> Result<Vec<RuleGroup>, String> {
+pub fn groups(spec: &RulesSpec) -> Result<Vec<RuleGroup>, ScopeError> {
     let m = Metrics::vllm(spec.selector.as_deref());
     let scopes = spec
         .slos
@@ -63,17 +65,17 @@ struct Metadata<'a> {
     labels: BTreeMap<&'static str, &'static str>,
 }
 
-fn yaml<T: Serialize>(v: &T) -> Result<String, String> {
-    serde_saphyr::to_string(v).map_err(|e| format!("cannot render rules as YAML: {e}"))
+fn yaml<T: Serialize>(v: &T) -> Result<String, RenderError> {
+    serde_saphyr::to_string(v).map_err(|e| RenderError(e.to_string()))
 }
 
 /// A plain Prometheus rule file (`rule_files:`).
-pub fn render_prometheus(groups: &[RuleGroup]) -> Result<String, String> {
+pub fn render_prometheus(groups: &[RuleGroup]) -> Result<String, RenderError> {
     yaml(&RuleFile { groups })
 }
 
 /// A Prometheus Operator `PrometheusRule` named `name`.
-pub fn render_prometheusrule(groups: &[RuleGroup], name: &str) -> Result<String, String> {
+pub fn render_prometheusrule(groups: &[RuleGroup], name: &str) -> Result<String, RenderError> {
     let mut labels = BTreeMap::new();
     labels.insert("app.kubernetes.io/name", "goodput");
     yaml(&PrometheusRule {

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use super::error::ScopeError;
 use super::expr::latency_family;
 use super::expr::{FINISHED, GENERATION_TOKENS, Metrics, TPOT, TTFT, good_finish, num};
 use crate::alert::LATENCY_ALERT_QUANTILE;
@@ -34,7 +35,7 @@ pub struct ScopeExpr {
 }
 
 /// The scope of `slo`, or why it cannot be written in PromQL and what to do about it.
-pub fn scope_expr(slo: &Slo, instances: &BTreeMap<String, String>) -> Result<ScopeExpr, String> {
+pub fn scope_expr(slo: &Slo, instances: &BTreeMap<String, String>) -> Result<ScopeExpr, ScopeError> {
     let mut engine = Vec::new();
     let mut recorded = String::new();
     if !slo.scope.models.is_empty() {
@@ -47,13 +48,11 @@ pub fn scope_expr(slo: &Slo, instances: &BTreeMap<String, String>) -> Result<Sco
     if !targets.is_empty() {
         let missing: Vec<&str> = targets.iter().filter(|t| !instances.contains_key(*t)).map(String::as_str).collect();
         if !missing.is_empty() {
-            let flags: Vec<String> = missing.iter().map(|t| format!("--target-instance {t}=HOST:PORT")).collect();
-            return Err(format!(
-                "slo {:?} is scoped to targets [{}], but Prometheus's series do not carry goodput's target names: the generated rules tell pods apart by their `instance` label, so the scope cannot be written without knowing each target's instance. Pass {} (the `instance` label Prometheus gives that target's series), or scope the SLO by `models:` instead. Generating it without the scope would judge every pod by this SLO.",
-                slo.name,
-                targets.join(", "),
-                flags.join(" ")
-            ));
+            return Err(ScopeError::TargetsWithoutInstance {
+                slo: slo.name.clone(),
+                targets: targets.clone(),
+                missing: missing.into_iter().map(String::from).collect(),
+            });
         }
         let re = alternation(targets.iter().map(|t| instances[t].as_str()));
         engine.push(format!("instance=~\"{re}\""));
@@ -178,7 +177,7 @@ pub(super) mod tests {
 
     #[test]
     fn targets_need_their_instance_or_the_generator_refuses() {
-        let err = scope_expr(&slo(&["chat-pod"], &[]), &BTreeMap::new()).unwrap_err();
+        let err = scope_expr(&slo(&["chat-pod"], &[]), &BTreeMap::new()).unwrap_err().to_string();
         assert!(err.contains("--target-instance chat-pod=HOST:PORT") && err.contains("models:"), "{err}");
         let map = BTreeMap::from([("chat-pod".to_string(), "10.0.0.5:8000".to_string())]);
         let s = scope_expr(&slo(&["chat-pod"], &["m"]), &map).unwrap();

@@ -71,6 +71,19 @@ pub fn install_crypto_provider() {
 /// aggregator (docs/footprint.md#b-aggregator). The settings that differ between targets
 /// (timeout, headers, credentials) are set per request; only the gzip decoding, which is one
 /// setting for the whole config (`scrape.gzip`), is the client's.
+/// Why a target's HTTP client or request settings cannot be built: the target is not
+/// scraped, and the message says so in the log and in `goodput check`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClientError {
+    /// The TLS or connection pool setup failed (a shared error: every target sharing the
+    /// client reports it).
+    #[error("cannot build the HTTP client: {0}")]
+    Build(std::sync::Arc<reqwest::Error>),
+    /// A configured header's name or value is not valid HTTP.
+    #[error("header {name:?}: {why}")]
+    Header { name: String, why: String },
+}
+
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     client: reqwest::Client,
@@ -79,7 +92,7 @@ pub struct HttpClient {
 
 impl HttpClient {
     /// A client that asks for and decodes gzip bodies when `gzip` is true.
-    pub fn new(gzip: bool) -> Result<HttpClient, String> {
+    pub fn new(gzip: bool) -> Result<HttpClient, ClientError> {
         install_crypto_provider();
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -87,7 +100,7 @@ impl HttpClient {
             .gzip(gzip)
             .user_agent(concat!("goodput/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(|e| ClientError::Build(std::sync::Arc::new(e)))?;
         Ok(HttpClient { client, gzip })
     }
 
@@ -111,14 +124,14 @@ pub struct Fetcher {
 impl Fetcher {
     /// A fetcher with a client of its own, for a one-off scrape (`goodput record`, a GPU
     /// exporter). A daemon's targets share one through [`Fetcher::with_client`].
-    pub fn new(spec: FetchSpec) -> Result<Fetcher, String> {
+    pub fn new(spec: FetchSpec) -> Result<Fetcher, ClientError> {
         let client = HttpClient::new(spec.gzip)?;
         Fetcher::with_client(&client, spec)
     }
 
     /// A fetcher going through `client`. A client whose gzip setting is not the spec's is
     /// not used: the fetcher gets one of its own, so that `spec.gzip` always holds.
-    pub fn with_client(client: &HttpClient, spec: FetchSpec) -> Result<Fetcher, String> {
+    pub fn with_client(client: &HttpClient, spec: FetchSpec) -> Result<Fetcher, ClientError> {
         let client = match client.gzip == spec.gzip {
             true => client.client.clone(),
             false => HttpClient::new(spec.gzip)?.client,
@@ -131,8 +144,9 @@ impl Fetcher {
         }
         let mut secret_headers = HeaderMap::new();
         for (k, v) in &spec.headers {
-            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?;
-            let mut value = HeaderValue::from_str(v.expose()).map_err(|e| format!("header {k:?}: {e}"))?;
+            let header = |e: &dyn std::fmt::Display| ClientError::Header { name: k.clone(), why: e.to_string() };
+            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| header(&e))?;
+            let mut value = HeaderValue::from_str(v.expose()).map_err(|e| header(&e))?;
             // Sensitive values print as "Sensitive" in any Debug of the request or headers.
             value.set_sensitive(true);
             secret_headers.insert(name, value);

@@ -12,6 +12,6 @@ mod ingest;
 mod reuse;
 
 pub use error::ScrapeError;
-pub use fetch::{ACCEPT, FetchSpec, Fetcher, HttpClient, install_crypto_provider};
+pub use fetch::{ACCEPT, ClientError, FetchSpec, Fetcher, HttpClient, install_crypto_provider};
 pub use ingest::{ingest, ingest_reusing};
 pub use reuse::Reuse;
