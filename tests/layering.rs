@@ -1,6 +1,7 @@
 //! The layering docs/architecture.md describes, checked rather than promised: the pure core
-//! depends on no async runtime, network or clock; and within each crate, modules import in
-//! one direction only (no cycle between files).
+//! depends on no async runtime, network or clock; within each crate, modules import in one
+//! direction only (no cycle between files); and the library crates' public functions return
+//! typed errors (docs/development.md#errors).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -250,4 +251,62 @@ fn a_facade_mod_rs_that_only_re_exports_is_no_cycle() {
     assert_eq!(g["x"], BTreeSet::from(["x::child".to_string(), "x::spec".to_string()]), "{g:?}");
     assert_eq!(g[""], BTreeSet::from(["x::child".to_string()]), "{g:?}");
     assert!(g["x::spec"].is_empty(), "{g:?}");
+}
+
+/// A library's public function says why it failed in a type (`thiserror`), whose text is
+/// the message the user reads; a bare `String` error is left only to private helpers whose
+/// text goes straight into a log line. Only `pub` items count: `pub(crate)` and narrower
+/// are not a crate's boundary.
+#[test]
+fn public_functions_return_typed_errors() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut offenders = Vec::new();
+    let mut checked = 0;
+    for krate in ["crates/core/src", "crates/daemon/src", "crates/sim/src"] {
+        for file in rust_files(&base.join(krate)) {
+            if is_test_file(&file) {
+                continue;
+            }
+            let code = without_tests(&std::fs::read_to_string(&file).unwrap());
+            for signature in public_signatures(&code) {
+                checked += 1;
+                if returns_string_error(&signature) {
+                    offenders.push(format!("{}: {signature}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(checked > 500, "only {checked} public functions found: is the walk looking in the right place?");
+    assert!(offenders.is_empty(), "public functions with a String error:\n{}", offenders.join("\n"));
+}
+
+#[test]
+fn the_typed_error_check_finds_a_string_error() {
+    let code = "pub fn a(x: u8) -> Result<u8, String> {\n}\nfn b() -> Result<(), String> {}\n\
+                pub async fn c(\n    y: u8,\n) -> Result<Vec<(u8, u8)>, String> {}\n\
+                pub fn d() -> Result<String, Error> {}\npub(crate) fn e() -> Result<(), String> {}\n";
+    let found: Vec<String> = public_signatures(code).into_iter().filter(|s| returns_string_error(s)).collect();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[0].starts_with("pub fn a") && found[1].starts_with("pub async fn c"), "{found:?}");
+}
+
+/// Every `pub fn` / `pub async fn` signature in `code`, on one line, up to its body or `;`.
+fn public_signatures(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = ["pub fn ", "pub async fn ", "pub const fn "].iter().filter_map(|p| rest.find(p)).min() {
+        let tail = &rest[i..];
+        let end = tail.find(['{', ';']).unwrap_or(tail.len());
+        out.push(tail[..end].split_whitespace().collect::<Vec<_>>().join(" "));
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// Whether a signature's return type is a `Result` whose error is a `String`.
+fn returns_string_error(signature: &str) -> bool {
+    signature.split_once("->").is_some_and(|(_, ret)| {
+        let ret = ret.trim();
+        ret.starts_with("Result<") && ret.trim_end_matches(|c: char| c.is_whitespace() || c == '>').ends_with(", String")
+    })
 }
