@@ -6,6 +6,7 @@
 //! Skips when the binary is missing, unless GOODPUT_REQUIRE_TOOLS=1.
 
 use crate::common_am;
+use crate::support::PATIENCE;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -117,7 +118,7 @@ async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
     flaky.start();
     let http = Http::new();
     for am in [&steady, &flaky] {
-        http.wait_ready(am, Duration::from_secs(20)).await;
+        http.wait_ready(am, PATIENCE).await;
     }
 
     let yaml = format!(
@@ -138,7 +139,7 @@ async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
     let both = vec![DIV.to_string(), KV.to_string()];
 
     // 1. Overload: both alerts reach both Alertmanagers, with labels and annotations.
-    let ok = tick_until(&mut engine, &delivery, &overload, Duration::from_secs(20), || async {
+    let ok = tick_until(&mut engine, &delivery, &overload, PATIENCE, || async {
         http.names(&steady).await.as_ref() == Some(&both) && http.names(&flaky).await.as_ref() == Some(&both)
     })
     .await;
@@ -161,7 +162,7 @@ async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
     }
 
     // 2. Load drops: both resolve, by resolutions Alertmanager received (not by expiry).
-    let ok = tick_until(&mut engine, &delivery, &calm, Duration::from_secs(20), || async {
+    let ok = tick_until(&mut engine, &delivery, &calm, PATIENCE, || async {
         http.names(&steady).await.is_some_and(|n| n.is_empty())
             && http.resolved_received(&steady).await.is_some_and(|r| r >= 2.0)
     })
@@ -169,7 +170,7 @@ async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
     assert!(ok, "alerts did not resolve: {:?} / {:?}", http.names(&steady).await, delivery.stats());
 
     // 3. Overload again, then the flaky Alertmanager goes away.
-    let ok = tick_until(&mut engine, &delivery, &overload, Duration::from_secs(20), || async {
+    let ok = tick_until(&mut engine, &delivery, &overload, PATIENCE, || async {
         http.names(&flaky).await.as_ref() == Some(&both)
     })
     .await;
@@ -189,7 +190,7 @@ async fn overload_fires_recovery_resolves_and_an_outage_loses_nothing() {
     // 4. It comes back on the same storage: the alert still firing and the new one arrive, and
     //    the resolution of the KV alert that happened during the outage is delivered.
     flaky.start();
-    let ok = tick_until(&mut engine, &delivery, &outage, Duration::from_secs(20), || async {
+    let ok = tick_until(&mut engine, &delivery, &outage, PATIENCE, || async {
         http.names(&flaky).await.as_ref() == Some(&expected)
             && http.resolved_received(&flaky).await.is_some_and(|r| r >= 1.0)
     })

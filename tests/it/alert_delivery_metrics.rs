@@ -9,6 +9,7 @@
 //! Skips when Alertmanager is missing, unless GOODPUT_REQUIRE_TOOLS=1.
 
 use crate::common_am;
+use crate::support::PATIENCE;
 use crate::tools;
 
 use std::io::Write;
@@ -65,7 +66,7 @@ async fn counters_move_for_the_destination_they_describe() {
     let mut am = Am::new(&bin, tmp.path(), "am");
     am.start();
     let http = Http::new();
-    http.wait_ready(&am, Duration::from_secs(30)).await;
+    http.wait_ready(&am, PATIENCE).await;
 
     let down_port = free_port();
     let unreachable = format!("http://pager:s3cret@127.0.0.1:{down_port}");
@@ -97,10 +98,7 @@ async fn counters_move_for_the_destination_they_describe() {
         if moved {
             break body;
         }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "delivery counters did not move:\n{body}\nAlertmanager has {at_am:?}"
-        );
+        assert!(t.elapsed() < PATIENCE, "delivery counters did not move:\n{body}\nAlertmanager has {at_am:?}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
 
@@ -150,7 +148,7 @@ async fn no_alert_delivery_keeps_alerts_out_of_alertmanager() {
     let mut am = Am::new(&bin, tmp.path(), "am");
     am.start();
     let http = Http::new();
-    http.wait_ready(&am, Duration::from_secs(30)).await;
+    http.wait_ready(&am, PATIENCE).await;
     let port = free_port();
     let cfg = tmp.path().join("goodput.yaml");
     std::fs::write(&cfg, daemon_yaml(&am.url(), &am.url()).replace("127.0.0.1:0", &format!("127.0.0.1:{port}")))
@@ -172,7 +170,7 @@ async fn no_alert_delivery_keeps_alerts_out_of_alertmanager() {
     };
     let t = Instant::now();
     while firing().await != Some(2) {
-        assert!(t.elapsed() < Duration::from_secs(30), "LLMTargetDown never fired in the daemon");
+        assert!(t.elapsed() < PATIENCE, "LLMTargetDown never fired in the daemon");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     // Several resend intervals (1 s) later, Alertmanager has still heard nothing.

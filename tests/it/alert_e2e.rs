@@ -12,6 +12,7 @@
 //! Skips when the binary is missing, unless GOODPUT_REQUIRE_TOOLS=1.
 
 use crate::common_am;
+use crate::support::PATIENCE;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -135,7 +136,7 @@ async fn simulated_overload_fires_resolves_and_survives_alertmanager_restarts() 
         am.start();
     }
     for am in [&steady, &restarted, &outage] {
-        http.wait_ready(am, Duration::from_secs(30)).await;
+        http.wait_ready(am, PATIENCE).await;
     }
 
     let sim = live::serve(sim_config(), "127.0.0.1:0".parse().unwrap(), SPEED).await.expect("simulator starts");
@@ -150,7 +151,7 @@ async fn simulated_overload_fires_resolves_and_survives_alertmanager_restarts() 
     let both_firing = vec![(DIV.to_string(), "firing".to_string()), (KV.to_string(), "firing".to_string())];
 
     // 1. Overload: both alerts reach every Alertmanager.
-    let ok = poll(Duration::from_secs(60), || async {
+    let ok = poll(PATIENCE, || async {
         let mut all = true;
         for am in [&steady, &restarted, &outage] {
             all &= http.names(am).await.as_ref() == Some(&both);
@@ -202,9 +203,9 @@ async fn simulated_overload_fires_resolves_and_survives_alertmanager_restarts() 
         "the overload ended before the restart; the restart check needs alerts still firing"
     );
     restarted.start();
-    http.wait_ready(&restarted, Duration::from_secs(30)).await;
+    http.wait_ready(&restarted, PATIENCE).await;
     let restarted_at = Instant::now();
-    let ok = poll(Duration::from_secs(30), || async { http.names(&restarted).await.as_ref() == Some(&both) }).await;
+    let ok = poll(PATIENCE, || async { http.names(&restarted).await.as_ref() == Some(&both) }).await;
     let redelivered_in = restarted_at.elapsed();
     assert!(ok, "firing alerts not delivered after restart: {:?}", http.names(&restarted).await);
     let again = http.alerts(&restarted).await.unwrap();
@@ -233,11 +234,9 @@ async fn simulated_overload_fires_resolves_and_survives_alertmanager_restarts() 
     //    away. After the restart it receives them.
     tokio::time::sleep(Duration::from_secs(2)).await;
     outage.start();
-    http.wait_ready(&outage, Duration::from_secs(30)).await;
+    http.wait_ready(&outage, PATIENCE).await;
     let outage_back = Instant::now();
-    let ok =
-        poll(Duration::from_secs(45), || async { http.resolved_received(&outage).await.is_some_and(|r| r >= 2.0) })
-            .await;
+    let ok = poll(PATIENCE, || async { http.resolved_received(&outage).await.is_some_and(|r| r >= 2.0) }).await;
     let resolutions_in = outage_back.elapsed();
     assert!(
         ok,

@@ -10,6 +10,7 @@
 //! evaluates the p99 its rule needs.
 
 use crate::common;
+use crate::support::PATIENCE;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -88,7 +89,7 @@ alerting:
 
     // Wait until every expected alert is there (windows fill in a few seconds).
     let want = expected();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + PATIENCE;
     let mut got = slo_alerts(&base).await;
     while !want.is_subset(&got) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(300)).await;

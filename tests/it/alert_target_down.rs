@@ -4,6 +4,7 @@
 //! and again after the last one has left the window. A real daemon, tap and HTTP upstream on
 //! 127.0.0.1.
 
+use crate::support::PATIENCE;
 use crate::tap_common;
 
 use std::sync::Arc;
@@ -20,9 +21,9 @@ fn target_down(d: &daemon::Daemon) -> Vec<AlertJson> {
     d.report().alerts.iter().filter(|a| a.labels["alertname"] == "LLMTargetDown").cloned().collect()
 }
 
-/// Waits up to 20 s for the only `LLMTargetDown` to have `severity`, and returns it.
+/// Waits up to [`PATIENCE`] for the only `LLMTargetDown` to have `severity`, and returns it.
 async fn wait_for(d: &daemon::Daemon, severity: &str) -> AlertJson {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         let alerts = target_down(d);
         if let [a] = alerts.as_slice()
@@ -73,7 +74,7 @@ alerting:
 
     // Requests through the tap: the same outage is a ticket that says what still works.
     let chat = r#"{"model":"llama","messages":[{"role":"user","content":"hi"}],"stream":true}"#;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     let ticket = loop {
         let got = fetch(tap, post("/v1/chat/completions", chat)).await;
         assert!(got.text().ends_with("data: [DONE]\n\n"), "the tap serves while /metrics fails");

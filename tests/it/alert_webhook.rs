@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::support::PATIENCE;
+
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -98,7 +100,7 @@ async fn retries_until_the_receiver_recovers_and_posts_alertmanager_json() {
     let d = Delivery::start_urls(vec![url], opts(16)).unwrap();
     let before = now_ms();
     d.submit(&[note("Firing", "v1", None), note("Resolved", "v1", Some(1_700_000_060_000))]);
-    assert!(d.flush(Duration::from_secs(10)).await, "{:?}", d.stats());
+    assert!(d.flush(PATIENCE).await, "{:?}", d.stats());
     let s = &d.stats()[0];
     assert_eq!((s.failed_attempts, s.sent_batches, s.queued), (3, 1, 0));
     // Per notification: each of the three failed POSTs carried both, then one POST did.
@@ -127,7 +129,7 @@ async fn outage_coalesces_per_alert_and_stays_bounded() {
         d.submit(&[note("A", &format!("v{v}"), None)]);
     }
     d.submit(&[note("B", "resolved", Some(5))]);
-    assert!(wait(Duration::from_secs(5), || d.stats()[0].failed_attempts >= 2).await);
+    assert!(wait(PATIENCE, || d.stats()[0].failed_attempts >= 2).await);
     assert_eq!(d.stats()[0].queued, 2, "50 versions of A coalesce into one");
     let delivered = |i: usize| -> Vec<(String, String)> {
         let mut v: Vec<(String, String)> = r.bodies.lock().unwrap()[i]
@@ -144,7 +146,7 @@ async fn outage_coalesces_per_alert_and_stays_bounded() {
     };
     // Back up: the newest version of A and the resolution arrive.
     r.always.store(0, Ordering::SeqCst);
-    assert!(d.flush(Duration::from_secs(10)).await);
+    assert!(d.flush(PATIENCE).await);
     assert_eq!(delivered(0), [("A".into(), "v49".into()), ("B".into(), "resolved".into())]);
     // Down again with more distinct alerts than the capacity: a firing one makes room,
     // the resolution stays.
@@ -153,7 +155,7 @@ async fn outage_coalesces_per_alert_and_stays_bounded() {
     let s = d.stats()[0].clone();
     assert_eq!((s.queued, s.evicted_firing, s.evicted_resolved), (3, 1, 0), "{s:?}");
     r.always.store(0, Ordering::SeqCst);
-    assert!(d.flush(Duration::from_secs(10)).await);
+    assert!(d.flush(PATIENCE).await);
     assert_eq!(delivered(1), [("D".into(), "v".into()), ("E".into(), "v".into()), ("R".into(), "resolved".into())]);
 }
 
@@ -164,7 +166,7 @@ async fn a_rejected_batch_is_dropped_not_retried_forever() {
     let url = serve(r.clone()).await;
     let d = Delivery::start_urls(vec![url], opts(8)).unwrap();
     d.submit(&[note("Bad", "v", None)]);
-    assert!(d.flush(Duration::from_secs(5)).await);
+    assert!(d.flush(PATIENCE).await);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(r.requests.load(Ordering::SeqCst), 1);
     let s = &d.stats()[0];

@@ -5,6 +5,7 @@
 //! the budget families, clean under `promtool check metrics`.
 
 use crate::common;
+use crate::support::PATIENCE;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,7 +52,7 @@ async fn the_budget_fills_its_period_then_slides_across_an_engine_restart() {
     let mut filling = Vec::new();
     let mut full = Vec::new();
     let mut body = String::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + PATIENCE;
     // Two and a half virtual hours: the period fills, then slides for more than its length.
     // Counted in scrapes, not loop turns: a loaded machine scrapes late, not less.
     while Instant::now() < deadline && (full.len() < 40 || engine.served() <= 150) {

@@ -3,6 +3,7 @@
 //! (tests/it/demo_e2e.rs runs the demo on its embedded config.)
 
 use crate::net;
+use crate::support::PATIENCE;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -47,7 +48,7 @@ fn demo_runs_the_users_config() {
             .spawn()
             .unwrap(),
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + PATIENCE;
     let body = loop {
         if let Some(body) = net::get_body(port, "/metrics")
             && body.contains("llm_slo_target_up{target=\"sim-chat\"} 1")
@@ -55,7 +56,7 @@ fn demo_runs_the_users_config() {
         {
             break body;
         }
-        assert!(Instant::now() < deadline, "the demo did not serve its config's SLOs within 30 s");
+        assert!(Instant::now() < deadline, "the demo did not serve its config's SLOs within {PATIENCE:?}");
         std::thread::sleep(Duration::from_millis(200));
     };
     // The user's SLOs, not the embedded ones, and only the engine the config names.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
+use crate::support::{PATIENCE, until_async};
 use common::{Fixture, get, metrics_samples, sample_value, vllm_body};
 use goodput::daemon::{self, clock::Clock, clock::SystemClock};
 use goodput::report::Report;
@@ -59,7 +60,8 @@ targets: [{{name: a, url: 'http://{}/metrics', engine: vllm}}]
     let clock = Arc::new(SteppedClock { back: AtomicI64::new(0) });
     let d = daemon::start(cfg, clock.clone()).await.expect("daemon starts");
     let mut before = (0, 0.0);
-    for _ in 0..100 {
+    let began = std::time::Instant::now();
+    while began.elapsed() < PATIENCE {
         before = ttft(&d.report());
         if before.0 > 0 && before.1 > 0.02 {
             break;
@@ -81,7 +83,12 @@ targets: [{{name: a, url: 'http://{}/metrics', engine: vllm}}]
         assert!(coverage >= before.1, "the window lost its data: coverage {coverage} < {}", before.1);
         assert!(r.t_ms >= t_before, "the report's time went back: {} < {t_before}", r.t_ms);
     }
-    assert_eq!(metric(&d, "llm_slo_clock_steps_total", &[("direction", "backward")]).await, Some(1.0));
+    let backward = [("direction", "backward")];
+    let steps = until_async(PATIENCE, "the step back counted", async || {
+        metric(&d, "llm_slo_clock_steps_total", &backward).await.filter(|n| *n >= 1.0)
+    })
+    .await;
+    assert_eq!(steps, 1.0, "one step back");
     let offset = metric(&d, "llm_slo_clock_offset_seconds", &[]).await.unwrap();
     assert!((3599.0..3601.0).contains(&offset), "offset {offset}");
     let last_eval = metric(&d, "llm_slo_target_last_evaluation_timestamp_seconds", &[("target", "a")]).await.unwrap();
@@ -89,9 +96,13 @@ targets: [{{name: a, url: 'http://{}/metrics', engine: vllm}}]
 
     // Corrected: the offset is taken back, the daemon's time runs on without a jump.
     clock.back.store(0, Ordering::SeqCst);
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(metric(&d, "llm_slo_clock_steps_total", &[("direction", "forward")]).await, Some(1.0));
-    assert_eq!(metric(&d, "llm_slo_clock_offset_seconds", &[]).await, Some(0.0));
+    let steps = until_async(PATIENCE, "the correction counted and the offset taken back", async || {
+        let steps = metric(&d, "llm_slo_clock_steps_total", &[("direction", "forward")]).await?;
+        let offset = metric(&d, "llm_slo_clock_offset_seconds", &[]).await?;
+        (steps >= 1.0 && offset == 0.0).then_some(steps)
+    })
+    .await;
+    assert_eq!(steps, 1.0, "one step forward");
     let (n, coverage) = ttft(&d.report());
     assert!(n >= before.0 && coverage >= before.1, "after the correction: {n} quantiles, coverage {coverage}");
     d.shutdown().await;

@@ -6,6 +6,7 @@
 //! once. Without the flag an invalid config still exits 1 with the errors.
 
 use crate::net;
+use crate::support::PATIENCE;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -40,9 +41,9 @@ impl Goodput {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Polls until `ok` holds of the body of a 200 to `GET path`, for up to 20 s.
+    /// Polls until `ok` holds of the body of a 200 to `GET path`, for up to [`PATIENCE`].
     fn until(&mut self, path: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + PATIENCE;
         loop {
             if let Some(body) = net::get_body(self.port, path)
                 && ok(&body)
@@ -52,7 +53,7 @@ impl Goodput {
             if let Some(status) = self.child.try_wait().unwrap() {
                 panic!("{what}: goodput exited ({status}) first\nlog:\n{}", self.log());
             }
-            assert!(Instant::now() < deadline, "{what}: not seen within 20 s\nlog:\n{}", self.log());
+            assert!(Instant::now() < deadline, "{what}: not seen within {PATIENCE:?}\nlog:\n{}", self.log());
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -158,7 +159,7 @@ fn a_configmap_swap_to_a_valid_config_starts_the_daemon_on_the_same_address() {
 
     // SIGHUP reads the file again; still invalid, still waiting.
     g.signal(libc::SIGHUP);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + PATIENCE;
     while !g.log().contains("SIGHUP: reading the config again") {
         assert!(Instant::now() < deadline, "SIGHUP not logged\n{}", g.log());
         std::thread::sleep(Duration::from_millis(50));

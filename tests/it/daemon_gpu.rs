@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::fake_nvml;
+use crate::support::PATIENCE;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,7 +46,7 @@ async fn gpu_families_mfu_and_cost_on_metrics() {
     let d = daemon::start(cfg, Arc::new(SystemClock)).await.expect("daemon starts");
     let url = format!("http://{}/metrics", d.local_addr());
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + PATIENCE;
     let samples = loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let body = client.get(&url).send().await.unwrap().text().await.unwrap();

@@ -12,6 +12,7 @@
 
 use crate::common;
 use crate::proc_common::Daemon;
+use crate::support::PATIENCE;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -130,7 +131,7 @@ targets:
     let base = format!("http://127.0.0.1:{}", d.port);
 
     // 20,000 models: evaluated (linear work), while the healthy target moves on each tick.
-    wait_for(&base, Duration::from_secs(60), "hostile target's 20,000 models evaluated", |r| {
+    wait_for(&base, PATIENCE, "hostile target's 20,000 models evaluated", |r| {
         target(r, "hostile")["models"].as_array().is_some_and(|m| m.len() == 20_000)
     })
     .await;
@@ -142,7 +143,7 @@ targets:
 
     // 200,000 models: over the limit, the hostile target is down with the reason.
     models.store(200_000, Ordering::Relaxed);
-    let r = wait_for(&base, Duration::from_secs(60), "hostile target down with too_many_models", |r| {
+    let r = wait_for(&base, PATIENCE, "hostile target down with too_many_models", |r| {
         let h = &target(r, "hostile")["health"];
         h["up"] == false && h["errors_total"]["too_many_models"].as_u64().is_some_and(|n| n >= 1)
     })
@@ -154,7 +155,7 @@ targets:
 
     // Nothing of the refused scrapes is kept: once the 5 s window has passed over the last
     // accepted one, the hostile target exports no model and /metrics is small again.
-    wait_for(&base, Duration::from_secs(30), "hostile target's old models aged out", |r| {
+    wait_for(&base, PATIENCE, "hostile target's old models aged out", |r| {
         target(r, "hostile")["models"].as_array().is_some_and(|m| m.is_empty())
     })
     .await;

@@ -3,6 +3,7 @@
 //! units by hand (mW → W, MHz → Hz, %, KB/s → bytes/s with KB = 1024).
 
 use crate::fake_nvml;
+use crate::support::PATIENCE;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -207,7 +208,7 @@ fn sampler_thread_publishes_snapshots() {
         ..NvmlConfig::default()
     };
     let sampler = NvmlSampler::spawn(&cfg, Some(H100));
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + PATIENCE;
     let snapshot = loop {
         let s = sampler.latest();
         if s.first().is_some_and(|r| r.dram_active_ratio.is_some()) || Instant::now() > deadline {
@@ -227,7 +228,7 @@ fn without_a_driver_the_sampler_carries_on_empty() {
     assert!(open(Some(&missing)).is_err());
     let cfg = NvmlConfig { library: Some(missing), ..NvmlConfig::default() };
     let sampler = NvmlSampler::spawn(&cfg, None);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + PATIENCE;
     while sampler.status() == NvmlStatus::Starting && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -59,7 +59,7 @@ async fn two_replicas_give_distinct_series_and_distinct_alerts() {
     let mut am = Am::new(&am_bin, tmp.path(), "am");
     am.start();
     let http = Http::new();
-    http.wait_ready(&am, Duration::from_secs(20)).await;
+    http.wait_ready(&am, support::PATIENCE).await;
 
     let sim = live::serve(SimConfig::profile(Profile::Spec), "127.0.0.1:0".parse().unwrap(), 10.0).await.unwrap();
     let down = common::Fixture::refused_addr().await;
@@ -94,7 +94,7 @@ async fn two_replicas_give_distinct_series_and_distinct_alerts() {
             .map(|(labels, _)| labels)
             .collect::<Vec<BTreeMap<String, String>>>()
     };
-    let deadline = Instant::now() + Duration::from_secs(40);
+    let deadline = Instant::now() + support::PATIENCE;
     let mut up = Vec::new();
     while Instant::now() < deadline {
         up = series("llm_slo_target_up{job=\"goodput\", target=\"vllm\"} == 1");
@@ -116,7 +116,7 @@ async fn two_replicas_give_distinct_series_and_distinct_alerts() {
     assert_eq!(per_pod_without.len(), 1, "the replicas differ only in pod (and instance)");
 
     // Alertmanager: the same alert from each replica, told apart by the pod label.
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + support::PATIENCE;
     let mut down_alerts = Vec::new();
     while Instant::now() < deadline {
         down_alerts = http

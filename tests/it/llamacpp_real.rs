@@ -15,6 +15,7 @@
 //! what it lacks, and the test fails when it cannot (no apt-get, no python3, no PyPI).
 
 use crate::net::free_port;
+use crate::support::PATIENCE;
 use crate::tools;
 
 use std::net::SocketAddr;
@@ -79,7 +80,7 @@ async fn start(cache: &Path, log: &Path) -> Server {
         .spawn()
         .expect("start llama-server");
     let server = Server { child, addr: format!("127.0.0.1:{port}").parse().unwrap() };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     loop {
         let ok = client.get(format!("http://{}/health", server.addr)).send().await.is_ok_and(|r| r.status() == 200);
@@ -233,7 +234,7 @@ slos: [{}]
     let tap = d.tap_addr(TARGET).expect("the target has a tap");
 
     // The target is up, detected as llama.cpp.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         let r = d.report();
         let t = r.targets.iter().find(|t| t.target == TARGET);
@@ -256,7 +257,7 @@ slos: [{}]
     let total = PARALLEL.0 + SEQUENTIAL;
 
     // Every request is counted before the numbers are read.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     let metrics = loop {
         let body = get(&format!("http://{}/metrics", d.local_addr())).await;
         let counted = sample(&body, "llm_slo_requests_total", &[("target", TARGET), ("source", "tap")]);

@@ -5,6 +5,7 @@
 //! fails here; the scope of an SLO shows as the targets carrying its `llm_slo_evaluable`.
 
 use crate::common;
+use crate::support::PATIENCE;
 use crate::tools;
 
 use std::collections::HashMap;
@@ -42,7 +43,7 @@ async fn slo_thresholds_objectives_and_kv_band_limits_equal_the_config() {
     let (slos, kv) = (cfg.slos.clone(), cfg.kv_cache);
     let d = daemon::start(cfg, Arc::new(SystemClock)).await.expect("daemon starts");
     let url = format!("http://{}/metrics", d.local_addr());
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + PATIENCE;
     let (mut body, mut samples) = (String::new(), Vec::new());
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(300)).await;

@@ -7,6 +7,7 @@
 use crate::common;
 use crate::fake_nvml;
 use crate::net;
+use crate::support::PATIENCE;
 use crate::tools;
 
 use std::process::{Command, Stdio};
@@ -50,7 +51,7 @@ fn demo_metrics_pass_promtool_check_metrics() {
         "llm_slo_scrape_errors_total{",
         "llm_slo_saturated{",
     ];
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + PATIENCE;
     let mut body = String::new();
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(500));
@@ -130,7 +131,7 @@ async fn daemon_metrics_with_gpu_alerts_and_delivery_pass_promtool_check_metrics
     if fake.is_some() {
         wanted.extend(["llm_slo_gpu_utilization_ratio{", "llm_slo_gpu_throttle_reasons{", "llm_slo_mfu_ratio{"]);
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + PATIENCE;
     let body = loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let (_, body) = common::get(&url).await;

@@ -8,6 +8,7 @@
 //! shown they work. `cargo test` is this run itself.
 
 use crate::net;
+use crate::support::PATIENCE;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -86,12 +87,12 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
 
 /// The body of `GET http://{addr}{path}` once it contains `want`.
 fn wait_for(addr: &str, path: &str, want: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + PATIENCE;
     loop {
         if let Some(body) = http_get(addr, path).filter(|b| b.contains(want)) {
             return body;
         }
-        assert!(Instant::now() < deadline, "GET http://{addr}{path} did not show {want:?} within 30 s");
+        assert!(Instant::now() < deadline, "GET http://{addr}{path} did not show {want:?} within {PATIENCE:?}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }

@@ -5,6 +5,7 @@
 //! request met the SLO, the tap says half did, and the burn-rate and TTFT alerts fire.
 
 use crate::common;
+use crate::support::PATIENCE;
 use crate::tools;
 
 use std::sync::Arc;
@@ -88,7 +89,7 @@ alerting:
     }
 
     // Until a tick has taken the records in and two scrapes give the histograms a window.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     let report = loop {
         tokio::time::sleep(Duration::from_millis(300)).await;
         let (status, body) = get(&format!("{base}/api/v1/report")).await;
@@ -142,7 +143,7 @@ alerting:
     assert_eq!(path["inbox"]["accepted"].as_u64(), Some(36), "{path}");
 
     // /metrics: both sources side by side, the counters, and promtool's approval.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     let body = loop {
         let (_, body) = get(&format!("{base}/metrics")).await;
         if body.contains("alertname=\"LLMErrorBudgetBurnFast\"") || tokio::time::Instant::now() > deadline {

@@ -5,6 +5,7 @@
 //! model is measured in (docs/limits.md#request-store, docs/request-path.md#which-series-a-record-joins).
 
 use crate::common;
+use crate::support::PATIENCE;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -112,7 +113,7 @@ slos: [{{name: fast, ttft: 2s, objective: 0.9}}]
                 return d;
             }
         }
-        assert!(began.elapsed() < Duration::from_secs(30), "the daemon never evaluated the simulator's model");
+        assert!(began.elapsed() < PATIENCE, "the daemon never evaluated the simulator's model");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -159,13 +160,14 @@ fn span_export(model: &str) -> String {
     .to_string()
 }
 
-/// /metrics once `until` holds of its samples (or after 20 s, to fail on what it shows).
+/// /metrics once `until` holds of its samples (or after [`PATIENCE`], to fail on what it
+/// shows).
 async fn metrics_when(d: &Daemon, mut until: impl FnMut(&str) -> bool) -> String {
     let began = Instant::now();
     loop {
         let (status, body) = d.get("/metrics").await;
         assert_eq!(status, 200);
-        if until(&body) || began.elapsed() > Duration::from_secs(20) {
+        if until(&body) || began.elapsed() > PATIENCE {
             return body;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -4,6 +4,7 @@
 
 use crate::sim_api_common;
 use crate::sim_common;
+use crate::support::PATIENCE;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -211,7 +212,7 @@ async fn a_dead_otlp_endpoint_costs_spans_not_requests() {
     assert!(body.ends_with("data: [DONE]\n\n"), "served in full: {body}");
     assert_eq!(read_truth(&truth).len(), 1);
     let counts = {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let deadline = std::time::Instant::now() + PATIENCE;
         loop {
             let c = h.otlp_counts().expect("exporting");
             if c.1 > 0 || std::time::Instant::now() > deadline {

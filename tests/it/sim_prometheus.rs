@@ -4,6 +4,7 @@
 //! unless GOODPUT_REQUIRE_TOOLS=1.
 
 use crate::net::free_port;
+use crate::support::PATIENCE;
 use crate::tools;
 
 use std::process::{Child, Command, Stdio};
@@ -85,7 +86,7 @@ async fn real_prometheus_scrapes_the_live_simulator() {
             .spawn()
             .expect("start prometheus"),
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + PATIENCE;
     let mut got = None;
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(500)).await;

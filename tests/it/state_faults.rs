@@ -8,6 +8,7 @@
 
 use crate::common;
 use crate::net;
+use crate::support::PATIENCE;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -180,7 +181,7 @@ async fn a_last_snapshot_too_slow_for_the_bound_keeps_the_previous_one_and_exits
     let targets = [("alpha", a.addr), ("bravo", b.addr)];
     // Each window store of the last snapshot is held 3 s: 6 s for the two, past the 5 s bound.
     let mut d = Daemon::start(tmp.path(), &targets, &[("GOODPUT_TEST_SNAPSHOT_DELAY", "3s")]);
-    d.wait(Duration::from_secs(20), "a snapshot", snapshotted).await;
+    d.wait(PATIENCE, "a snapshot", snapshotted).await;
     let took = d.terminate(Duration::from_secs(10)).await;
     let log = d.log();
     assert!(took < Duration::from_secs(5), "exited {took:?} after SIGTERM, past the 5 s bound:\n{log}");
@@ -192,8 +193,7 @@ async fn a_last_snapshot_too_slow_for_the_bound_keeps_the_previous_one_and_exits
     );
     // The snapshot kept is whole: a restart restores both targets' windows from it.
     let mut d = Daemon::start(tmp.path(), &targets, &[]);
-    let s =
-        d.wait(Duration::from_secs(20), "the restore counted", |s| restored(s, "windows", "restored").is_some()).await;
+    let s = d.wait(PATIENCE, "the restore counted", |s| restored(s, "windows", "restored").is_some()).await;
     assert_eq!(restored(&s, "windows", "restored"), Some(2.0), "{}", d.log());
     for r in ["corrupt", "truncated"] {
         assert_eq!(restored(&s, "windows", r), Some(0.0), "{r}: {}", d.log());
@@ -208,7 +208,7 @@ async fn a_truncated_snapshot_restores_what_is_whole_and_names_what_it_lost() {
     let targets = [("alpha", a.addr), ("bravo", b.addr)];
     let file = tmp.path().join("state").join(STATE);
     let mut d = Daemon::start(tmp.path(), &targets, &[]);
-    d.wait(Duration::from_secs(20), "a snapshot", snapshotted).await;
+    d.wait(PATIENCE, "a snapshot", snapshotted).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     d.terminate(Duration::from_secs(10)).await;
 
@@ -219,7 +219,7 @@ async fn a_truncated_snapshot_restores_what_is_whole_and_names_what_it_lost() {
     assert!(cut < bytes.len(), "bravo's window store is more than 40 bytes");
     std::fs::write(&file, &bytes[..cut]).unwrap();
     let mut d = Daemon::start(tmp.path(), &targets, &[]);
-    let s = d.wait(Duration::from_secs(20), "the restore", |s| restored(s, "windows", "restored").is_some()).await;
+    let s = d.wait(PATIENCE, "the restore", |s| restored(s, "windows", "restored").is_some()).await;
     let line = restore_line(&d.log());
     assert_eq!(restored(&s, "windows", "restored"), Some(1.0), "{line}");
     assert_eq!(restored(&s, "windows", "truncated"), Some(1.0), "{line}");
@@ -232,7 +232,7 @@ async fn a_truncated_snapshot_restores_what_is_whole_and_names_what_it_lost() {
     );
     let kept = std::fs::read(tmp.path().join("state").join(format!("{STATE}.corrupt"))).unwrap();
     assert_eq!(kept, bytes[..cut], "the damaged file is kept aside");
-    d.wait(Duration::from_secs(20), "a snapshot", snapshotted).await;
+    d.wait(PATIENCE, "a snapshot", snapshotted).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     d.terminate(Duration::from_secs(10)).await;
 
@@ -241,7 +241,7 @@ async fn a_truncated_snapshot_restores_what_is_whole_and_names_what_it_lost() {
     let cut = at("alpha");
     std::fs::write(&file, &bytes[..cut]).unwrap();
     let mut d = Daemon::start(tmp.path(), &targets, &[]);
-    let s = d.wait(Duration::from_secs(20), "the restore", |s| restored(s, "windows", "truncated").is_some()).await;
+    let s = d.wait(PATIENCE, "the restore", |s| restored(s, "windows", "truncated").is_some()).await;
     let line = restore_line(&d.log());
     assert_eq!(restored(&s, "windows", "truncated"), Some(2.0), "{line}");
     assert_eq!(restored(&s, "windows", "restored"), Some(0.0), "{line}");
@@ -267,7 +267,7 @@ async fn random_bytes_are_not_a_snapshot_and_are_kept_aside() {
         .collect();
     std::fs::write(state.join(STATE), &noise).unwrap();
     let mut d = Daemon::start(tmp.path(), &[("alpha", a.addr)], &[]);
-    let s = d.wait(Duration::from_secs(20), "the restore", |s| restored(s, "file", "not_a_snapshot").is_some()).await;
+    let s = d.wait(PATIENCE, "the restore", |s| restored(s, "file", "not_a_snapshot").is_some()).await;
     let line = restore_line(&d.log());
     assert_eq!(restored(&s, "file", "not_a_snapshot"), Some(1.0), "{line}");
     assert!(line.contains("not a goodput snapshot"), "{line}");
@@ -298,7 +298,7 @@ async fn a_fifo_or_a_directory_at_the_snapshot_path_fails_the_start_at_once() {
             if let Some(status) = d.child.try_wait().unwrap() {
                 break status;
             }
-            assert!(t.elapsed() < Duration::from_secs(5), "{kind}: still starting after 5 s:\n{}", d.log());
+            assert!(t.elapsed() < PATIENCE, "{kind}: still starting after {PATIENCE:?}:\n{}", d.log());
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         let log = d.log();

@@ -13,6 +13,7 @@
 use crate::common;
 use crate::common_am;
 use crate::net;
+use crate::support::PATIENCE;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -185,7 +186,7 @@ async fn a_restarted_daemon_carries_on_where_it_stopped() {
     .unwrap();
     am.start();
     let http = Http::new();
-    http.wait_ready(&am, Duration::from_secs(20)).await;
+    http.wait_ready(&am, PATIENCE).await;
 
     let sim_port = net::free_port();
     let _sim = Proc(spawn(&["simulate", "--listen", &format!("127.0.0.1:{sim_port}"), "--profile", "steady"], &log));
@@ -201,7 +202,7 @@ async fn a_restarted_daemon_carries_on_where_it_stopped() {
     let started = Instant::now();
     let mut active_at = None;
     while active_at.is_none() || hooked.0.lock().unwrap().is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(40), "{KV} never fired and reached the webhook");
+        assert!(started.elapsed() < PATIENCE, "{KV} never fired and reached the webhook");
         tokio::time::sleep(Duration::from_millis(500)).await;
         active_at = kv_active_at(a_port).await;
     }
@@ -217,8 +218,7 @@ async fn a_restarted_daemon_carries_on_where_it_stopped() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         a = Proc(run(&a_cfg));
-        let restored =
-            wait_for(a_port, "llm_slo_window_coverage_ratio", &[("window", "1m")], Duration::from_secs(20)).await;
+        let restored = wait_for(a_port, "llm_slo_window_coverage_ratio", &[("window", "1m")], PATIENCE).await;
         assert!(
             value(&restored, "llm_slo_state_restore_total", &[("part", "windows"), ("result", "restored")])
                 == Some(1.0)
@@ -271,11 +271,11 @@ async fn an_unwritable_state_dir_keeps_the_daemon_serving() {
     .unwrap();
     let log = tmp.path().join("goodput.log");
     let _d = Proc(spawn(&["run", "--config", cfg.to_str().unwrap()], &log));
-    let s = wait_for(port, "llm_slo_state_snapshot_errors_total", &[("reason", "io")], Duration::from_secs(20)).await;
+    let s = wait_for(port, "llm_slo_state_snapshot_errors_total", &[("reason", "io")], PATIENCE).await;
     let t = Instant::now();
     let mut s = s;
     while value(&s, "llm_slo_state_snapshot_errors_total", &[("reason", "io")]) < Some(2.0) {
-        assert!(t.elapsed() < Duration::from_secs(20), "no failed snapshot counted");
+        assert!(t.elapsed() < PATIENCE, "no failed snapshot counted");
         tokio::time::sleep(Duration::from_millis(250)).await;
         s = samples(port).await.unwrap();
     }

@@ -8,6 +8,7 @@
 
 use crate::common;
 use crate::net::free_port;
+use crate::support::PATIENCE;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -63,7 +64,11 @@ slos: [{{name: batch, ttft: 2s, tpot: 100ms, objective: 0.95}}]
     let (mut ticks, mut most_paired, mut lowest, mut slowest_p99) = (0, 0, f64::INFINITY, 0.0_f64);
     let mut last_tick = String::new();
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(40) {
+    // 40 s of load, and on a loaded machine up to PATIENCE more for the counts asserted below.
+    let enough = |ticks: usize, paired: u64, p99: f64| ticks >= 20 && paired >= 50 && p99 > 1.0;
+    while start.elapsed() < Duration::from_secs(40)
+        || (!enough(ticks, most_paired, slowest_p99) && start.elapsed() < Duration::from_secs(40) + PATIENCE)
+    {
         tokio::time::sleep(Duration::from_millis(400)).await;
         let (status, body) = get(&format!("{base}/api/v1/report")).await;
         assert_eq!(status, 200);
@@ -102,7 +107,7 @@ slos: [{{name: batch, ttft: 2s, tpot: 100ms, objective: 0.95}}]
         "{ticks} ticks, up to {most_paired} requests paired in a window, lowest gap {:.3} ms, tap p99 TTFT up to {slowest_p99:.2} s",
         lowest * 1e3
     );
-    assert!(ticks >= 20, "{ticks} ticks in 40 s");
+    assert!(ticks >= 20, "{ticks} ticks in {:?}", start.elapsed());
     assert!(most_paired >= 50, "too few requests paired to show anything: {most_paired}");
     // The load went past what the engine serves: requests queued for seconds.
     assert!(slowest_p99 > 1.0, "no overload: the tap's p99 TTFT stayed at {slowest_p99} s");

@@ -8,6 +8,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::support::PATIENCE;
+
 use goodput_sim::SimConfig;
 use goodput_sim::config::Profile;
 use goodput_sim::live::{self, LiveHandle, Options};
@@ -87,9 +89,9 @@ pub fn read_truth(path: &Path) -> Vec<Value> {
     text.lines().map(|l| serde_json::from_str(l).expect("a whole JSON line")).collect()
 }
 
-/// Waits (up to 10 s) until the truth has a line with this `request_id`.
+/// Waits (up to [`PATIENCE`]) until the truth has a line with this `request_id`.
 pub async fn truth_for(path: &Path, request_id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + PATIENCE;
     loop {
         if let Some(v) = read_truth(path).into_iter().find(|v| v["request_id"] == request_id) {
             return v;

@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::PATIENCE;
+
 use bytes::Bytes;
 use futures_util::StreamExt;
 use goodput::config::{DEFAULT_TAP_MAX_CONNECTIONS, ListenerGuards, TapConfig};
@@ -309,10 +311,11 @@ impl TapUnder {
         TapUnder::start(&format!("http://{}", upstream.addr), false).await
     }
 
-    /// Waits up to 5 s for `n` records and returns every record so far.
+    /// Waits up to [`PATIENCE`] for `n` records and returns every record so far.
     pub async fn records(&self, n: usize) -> Vec<RequestRecord> {
         let mut out = Vec::new();
-        for _ in 0..500 {
+        let began = std::time::Instant::now();
+        while began.elapsed() < PATIENCE {
             out.extend(self.inbox.drain());
             if out.len() >= n {
                 break;

@@ -17,6 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
+use crate::support::PATIENCE;
+
 use goodput::config::{self, Config};
 use goodput::daemon::{self, clock::SystemClock};
 use goodput::report::Report;
@@ -120,7 +122,7 @@ pub async fn run(
 
     // The histograms need a scrape from before the first request, so that the window's
     // increase counts the whole run.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     while !d.report().targets.iter().any(|t| t.health.up && t.health.last_successful_scrape_ms.is_some()) {
         assert!(tokio::time::Instant::now() < deadline, "the daemon never scraped the simulator");
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -156,11 +158,11 @@ pub async fn run(
     Outcome { config: cfg, tap: tap_records, truth, sent, drained, reports, metrics }
 }
 
-/// Waits (up to 20 s) until every request has its truth line, the request store has counted
+/// Waits (up to [`PATIENCE`]) until every request has its truth line, the request store has counted
 /// every tap record, and the histograms have a scrape after the last request finished, then
 /// returns the truth and the first report that holds all of it.
 async fn settle(d: &daemon::Daemon, truth_path: &Path) -> (Vec<TruthLine>, Arc<Report>) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let truth = read_truth(truth_path);
