@@ -17,8 +17,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use crate::support::PATIENCE;
-
 use goodput::config::{self, Config};
 use goodput::daemon::{self, clock::SystemClock};
 use goodput::report::Report;
@@ -26,6 +24,11 @@ use goodput::request::RequestRecord;
 use goodput_sim::config::Profile;
 use goodput_sim::{SimConfig, drive, live};
 use serde::Deserialize;
+
+/// How long the run waits for the daemon to scrape or settle: as `PATIENCE` in
+/// tests/it/support, which `examples/tap_accuracy.rs` does not compile. The tests run on 2
+/// loaded cores in CI, and a wait ends as soon as its condition holds.
+const PATIENCE: Duration = Duration::from_secs(90);
 
 /// The configured target's name.
 pub const TARGET: &str = "sim";
