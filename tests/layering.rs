@@ -307,6 +307,7 @@ fn public_signatures(code: &str) -> Vec<String> {
 fn returns_string_error(signature: &str) -> bool {
     signature.split_once("->").is_some_and(|(_, ret)| {
         let ret = ret.trim();
-        ret.starts_with("Result<") && ret.trim_end_matches(|c: char| c.is_whitespace() || c == '>').ends_with(", String")
+        ret.starts_with("Result<")
+            && ret.trim_end_matches(|c: char| c.is_whitespace() || c == '>').ends_with(", String")
     })
 }
