@@ -55,8 +55,9 @@ impl RequestStore {
                 let mut rw = window(cfg, s, &slos, slots, key.source.into(), (i, w), now_ms, work);
                 if key.source == Source::Tap {
                     let q = &cfg.quantiles;
-                    let (gap, visited) = pairs.window(&key.target, &key.model, rw.from_unix, rw.to_unix, q);
-                    work.records += visited;
+                    let (gap, (moved, steps)) = pairs.window(&key.target, &key.model, i, (rw.from_unix, rw.to_unix), q);
+                    work.records += moved;
+                    work.steps += steps;
                     rw.ttft_gap = gap;
                 }
                 windows.push((w, rw));

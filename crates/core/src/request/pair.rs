@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::Serialize;
 
+use super::ranked::Ranked;
 use super::record::{RequestRecord, Source};
-use super::sketch::nearest_rank;
 pub use crate::report::request::{GapReference, TtftGap};
 
 /// How long one side of a pair waits for the other (by the store's clock): an engine exports
@@ -71,11 +71,210 @@ struct Waiting {
     deadline_ms: i64,
 }
 
+/// The paired and unpaired requests of one target and model, each sorted by finish time,
+/// and each window's sums over them.
 #[derive(Debug, Clone, Default)]
 struct Kept {
     /// (finished, gap, partner) of paired requests.
     paired: VecDeque<(f64, f64, Partner)>,
     unpaired: VecDeque<(f64, Unpaired)>,
+    /// Per window (the store's window order): its sums, once it has been read.
+    runs: Vec<Option<GapRun>>,
+}
+
+/// One window's sums over the kept requests that finished in `(lo, hi]`, kept as requests
+/// enter and leave it (as the store's own windows are, request/running.rs), so that reading
+/// a window costs the requests that moved, not the requests it holds.
+#[derive(Debug, Clone)]
+struct GapRun {
+    lo: f64,
+    hi: f64,
+    quantiles: Vec<f64>,
+    gaps: Ranked,
+    /// The gaps' sum in picoseconds: an integer, so that a gap leaving takes back exactly
+    /// what it added, however long the window runs.
+    sum_ps: i128,
+    /// Paired requests by partner: response, OTLP.
+    partners: [u64; 2],
+    /// Unpaired requests by reason, in [`Unpaired::ALL`]'s order.
+    unpaired: [u64; 3],
+}
+
+fn picoseconds(gap: f64) -> i128 {
+    (gap * 1e12).round() as i128
+}
+
+impl GapRun {
+    fn new(lo: f64, hi: f64, quantiles: &[f64]) -> GapRun {
+        GapRun {
+            lo,
+            hi,
+            quantiles: quantiles.to_vec(),
+            gaps: Ranked::new(quantiles),
+            sum_ps: 0,
+            partners: [0; 2],
+            unpaired: [0; 3],
+        }
+    }
+
+    fn inside(&self, t: f64) -> bool {
+        t > self.lo && t <= self.hi
+    }
+
+    /// Counts a paired request in (`enter`) or out; returns the map steps taken.
+    fn paired(&mut self, (_, gap, partner): (f64, f64, Partner), enter: bool) -> u64 {
+        let slot = &mut self.partners[usize::from(partner == Partner::Otlp)];
+        if enter {
+            self.sum_ps += picoseconds(gap);
+            *slot += 1;
+            self.gaps.insert(gap)
+        } else {
+            self.sum_ps -= picoseconds(gap);
+            *slot -= 1;
+            self.gaps.remove(gap)
+        }
+    }
+
+    fn unpaired(&mut self, (_, why): (f64, Unpaired), enter: bool) {
+        let slot = &mut self.unpaired[Unpaired::ALL.iter().position(|u| *u == why).unwrap_or(0)];
+        if enter {
+            *slot += 1;
+        } else {
+            *slot -= 1;
+        }
+    }
+
+    /// The window's gap; `None` when the tap measured no TTFT in it, paired or not.
+    fn report(&self) -> Option<TtftGap> {
+        let n = self.gaps.len();
+        if n == 0 && self.unpaired.iter().all(|u| *u == 0) {
+            return None;
+        }
+        let unpaired: BTreeMap<&'static str, u64> =
+            Unpaired::ALL.iter().zip(self.unpaired).map(|(u, count)| (u.as_str(), count)).collect();
+        let reference = match (self.partners[0] > 0, self.partners[1] > 0) {
+            (true, true) => GapReference::Both,
+            (true, false) => GapReference::Response,
+            (false, true) => GapReference::Otlp,
+            (false, false) => GapReference::None,
+        };
+        let absent = (n == 0).then(|| {
+            let most = unpaired.iter().max_by_key(|(_, n)| **n).map_or("", |(k, _)| *k);
+            match most {
+                "no_request_id" => "no request could be paired: the responses named no request id and carried no engine times",
+                "engine_without_ttft" => "no request could be paired: the engine's spans carried no TTFT",
+                _ => "no request could be paired: no engine span with the same request id arrived within 30 s, and the responses carried no engine times",
+            }
+        });
+        Some(TtftGap {
+            reference,
+            paired: n,
+            mean: (n > 0).then(|| self.sum_ps as f64 / 1e12 / n as f64),
+            min: self.gaps.min(),
+            quantiles: if n == 0 {
+                Vec::new()
+            } else {
+                self.quantiles.iter().copied().zip(self.gaps.quantiles()).collect()
+            },
+            unpaired,
+            absent,
+        })
+    }
+}
+
+/// The first index of `v` (sorted by its first field) whose time is after `t`.
+fn after<T>(v: &VecDeque<T>, t: f64, time: impl Fn(&T) -> f64) -> usize {
+    v.partition_point(|e| time(e) <= t)
+}
+
+impl Kept {
+    /// Keeps a paired request in finish order, counting it in the windows it falls in.
+    fn keep_paired(&mut self, e: (f64, f64, Partner)) {
+        let i = after(&self.paired, e.0, |p| p.0);
+        self.paired.insert(i, e);
+        for run in self.runs.iter_mut().flatten().filter(|r| r.inside(e.0)) {
+            run.paired(e, true);
+        }
+        if self.paired.len() > MAX_KEPT_PER_SERIES {
+            self.drop_paired();
+        }
+    }
+
+    fn keep_unpaired(&mut self, e: (f64, Unpaired)) {
+        let i = after(&self.unpaired, e.0, |u| u.0);
+        self.unpaired.insert(i, e);
+        for run in self.runs.iter_mut().flatten().filter(|r| r.inside(e.0)) {
+            run.unpaired(e, true);
+        }
+        if self.unpaired.len() > MAX_KEPT_PER_SERIES {
+            self.drop_unpaired();
+        }
+    }
+
+    /// Drops the paired request that finished first, out of the windows it is in.
+    fn drop_paired(&mut self) -> Option<f64> {
+        let e = self.paired.pop_front()?;
+        for run in self.runs.iter_mut().flatten().filter(|r| r.inside(e.0)) {
+            run.paired(e, false);
+        }
+        Some(e.0)
+    }
+
+    fn drop_unpaired(&mut self) -> Option<f64> {
+        let e = self.unpaired.pop_front()?;
+        for run in self.runs.iter_mut().flatten().filter(|r| r.inside(e.0)) {
+            run.unpaired(e, false);
+        }
+        Some(e.0)
+    }
+
+    /// Drops what finished at or before `horizon`.
+    fn expire(&mut self, horizon: f64) {
+        while self.paired.front().is_some_and(|p| p.0 <= horizon) {
+            self.drop_paired();
+        }
+        while self.unpaired.front().is_some_and(|u| u.0 <= horizon) {
+            self.drop_unpaired();
+        }
+    }
+
+    /// Window `i`'s sums moved to `(lo, hi]`: the requests its lower edge passed leave, those
+    /// its upper edge reached enter; built afresh when the window went back or jumped past
+    /// itself (a clock step, a first read). Returns the requests that entered or left and
+    /// the map steps they took.
+    fn window(&mut self, i: usize, lo: f64, hi: f64, quantiles: &[f64]) -> (&GapRun, (u64, u64)) {
+        if self.runs.len() <= i {
+            self.runs.resize(i + 1, None);
+        }
+        let Kept { paired, unpaired, runs } = self;
+        let run = &mut runs[i];
+        let slides = run.as_ref().is_some_and(|r| r.lo <= lo && r.hi <= hi && lo <= r.hi && r.quantiles == quantiles);
+        let (leave, enter) = match run.as_mut().filter(|_| slides) {
+            Some(r) => ((r.lo, lo), (r.hi, hi)),
+            None => {
+                *run = Some(GapRun::new(lo, hi, quantiles));
+                ((lo, lo), (lo, hi))
+            }
+        };
+        let r = run.as_mut().expect("made above");
+        let (mut moved, mut steps) = (0, 0);
+        for e in paired.range(after(paired, leave.0, |p| p.0)..after(paired, leave.1, |p| p.0)) {
+            (moved, steps) = (moved + 1, steps + r.paired(*e, false));
+        }
+        for e in paired.range(after(paired, enter.0, |p| p.0)..after(paired, enter.1, |p| p.0)) {
+            (moved, steps) = (moved + 1, steps + r.paired(*e, true));
+        }
+        for e in unpaired.range(after(unpaired, leave.0, |u| u.0)..after(unpaired, leave.1, |u| u.0)) {
+            moved += 1;
+            r.unpaired(*e, false);
+        }
+        for e in unpaired.range(after(unpaired, enter.0, |u| u.0)..after(unpaired, enter.1, |u| u.0)) {
+            moved += 1;
+            r.unpaired(*e, true);
+        }
+        (r.lo, r.hi) = (lo, hi);
+        (r, (moved, steps))
+    }
 }
 
 /// Pairs tap records with the engine's view of the same request as records arrive.
@@ -147,19 +346,11 @@ impl Pairer {
         if !gap.is_finite() {
             return;
         }
-        let kept = self.kept.entry(series).or_default();
-        kept.paired.push_back((finished, gap, partner));
-        if kept.paired.len() > MAX_KEPT_PER_SERIES {
-            kept.paired.pop_front();
-        }
+        self.kept.entry(series).or_default().keep_paired((finished, gap, partner));
     }
 
     fn unpaired(&mut self, series: (String, String), finished: f64, why: Unpaired) {
-        let kept = self.kept.entry(series).or_default();
-        kept.unpaired.push_back((finished, why));
-        if kept.unpaired.len() > MAX_KEPT_PER_SERIES {
-            kept.unpaired.pop_front();
-        }
+        self.kept.entry(series).or_default().keep_unpaired((finished, why));
     }
 
     /// Counts the tap records whose wait ended at `now_ms` as unpaired, and drops what
@@ -180,70 +371,57 @@ impl Pairer {
             }
         }
         self.kept.retain(|_, k| {
-            k.paired.retain(|p| p.0 > horizon);
-            k.unpaired.retain(|u| u.0 > horizon);
+            k.expire(horizon);
             !(k.paired.is_empty() && k.unpaired.is_empty())
         });
     }
 
-    /// The gap of `target`'s `model` over the requests that finished in `(from, to]`;
-    /// `None` when the tap measured no TTFT there, paired or not.
-    /// The gap over `(from, to]`, and the kept requests read for it (the work it took).
-    pub fn window(&self, target: &str, model: &str, from: f64, to: f64, quantiles: &[f64]) -> (Option<TtftGap>, u64) {
-        let Some(kept) = self.kept.get(&(target.to_string(), model.to_string())) else { return (None, 0) };
-        let visited = (kept.paired.len() + kept.unpaired.len()) as u64;
-        (Self::gap(kept, from, to, quantiles), visited)
+    /// The gap of `target`'s `model` over the requests that finished in `(from, to]`, the
+    /// store's window `i`; `None` when the tap measured no TTFT there, paired or not. Also
+    /// the work: the requests that entered or left the window, and their map steps.
+    pub fn window(
+        &mut self,
+        target: &str,
+        model: &str,
+        i: usize,
+        (from, to): (f64, f64),
+        quantiles: &[f64],
+    ) -> (Option<TtftGap>, (u64, u64)) {
+        let Some(kept) = self.kept.get_mut(&(target.to_string(), model.to_string())) else { return (None, (0, 0)) };
+        let (run, work) = kept.window(i, from, to, quantiles);
+        (run.report(), work)
     }
 
-    fn gap(kept: &Kept, from: f64, to: f64, quantiles: &[f64]) -> Option<TtftGap> {
-        let inside = |t: f64| t > from && t <= to;
-        let mut gaps: Vec<f64> = Vec::new();
-        let (mut response, mut otlp) = (false, false);
-        for &(t, gap, partner) in &kept.paired {
-            if inside(t) {
-                gaps.push(gap);
-                response |= partner == Partner::Response;
-                otlp |= partner == Partner::Otlp;
+    /// The gap over `(from, to]` read from every kept request, as the windows' sums must
+    /// give it (the tests' oracle).
+    #[cfg(test)]
+    pub fn read_whole(&self, target: &str, model: &str, (from, to): (f64, f64), quantiles: &[f64]) -> Option<TtftGap> {
+        let kept = self.kept.get(&(target.to_string(), model.to_string()))?;
+        let mut run = GapRun::new(from, to, quantiles);
+        for e in &kept.paired {
+            if run.inside(e.0) {
+                run.paired(*e, true);
             }
         }
-        let mut unpaired: BTreeMap<&'static str, u64> = Unpaired::ALL.iter().map(|u| (u.as_str(), 0)).collect();
-        for &(t, why) in &kept.unpaired {
-            if inside(t) {
-                *unpaired.entry(why.as_str()).or_default() += 1;
+        for e in &kept.unpaired {
+            if run.inside(e.0) {
+                run.unpaired(*e, true);
             }
         }
-        if gaps.is_empty() && unpaired.values().all(|n| *n == 0) {
-            return None;
-        }
-        gaps.sort_by(f64::total_cmp);
-        let n = gaps.len() as u64;
-        let reference = match (response, otlp) {
-            (true, true) => GapReference::Both,
-            (true, false) => GapReference::Response,
-            (false, true) => GapReference::Otlp,
-            (false, false) => GapReference::None,
+        let mut gap = run.report()?;
+        // The mean as a plain sum of the gaps in the window, not through the running sum.
+        let gaps: Vec<f64> = kept.paired.iter().filter(|e| e.0 > from && e.0 <= to).map(|e| e.1).collect();
+        gap.mean = (!gaps.is_empty()).then(|| gaps.iter().sum::<f64>() / gaps.len() as f64);
+        let mut sorted = gaps;
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len() as u64;
+        gap.min = sorted.first().copied();
+        gap.quantiles = if n == 0 {
+            Vec::new()
+        } else {
+            quantiles.iter().map(|&q| (q, sorted[super::sketch::nearest_rank(q, n) as usize - 1])).collect()
         };
-        let absent = gaps.is_empty().then(|| {
-            let most = unpaired.iter().max_by_key(|(_, n)| **n).map_or("", |(k, _)| *k);
-            match most {
-                "no_request_id" => "no request could be paired: the responses named no request id and carried no engine times",
-                "engine_without_ttft" => "no request could be paired: the engine's spans carried no TTFT",
-                _ => "no request could be paired: no engine span with the same request id arrived within 30 s, and the responses carried no engine times",
-            }
-        });
-        Some(TtftGap {
-            reference,
-            paired: n,
-            mean: (n > 0).then(|| gaps.iter().sum::<f64>() / n as f64),
-            min: gaps.first().copied(),
-            quantiles: if n == 0 {
-                Vec::new()
-            } else {
-                quantiles.iter().map(|&q| (q, gaps[nearest_rank(q, n) as usize - 1])).collect()
-            },
-            unpaired,
-            absent,
-        })
+        Some(gap)
     }
 
     /// Records waiting for their other side now, both sides.

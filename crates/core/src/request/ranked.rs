@@ -117,6 +117,11 @@ impl Ranked {
         steps
     }
 
+    /// The smallest value held.
+    pub fn min(&self) -> Option<f64> {
+        self.counts.keys().next().map(|&k| value(k))
+    }
+
     /// The nearest-rank value of each quantile, in the order given; empty while no value is
     /// held.
     pub fn quantiles(&self) -> Vec<f64> {

@@ -36,6 +36,11 @@ impl RequestStore {
         slos.iter().map(|&i| format!("{:?}", self.cfg.slos[i])).collect()
     }
 
+    /// Whether `target` has a request series to save.
+    pub fn holds(&self, target: &str) -> bool {
+        self.series.keys().any(|k| k.target == target)
+    }
+
     /// Every series of `target`.
     pub fn saved(&self, target: &str) -> SavedRequests {
         let series = self

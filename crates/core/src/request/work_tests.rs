@@ -31,9 +31,15 @@ fn config(cap: usize) -> StoreConfig {
 
 /// Request `n` of engine spans at one a second, finishing at `t_ms`.
 fn record(n: u64, t_ms: i64) -> RequestRecord {
+    record_from(Source::Otlp, n, t_ms)
+}
+
+/// Request `n` from `source`; a tap's carries the engine's times, so that it pairs at once
+/// and its TTFT gap has a value in every window.
+fn record_from(source: Source, n: u64, t_ms: i64) -> RequestRecord {
     let wobble = (n.wrapping_mul(2_654_435_761) % 1_000_003) as f64 / 1_000_003.0;
     RequestRecord {
-        source: Source::Otlp,
+        source,
         target: "t".into(),
         model: "m".into(),
         status: if n.is_multiple_of(97) { Status::HttpError(500) } else { Status::Ok },
@@ -44,15 +50,23 @@ fn record(n: u64, t_ms: i64) -> RequestRecord {
         prompt_tokens: Some(100),
         output_tokens: Some(TokenCount { value: 40, exact: true }),
         itl: vec![ItlGap { seconds: 0.02, tokens: 1 }],
-        engine: None,
+        engine: (source == Source::Tap).then_some(EngineTimes {
+            queue_s: Some(0.001),
+            prefill_s: Some(0.04 + 0.2 * wobble),
+            decode_s: None,
+        }),
         request_id: None,
     }
 }
 
 /// A 5 s tick: the five requests that finished since the last, then every window.
 fn tick(store: &mut RequestStore, k: i64) -> Vec<SeriesWindows> {
+    tick_from(store, k, Source::Otlp)
+}
+
+fn tick_from(store: &mut RequestStore, k: i64, source: Source) -> Vec<SeriesWindows> {
     let now = T0_MS + k * 5_000;
-    let records = (0..5).map(|j| record((k * 5 + j) as u64, now - 5_000 + j * 1_000 + 500));
+    let records = (0..5).map(|j| record_from(source, (k * 5 + j) as u64, now - 5_000 + j * 1_000 + 500));
     store.ingest(records, now);
     store.evaluate(now)
 }
@@ -72,12 +86,12 @@ impl Minute {
 /// The store's work over one minute of ticks after `history_ms` of them. The history is
 /// ingested tick by tick and evaluated now and then, and at its last tick, so that the
 /// minute measured finds every window's sums in place, as a daemon's next tick does.
-fn a_minute_after(history_ms: i64, cap: usize) -> Minute {
+fn a_minute_after(history_ms: i64, cap: usize, source: Source) -> Minute {
     let mut store = RequestStore::new(config(cap));
     let ticks = history_ms / 5_000;
     for k in 0..ticks {
         let now = T0_MS + k * 5_000;
-        let records = (0..5).map(|j| record((k * 5 + j) as u64, now - 5_000 + j * 1_000 + 500));
+        let records = (0..5).map(|j| record_from(source, (k * 5 + j) as u64, now - 5_000 + j * 1_000 + 500));
         store.ingest(records, now);
         if k % 120 == 0 || k == ticks - 1 {
             store.evaluate(now);
@@ -86,11 +100,15 @@ fn a_minute_after(history_ms: i64, cap: usize) -> Minute {
     let before = store.work();
     let mut evaluations = 0;
     for k in ticks..ticks + 12 {
-        let out = tick(&mut store, k);
+        let out = tick_from(&mut store, k, source);
         assert_eq!(out.len(), 1);
         evaluations += out[0].windows.len() as u64;
         let one_minute = &out[0].windows[0].1;
         assert!(one_minute.requests >= 55, "{} requests in the last minute", one_minute.requests);
+        if source == Source::Tap {
+            let gap = one_minute.ttft_gap.as_ref().expect("a tap's window has its TTFT gap");
+            assert!(gap.paired >= 55, "{gap:?}");
+        }
     }
     let after = store.work();
     let work = Work {
@@ -101,13 +119,18 @@ fn a_minute_after(history_ms: i64, cap: usize) -> Minute {
     Minute { work, records_held: store.records_held(), evaluations }
 }
 
-/// docs/footprint.md: the request store's tick does not read the records it holds.
+/// docs/footprint.md: the request store's tick does not read the records it holds, nor,
+/// for a tap, the requests its TTFT gap keeps.
 #[test]
 fn a_tick_after_a_day_of_requests_takes_the_work_of_a_tick_after_a_minute() {
-    for cap in [DEFAULT_MAX_RECORDS_PER_SERIES, 3_000] {
-        let minute = a_minute_after(60_000, cap);
-        let full = a_minute_after(7 * 3_600_000, cap);
-        let day = a_minute_after(86_400_000, cap);
+    for (cap, source) in [
+        (DEFAULT_MAX_RECORDS_PER_SERIES, Source::Otlp),
+        (3_000, Source::Otlp),
+        (DEFAULT_MAX_RECORDS_PER_SERIES, Source::Tap),
+    ] {
+        let minute = a_minute_after(60_000, cap, source);
+        let full = a_minute_after(7 * 3_600_000, cap, source);
+        let day = a_minute_after(86_400_000, cap, source);
         // Six hours of one a second, or the cap.
         assert!(day.records_held >= 3_000.min(cap) && day.records_held >= 10 * minute.records_held);
         // The 60 requests of the minute enter the store and the windows the records cover.
@@ -131,7 +154,7 @@ fn a_tick_after_a_day_of_requests_takes_the_work_of_a_tick_after_a_minute() {
             assert!(m.work.slots <= m.evaluations * SLOTS_PER_WINDOW as u64, "{:?}", m.work);
         }
         eprintln!(
-            "request store, cap {cap}: a minute of ticks after a minute {:?}, after 7 h {:?}, after a day {:?} ({} records held)",
+            "request store, cap {cap}, {source:?}: a minute of ticks after a minute {:?}, after 7 h {:?}, after a day {:?} ({} records held)",
             minute.work, full.work, day.work, day.records_held
         );
     }

@@ -279,15 +279,13 @@ fn capture<'a>(
             }
         }
     }
-    {
+    // The request series (up to a window's records per target) are encoded one target at a
+    // time as the file is written: copied all at once they were the snapshot's whole size
+    // again in memory, which the heap kept after the write.
+    let requests: Vec<String> = {
         let store = sources.store.lock().unwrap_or_else(|e| e.into_inner());
-        for t in ids.keys() {
-            let saved = store.saved(t);
-            if !saved.is_empty() {
-                sections.push(section(t, Part::Requests(saved)));
-            }
-        }
-    }
+        ids.keys().filter(|t| store.holds(t)).cloned().collect()
+    };
     // The capacity histories (up to a day of intervals per model) are encoded one target
     // at a time as the file is written, as the window stores are, and after them.
     let capacity: Vec<String> = {
@@ -301,6 +299,7 @@ fn capture<'a>(
         .collect();
     let mut listed: Vec<Listed> =
         sections.iter().map(|s| Listed { target: s.target.clone(), part: s.part.name().into() }).collect();
+    listed.extend(requests.iter().map(|t| Listed { target: t.clone(), part: "requests".into() }));
     listed.extend(stores.iter().map(|rt| Listed { target: rt.config.name.clone(), part: "windows".into() }));
     listed.extend(capacity.iter().map(|t| Listed { target: t.clone(), part: "capacity".into() }));
     let contents = Section { target: String::new(), identity: 0, part: Part::Contents(listed) };
@@ -314,12 +313,17 @@ fn capture<'a>(
         std::thread::sleep(hold);
         framed(&section(&rt.config.name, Part::Windows(SavedWindows::save(&windows))))
     });
+    let store = &sources.store;
+    let requests = requests.into_iter().map(move |t| {
+        let saved = store.lock().unwrap_or_else(|e| e.into_inner()).saved(&t);
+        framed(&section(&t, Part::Requests(saved)))
+    });
     let book = &sources.capacity;
     let capacity = capacity.into_iter().map(move |t| {
         let saved = book.lock().unwrap_or_else(|e| e.into_inner()).saved(&t);
         framed(&section(&t, Part::Capacity(saved)))
     });
-    small.into_iter().chain(windows).chain(capacity)
+    small.into_iter().chain(requests).chain(windows).chain(capacity)
 }
 
 /// Hooks the integration tests use to reproduce a snapshot too slow to finish within the
