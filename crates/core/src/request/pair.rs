@@ -91,17 +91,21 @@ struct GapRun {
     hi: f64,
     quantiles: Vec<f64>,
     gaps: Ranked,
-    /// The gaps' sum in picoseconds: an integer, so that a gap leaving takes back exactly
-    /// what it added, however long the window runs.
-    sum_ps: i128,
+    /// The gaps' sum in units of 2⁻⁶⁴ s: an integer, so that a gap leaving takes back
+    /// exactly what it added, however long the window runs (a gap of a quarter
+    /// millisecond or more converts without losing a bit).
+    sum: i128,
     /// Paired requests by partner: response, OTLP.
     partners: [u64; 2],
     /// Unpaired requests by reason, in [`Unpaired::ALL`]'s order.
     unpaired: [u64; 3],
 }
 
-fn picoseconds(gap: f64) -> i128 {
-    (gap * 1e12).round() as i128
+/// Seconds per unit of [`GapRun::sum`]'s fixed point.
+const SUM_SCALE: f64 = 18_446_744_073_709_551_616.0; // 2^64
+
+fn fixed(gap: f64) -> i128 {
+    (gap * SUM_SCALE) as i128
 }
 
 impl GapRun {
@@ -111,7 +115,7 @@ impl GapRun {
             hi,
             quantiles: quantiles.to_vec(),
             gaps: Ranked::new(quantiles),
-            sum_ps: 0,
+            sum: 0,
             partners: [0; 2],
             unpaired: [0; 3],
         }
@@ -125,11 +129,11 @@ impl GapRun {
     fn paired(&mut self, (_, gap, partner): (f64, f64, Partner), enter: bool) -> u64 {
         let slot = &mut self.partners[usize::from(partner == Partner::Otlp)];
         if enter {
-            self.sum_ps += picoseconds(gap);
+            self.sum += fixed(gap);
             *slot += 1;
             self.gaps.insert(gap)
         } else {
-            self.sum_ps -= picoseconds(gap);
+            self.sum -= fixed(gap);
             *slot -= 1;
             self.gaps.remove(gap)
         }
@@ -142,6 +146,13 @@ impl GapRun {
         } else {
             *slot -= 1;
         }
+    }
+
+    /// The mean gap. Converting the sum back rounds, and the mean of equal gaps could land
+    /// an ulp outside them; the true mean lies between the least and the greatest gap.
+    fn mean(&self) -> Option<f64> {
+        let (min, max) = (self.gaps.min()?, self.gaps.max()?);
+        Some((self.sum as f64 / SUM_SCALE / self.gaps.len() as f64).clamp(min, max))
     }
 
     /// The window's gap; `None` when the tap measured no TTFT in it, paired or not.
@@ -169,7 +180,7 @@ impl GapRun {
         Some(TtftGap {
             reference,
             paired: n,
-            mean: (n > 0).then(|| self.sum_ps as f64 / 1e12 / n as f64),
+            mean: self.mean(),
             min: self.gaps.min(),
             quantiles: if n == 0 {
                 Vec::new()

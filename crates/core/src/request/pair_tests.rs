@@ -141,6 +141,20 @@ fn the_store_pairs_what_it_takes_under_the_series_it_joined() {
 /// past themselves): each window's running sums give what a read of every kept request
 /// gives, the mean to within rounding.
 #[test]
+fn the_mean_of_equal_gaps_is_that_gap() {
+    let mut p = Pairer::default();
+    let gap = 0.003_810_590_000_000_030_3;
+    for i in 0..1_000 {
+        let mut r = rec(Source::Tap, None, Some(0.1 + gap), at(1.0 + f64::from(i) * 0.01));
+        r.engine = Some(EngineTimes { queue_s: None, prefill_s: Some(0.1), decode_s: None });
+        p.offer(&r, NOW_MS);
+    }
+    let g = window(&mut p).unwrap();
+    assert_eq!(g.paired, 1_000);
+    assert!(g.mean.unwrap() >= g.min.unwrap() && g.mean.unwrap() <= g.quantiles[1].1, "{g:?}");
+}
+
+#[test]
 fn the_windows_sums_equal_a_read_of_every_kept_request() {
     use rand::{Rng, SeedableRng};
     let quantiles = [0.5, 0.9, 0.99, 1.0];
@@ -185,9 +199,11 @@ fn the_windows_sums_equal_a_read_of_every_kept_request() {
                         (Some(mut g), Some(w)) => {
                             let (gm, wm) = (g.mean.take(), w.mean);
                             assert!(
-                                gm.zip(wm).is_none_or(|(a, b)| (a - b).abs() < 1e-9) && gm.is_some() == wm.is_some(),
+                                gm.zip(wm).is_none_or(|(a, b)| (a - b).abs() < 1e-12) && gm.is_some() == wm.is_some(),
                                 "seed {seed} step {step} window {i}: mean {gm:?} against {wm:?}"
                             );
+                            // Never outside the gaps it is the mean of.
+                            assert!(gm.is_none_or(|m| g.min.is_some_and(|min| m >= min)), "{g:?} mean {gm:?}");
                             g.mean = w.mean;
                             assert_eq!(g, w, "seed {seed} step {step} window {i}");
                         }

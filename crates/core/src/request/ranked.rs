@@ -122,6 +122,11 @@ impl Ranked {
         self.counts.keys().next().map(|&k| value(k))
     }
 
+    /// The largest value held.
+    pub fn max(&self) -> Option<f64> {
+        self.counts.keys().next_back().map(|&k| value(k))
+    }
+
     /// The nearest-rank value of each quantile, in the order given; empty while no value is
     /// held.
     pub fn quantiles(&self) -> Vec<f64> {
