@@ -101,7 +101,7 @@ struct GapRun {
     unpaired: [u64; 3],
 }
 
-/// Seconds per unit of [`GapRun::sum`]'s fixed point.
+/// Units of [`GapRun::sum`]'s fixed point per second.
 const SUM_SCALE: f64 = 18_446_744_073_709_551_616.0; // 2^64
 
 fn fixed(gap: f64) -> i128 {
