@@ -22,7 +22,7 @@ use crate::state;
 #[derive(Debug, thiserror::Error)]
 pub enum ReloadError {
     /// A new listen address cannot be bound (the message names the config key).
-    #[error("{0}")]
+    #[error(transparent)]
     Listen(#[from] std::io::Error),
     /// A new `state_dir` cannot be made or written.
     #[error("state_dir: cannot use {}: {err}", dir.display())]
