@@ -38,31 +38,43 @@ fn demo_runs_the_users_config() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("mine.yaml");
     std::fs::write(&cfg, user_config()).unwrap();
-    let port = net::free_port();
-    let demo = Killed(
-        Command::new(BIN)
-            .args(["demo", "--summary-every", "0", "--listen", &format!("127.0.0.1:{port}"), "-c"])
-            .arg(&cfg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + PATIENCE;
-    let body = loop {
-        if let Some(body) = net::get_body(port, "/metrics")
-            && body.contains("llm_slo_target_up{target=\"sim-chat\"} 1")
-            && body.contains("slo=\"my-interactive\"")
-        {
-            break body;
+    // The ports are picked free before the demo binds them (its `--listen` here, its OTLP
+    // receiver inside): another test may take one in between, so a demo that stops at
+    // start on a taken address is started again on new ones; any other stop fails.
+    let mut attempts = 0;
+    let body = 'start: loop {
+        attempts += 1;
+        let port = net::free_port();
+        let log = dir.path().join(format!("demo-{attempts}.log"));
+        let mut demo = Killed(
+            Command::new(BIN)
+                .args(["demo", "--summary-every", "0", "--listen", &format!("127.0.0.1:{port}"), "-c"])
+                .arg(&cfg)
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap(),
+        );
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(body) = net::get_body(port, "/metrics")
+                && body.contains("llm_slo_target_up{target=\"sim-chat\"} 1")
+                && body.contains("slo=\"my-interactive\"")
+            {
+                break 'start body;
+            }
+            if let Some(status) = demo.0.try_wait().unwrap() {
+                let err = std::fs::read_to_string(&log).unwrap_or_default();
+                assert!(err.contains("in use") && attempts < 3, "the demo stopped ({status}):\n{err}");
+                continue 'start;
+            }
+            assert!(Instant::now() < deadline, "the demo did not serve its config's SLOs within {PATIENCE:?}");
+            std::thread::sleep(Duration::from_millis(200));
         }
-        assert!(Instant::now() < deadline, "the demo did not serve its config's SLOs within {PATIENCE:?}");
-        std::thread::sleep(Duration::from_millis(200));
     };
     // The user's SLOs, not the embedded ones, and only the engine the config names.
     assert!(!body.contains("slo=\"chat\"") && !body.contains("slo=\"batch\""), "embedded SLOs leaked");
     assert!(!body.contains("target=\"sim-batch\""), "an engine the config does not name");
-    drop(demo);
 }
 
 #[test]
