@@ -44,6 +44,19 @@ alerting:
 }
 
 /// The value of the sample of `family` whose labels include every `k="v"` in `labels`.
+/// A real Alertmanager started in a temporary directory and answering, or `None` where
+/// none is installed (the test then has nothing to run against).
+async fn ready_alertmanager() -> Option<(tempfile::TempDir, Am, Http)> {
+    let bin = alertmanager_binary()?;
+    goodput::scrape::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut am = Am::new(&bin, tmp.path(), "am");
+    am.start();
+    let http = Http::new();
+    http.wait_ready(&am, PATIENCE).await;
+    Some((tmp, am, http))
+}
+
 fn sample(body: &str, family: &str, labels: &[(&str, &str)]) -> Option<f64> {
     body.lines()
         .filter(|l| l.strip_prefix(family).is_some_and(|r| r.starts_with('{')))
@@ -60,13 +73,7 @@ const DELIVERY_FAMILIES: [&str; 4] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counters_move_for_the_destination_they_describe() {
-    let Some(bin) = alertmanager_binary() else { return };
-    goodput::scrape::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let mut am = Am::new(&bin, tmp.path(), "am");
-    am.start();
-    let http = Http::new();
-    http.wait_ready(&am, PATIENCE).await;
+    let Some((_tmp, am, http)) = ready_alertmanager().await else { return };
 
     let down_port = free_port();
     let unreachable = format!("http://pager:s3cret@127.0.0.1:{down_port}");
@@ -142,13 +149,7 @@ async fn counters_move_for_the_destination_they_describe() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_alert_delivery_keeps_alerts_out_of_alertmanager() {
-    let Some(bin) = alertmanager_binary() else { return };
-    goodput::scrape::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let mut am = Am::new(&bin, tmp.path(), "am");
-    am.start();
-    let http = Http::new();
-    http.wait_ready(&am, PATIENCE).await;
+    let Some((tmp, am, http)) = ready_alertmanager().await else { return };
     let port = free_port();
     let cfg = tmp.path().join("goodput.yaml");
     std::fs::write(&cfg, daemon_yaml(&am.url(), &am.url()).replace("127.0.0.1:0", &format!("127.0.0.1:{port}")))
