@@ -114,9 +114,9 @@ pub fn tables(points: &[Point], objective: f64, fit: &Fit) -> Tables {
 
 /// Bins `points` by rate at their own rates (see [`binned`]).
 pub fn bins(points: &[Point], objective: f64, fit: &Fit) -> Vec<Bin> {
-    let p = Prefixes::new(&tables(points, objective, fit), 1.0);
+    let p = Prefixes::new(&tables(points, objective, fit), 1.0, fit);
     let mut out = Vec::new();
-    binned(&p.sources(0, fit), 0, min_total(objective, fit), fit, &mut out);
+    binned(&p.sources(0, fit), &p.edges, 0, min_total(objective, fit), fit, &mut out);
     out
 }
 
@@ -128,20 +128,25 @@ struct Prefixes {
     moving: Vec<Prefix>,
     /// The older intervals' sums at their coarser settling levels (`super::past`).
     past: Vec<Prefix>,
+    edges: Edges,
 }
 
 impl Prefixes {
-    fn new(tables: &Tables, scale: f64) -> Prefixes {
+    fn new(tables: &Tables, scale: f64, fit: &Fit) -> Prefixes {
         let build = |c: &super::cells::Cells| {
             let mut p = Prefix::default();
             p.build(c, scale);
             p
         };
+        let still = build(&tables.still);
         let mut moving: Vec<Prefix> = tables.moving.iter().map(build).collect();
         if moving.is_empty() {
             moving.push(Prefix::default());
         }
-        Prefixes { still: build(&tables.still), moving, past: tables.past.iter().map(build).collect() }
+        let past: Vec<Prefix> = tables.past.iter().map(build).collect();
+        let cells = || std::iter::once(&still).chain(&moving).chain(&past).flat_map(|p| &p.cells);
+        let edges = Edges::new(cells().min().copied(), cells().max().copied(), fit);
+        Prefixes { still, moving, past, edges }
     }
 
     /// What a draw at settling level `level` bins.
@@ -149,6 +154,37 @@ impl Prefixes {
         let mut out = vec![&self.still, &self.moving[level.min(self.moving.len() - 1)]];
         out.extend(self.past.get(past_level(level, fit)));
         out
+    }
+}
+
+/// The edges of the grid's bins at every phase over the cells an estimate reads, computed
+/// once per estimate rather than in each of its draws' binnings (a `powf` per bin edge
+/// was a tenth of an estimate's time).
+struct Edges {
+    /// The lowest bin index held.
+    first: i64,
+    /// Per phase, the edge of bins `first..` (low edges, and the high edge of the last).
+    per_phase: Vec<Vec<f64>>,
+}
+
+impl Edges {
+    fn new(min_cell: Option<i32>, max_cell: Option<i32>, fit: &Fit) -> Edges {
+        let p = fit.phases() as i64;
+        let (Some(lo), Some(hi)) = (min_cell, max_cell) else { return Edges { first: 0, per_phase: Vec::new() } };
+        // Bin `k` at phase `f` holds cells `[k p − f, (k + 1) p − f)`.
+        let first = (lo as i64).div_euclid(p);
+        let last = (hi as i64 + p - 1).div_euclid(p) + 1;
+        let per_phase = (0..p)
+            .map(|f| {
+                (first..=last).map(|k| 10f64.powf((k as f64 - f as f64 / p as f64) / fit.bins_per_decade)).collect()
+            })
+            .collect();
+        Edges { first, per_phase }
+    }
+
+    /// The low edge of bin `k` at `phase`.
+    fn get(&self, phase: usize, k: i64) -> f64 {
+        self.per_phase[phase][(k - self.first) as usize]
     }
 }
 
@@ -167,45 +203,60 @@ const MAX_MERGED_DECADES: f64 = 0.25;
 /// ([`crossing`]). Bins are thus as fine as the data allows, down to the grid: dropping
 /// every thin grid bin instead lost the rates a ramp passes quickly, the knee among them.
 /// Only a bin still thin across [`MAX_MERGED_DECADES`] is left out.
-fn binned(sources: &[&Prefix], phase: usize, min_total: f64, fit: &Fit, out: &mut Vec<Bin>) {
+fn binned(sources: &[&Prefix], edges: &Edges, phase: usize, min_total: f64, fit: &Fit, out: &mut Vec<Bin>) {
     out.clear();
     let p = fit.phases() as i64;
+    let edged = |b: &mut Bin, k0: i64, k: i64| {
+        b.low = edges.get(phase, k0);
+        b.high = edges.get(phase, k + 1);
+    };
     let phase = phase as i64;
-    let edge = |k: i64| 10f64.powf((k as f64 - phase as f64 / p as f64) / fit.bins_per_decade);
     let max_merge = (fit.bins_per_decade * MAX_MERGED_DECADES).round() as i64;
-    let mut open: Option<(i64, Bin)> = None;
+    // The first and last grid bin of the bin being merged, which is `out`'s last: merged
+    // in place, as a copy of its sums per grid bin was a tenth of an estimate's time.
+    let mut open: Option<(i64, i64)> = None;
     let mut at = [0usize; 4];
     let at = &mut at[..sources.len()];
     // Each grid bin that holds a cell, ascending: the lowest cell not yet binned names it.
+    // Every cell below it is binned already, so each source's cells in the grid bin start
+    // at its cursor.
     while let Some(&next) = sources.iter().zip(at.iter()).filter_map(|(s, &i)| s.cells.get(i)).min() {
         let next = next as i64;
         let k = (next + phase).div_euclid(p);
-        let (lo, hi) = (k * p - phase, (k + 1) * p - phase);
+        let hi = (k + 1) * p - phase;
         let mut sums = Row::default();
         for (s, i) in sources.iter().zip(at.iter_mut()) {
-            s.add_range(lo, hi, &mut sums);
-            while s.cells.get(*i).is_some_and(|&c| (c as i64) < hi) {
-                *i += 1;
-            }
+            *i = s.add_from(*i, hi, &mut sums);
         }
         // A bin still thin across a quarter decade is left out rather than merged on: it
         // would mix loads the fit must tell apart. At the bottom of a ramp's data (its
         // first minutes, thin) it reached up to the knee, took in the failing intervals
         // of later cycles there, and failed from the lowest rate (docs/accuracy.md#capacity).
-        if open.as_ref().is_some_and(|(k0, _)| k - k0 >= max_merge) {
+        if open.is_some_and(|(k0, _)| k - k0 >= max_merge) {
+            out.pop();
             open = None;
         }
-        let (k0, m) = match open.take() {
-            None => (k, Bin { low: edge(k), high: edge(k + 1), sums }),
-            Some((k0, mut o)) => {
-                o.high = edge(k + 1);
-                o.sums.add(&sums);
-                (k0, o)
+        let k0 = match open {
+            None => {
+                out.push(Bin { low: f64::NAN, high: f64::NAN, sums });
+                k
+            }
+            Some((k0, _)) => {
+                out.last_mut().expect("an open bin is the last").sums.add(&sums);
+                k0
             }
         };
-        if m.sums.total >= min_total { out.push(m) } else { open = Some((k0, m)) }
+        let last = out.last_mut().expect("an open bin is the last");
+        if last.sums.total >= min_total {
+            edged(last, k0, k);
+            open = None;
+        } else {
+            open = Some((k0, k));
+        }
     }
-    out.extend(open.map(|(_, b)| b));
+    if let (Some((k0, k)), Some(last)) = (open, out.last_mut()) {
+        edged(last, k0, k);
+    }
     out.retain(|b| b.sums.total > 0.0);
 }
 
@@ -279,9 +330,9 @@ pub fn estimate(points: &[Point], objective: f64, fit: &Fit) -> Option<Estimate>
 /// to the estimate's instant), or `None` while they hold fewer than the minimum requests.
 pub fn estimate_tables(tables: &Tables, scale: f64, objective: f64, fit: &Fit) -> Option<Estimate> {
     let min_total = min_total(objective, fit);
-    let prefixes = Prefixes::new(tables, scale);
+    let prefixes = Prefixes::new(tables, scale, fit);
     let mut bins = Vec::new();
-    binned(&prefixes.sources(0, fit), 0, min_total, fit, &mut bins);
+    binned(&prefixes.sources(0, fit), &prefixes.edges, 0, min_total, fit, &mut bins);
     if bins.iter().map(Bin::total).sum::<f64>() < min_total {
         return None;
     }
@@ -309,7 +360,7 @@ pub fn estimate_tables(tables: &Tables, scale: f64, objective: f64, fit: &Fit) -
     let mut draws: Vec<f64> = Vec::with_capacity(pairs.len());
     for group in pairs.chunk_by(|x, y| x == y) {
         let (phase, level) = group[0];
-        binned(&prefixes.sources(level, fit), phase, min_total, fit, &mut bins);
+        binned(&prefixes.sources(level, fit), &prefixes.edges, phase, min_total, fit, &mut bins);
         if bins.is_empty() {
             continue;
         }

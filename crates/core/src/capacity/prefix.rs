@@ -73,12 +73,17 @@ impl Prefix {
         }
     }
 
-    /// Adds the sums of the cells in `[lo, hi)` to `into`.
-    pub fn add_range(&self, lo: i64, hi: i64, into: &mut Row) {
-        let i = self.cells.partition_point(|&c| (c as i64) < lo);
-        let j = self.cells.partition_point(|&c| (c as i64) < hi);
+    /// Adds the sums of the cells from the `i`-th distinct one up to `hi` (exclusive) to
+    /// `into`, and returns the index of the first cell at or above `hi`: a walk up the
+    /// cells in ascending ranges needs no search.
+    pub fn add_from(&self, i: usize, hi: i64, into: &mut Row) -> usize {
+        let mut j = i;
+        while self.cells.get(j).is_some_and(|&c| (c as i64) < hi) {
+            j += 1;
+        }
         if j > i {
             into.add_difference(&self.rows[j], &self.rows[i]);
         }
+        j
     }
 }
