@@ -4,7 +4,9 @@
 
 use super::history::{History, Identity, Interval, Judged};
 use super::saturation::{self, TREND_INTERVALS};
-use super::{CapacityBook, CapacityReport, MAX_MODELS_PER_TARGET, MAX_PENDING, Pending, SPACING, assess, refresh};
+use super::{
+    CapacityBook, CapacityReport, MAX_MODELS_PER_TARGET, MAX_PENDING, Pending, REFRESH, SPACING, assess, refresh,
+};
 use crate::canonical::{FinishReason, HistogramKind};
 use crate::report::{Report, SloStatus, WindowReport};
 use crate::request::{ARRIVAL_SLOT_MS, ArrivalCell, Basis, DataSource};
@@ -84,7 +86,14 @@ impl CapacityBook {
                 let reasons = saturation::reasons(&series.history.recent(TREND_INTERVALS), self.cfg.kv_critical);
                 series.saturation.update(reasons);
                 series.latest = Some(assess(&t.target, &m.model, series, &slos));
-                if !series.stale {
+                // While arrivals rise, every interval: the headroom alert reads the estimate
+                // then. Decided by the history alone, which a snapshot keeps, so that a
+                // restored book refreshes when the one that never stopped does.
+                let period = REFRESH.as_millis() as i64;
+                let due = series.estimated != Some(series.generation)
+                    || series.latest.as_ref().is_some_and(|r| r.rising)
+                    || last_ms.is_none_or(|l| l.div_euclid(period) != report.t_ms.div_euclid(period));
+                if due && !series.stale {
                     series.stale = true;
                     self.queue.push_back((t.target.clone(), m.model.clone()));
                 }
@@ -103,9 +112,9 @@ impl CapacityBook {
 impl CapacityBook {
     /// Refreshes the estimates of the series queued longest: as many per tick as spreads
     /// one interval's worth of refreshes (every series, once per [`SPACING`]) evenly over
-    /// the ticks in between, so that no tick carries every series' bootstrap. A series
-    /// gets an interval, and thus a refresh, at most once per [`SPACING`], so the queue
-    /// never holds more than the book's series.
+    /// the ticks in between, so that no tick carries every series' bootstrap, and every
+    /// series whose arrivals rise gets its refresh at each interval. A series is queued at
+    /// most once, so the queue never holds more than the book's series.
     fn refresh_some(&mut self, t_ms: i64) {
         let spacing = SPACING.as_millis() as i64;
         let gap = self.last_t_ms.map(|l| t_ms - l).filter(|g| *g > 0 && *g < spacing);

@@ -35,6 +35,12 @@ use saturation::{Saturation, TREND_INTERVALS};
 /// the report. Four intervals per minute resolve a ramp of a few minutes.
 pub const SPACING: Duration = Duration::from_secs(15);
 
+/// A series' estimates are made again at most once per this much time, at its first
+/// interval of each period: one interval among four adds a fifteen-minute window's worth of
+/// evidence to hours of decayed history, and a bootstrap per interval was most of the
+/// book's cost (docs/capacity.md#cost). A new engine run or new SLOs are estimated at once.
+pub const REFRESH: Duration = Duration::from_secs(60);
+
 /// Models per target the book keeps a history for, as the budget book caps its ledgers.
 pub const MAX_MODELS_PER_TARGET: usize = 64;
 
@@ -82,7 +88,7 @@ struct Series {
     generation: u64,
     /// The generation the estimates in `latest` were made in.
     estimated: Option<u64>,
-    /// An interval entered since the estimates were made: queued for a refresh.
+    /// Due for new estimates (a new period's interval entered, [`REFRESH`]): queued.
     stale: bool,
 }
 

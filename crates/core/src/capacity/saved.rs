@@ -151,6 +151,10 @@ impl CapacityBook {
             if stale {
                 self.queue.push_back(key.clone());
             }
+            // Refreshes due at the save go on spread over the ticks from the newest interval
+            // saved, as they would have, rather than all in the first tick after the restore.
+            let newest = s.history.last().map(|i| i.t_ms);
+            self.last_t_ms = self.last_t_ms.max(newest);
             self.series.insert(
                 key,
                 Series {
