@@ -25,12 +25,7 @@ pub(super) fn slo() -> Slo {
 /// `target` at `t_ms` under a two-hour wave of load from 1 to 9 requests/s, past a knee at 5,
 /// its prompts a little longer and shorter with the load.
 fn target(target: &str, t_ms: i64) -> TargetReport {
-    target_loaded(target, t_ms, t_ms)
-}
-
-/// `target` at `t_ms` with the wave's load at `load_ms`.
-fn target_loaded(target: &str, t_ms: i64, load_ms: i64) -> TargetReport {
-    let phase = (load_ms as f64 / 7_200_000.0) * std::f64::consts::TAU;
+    let phase = (t_ms as f64 / 7_200_000.0) * std::f64::consts::TAU;
     let rate = 5.0 - 4.0 * phase.cos();
     let a = if rate <= 5.0 { 0.99 } else { (0.99 - 0.3 * (rate - 5.0)).max(0.2) };
     let mut w = WindowReport::empty(Window::from_secs(60));
@@ -137,11 +132,8 @@ fn refreshes_spread_over_the_ticks_between_intervals() {
     // 30 series under a flat load whose intervals all fall due on the same tick (every
     // 15 s), refreshed at the first interval of each minute: their refreshes are spread
     // over the three ticks of 5 s an interval spans, ten per tick.
-    let flat = |t_ms| Report {
-        t_ms,
-        targets: (0..30).map(|k| target_loaded(&format!("t{k}"), t_ms, 0)).collect(),
-        ..Report::default()
-    };
+    let flat =
+        |t_ms| Report { t_ms, targets: (0..30).map(|k| target(&format!("t{k}"), 0)).collect(), ..Report::default() };
     let mut book = book();
     let mut t = 0;
     book.feed(&flat(t));
