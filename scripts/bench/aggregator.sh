@@ -21,8 +21,15 @@
 # start. The snapshot is then written every SNAPSHOT (default 60s, the config's default), and
 # state_max_size is raised to fit the fleet.
 #
+# With SLO=1 the config has one SLO (TTFT 500 ms and TPOT 50 ms for 99 %): SLO brackets,
+# error budgets and the capacity book run for every target, and fill_state fills their
+# history too. The daemon logs each tick (RUST_LOG=goodput::tick=debug); the tick's wall
+# time over the measured span is printed as tick_med/tick_p90/tick_max (seconds) and the
+# ticks logged in it against the span's intervals.
+#
 # Env: WARMUP (s, default 30), DURATION (s, default 120), INTERVAL (s, default 5),
-#      HISTORY (s, default 0), SNAPSHOT (default 60s),
+#      HISTORY (s, default 0), SNAPSHOT (default 60s), SLO (0 or 1, default 0),
+#      REQUESTS (the requests fill_state gives the request stores: none (default), tap, otlp),
 #      BIN, FAKE, FILL (binaries), PORT (daemon, 19465), FAKE_PORT (19100), FAKE_THREADS (1).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,6 +46,8 @@ FAKE_PORT=${FAKE_PORT:-19100}
 FAKE_THREADS=${FAKE_THREADS:-1}
 HISTORY=${HISTORY:-0}
 SNAPSHOT=${SNAPSHOT:-60s}
+SLO=${SLO:-0}
+REQUESTS=${REQUESTS:-none}
 FILL=${FILL:-target/release/examples/fill_state}
 require_bin "$BIN" "cargo build --release --bin goodput"
 require_bin "$FAKE" "cargo build --release --example fake_targets"
@@ -58,9 +67,10 @@ up_count() { awk '/^llm_slo_target_up\{/ && $2 == 1 { n++ } END { print n + 0 }'
 pct() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / (t1 - t0) * 100 }'; }
 
 [ "$HISTORY" -eq 0 ] || require_bin "$FILL" "cargo build --release --example fill_state"
-echo "# nproc $(nproc), $(uname -sr), interval ${INTERVAL}s, warm-up ${WARMUP}s, measured ${DURATION}s, fake server threads $FAKE_THREADS, history ${HISTORY}s"
-printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s\n' \
-  N ok cpu_pct fake_pct rss_mib hwm_mib min_scr max_gap up errors ticks report_s metrics_s load_start load_end
+echo "# nproc $(nproc), $(uname -sr), interval ${INTERVAL}s, warm-up ${WARMUP}s, measured ${DURATION}s, fake server threads $FAKE_THREADS, history ${HISTORY}s, slo $SLO, requests $REQUESTS"
+printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s %s\n' \
+  N ok cpu_pct fake_pct rss_mib hwm_mib min_scr max_gap up errors ticks report_s metrics_s load_start load_end \
+  tick_med/p90/max,logged
 for n in "${NS[@]}"; do
   now=$(date +%s%3N)
   anchor=$((now - HISTORY * 1000))
@@ -73,13 +83,17 @@ for n in "${NS[@]}"; do
       echo "state_snapshot_interval: $SNAPSHOT"
       echo "state_max_size: $((n / 1000 + 1))GiB"
     fi
+    if [ "$SLO" = 1 ]; then
+      echo "slos:"
+      echo "  - {name: chat, ttft: 500ms, tpot: 50ms, objective: 0.99}"
+    fi
     echo "targets:"
     for ((i = 0; i < n; i++)); do echo "  - {name: t$i, url: 'http://127.0.0.1:$FAKE_PORT/t/$i/metrics'}"; done
   } >"$work/config.yaml"
   if [ "$HISTORY" -gt 0 ]; then
     fill_t0=$(now_s)
     "$FILL" --config "$work/config.yaml" --template "$template" --anchor-unix-ms "$anchor" --to-unix-ms "$now" \
-      --step-ms $((INTERVAL * 1000))
+      --step-ms $((INTERVAL * 1000)) --requests "$REQUESTS"
     echo "# $n: fill_state took $(awk -v a="$fill_t0" -v b="$(now_s)" 'BEGIN { printf "%.0f", b - a }') s," \
       "snapshot $(du -sm "$work/state" | cut -f1) MiB"
   fi
@@ -87,7 +101,7 @@ for n in "${NS[@]}"; do
     --anchor-unix-ms "$anchor" >"$work/fake.log" 2>&1 &
   fake_pid=$!
   wait_http "http://127.0.0.1:$FAKE_PORT/stats"
-  "$BIN" run --config "$work/config.yaml" >"$work/daemon.log" 2>&1 &
+  RUST_LOG=${RUST_LOG:-info,goodput::tick=debug} "$BIN" run --config "$work/config.yaml" >"$work/daemon.log" 2>&1 &
   daemon_pid=$!
   wait_http "http://127.0.0.1:$PORT/healthz" 600
   sleep "$WARMUP"
@@ -96,6 +110,7 @@ for n in "${NS[@]}"; do
   curl -fsS -o /dev/null "http://127.0.0.1:$FAKE_PORT/stats/reset"
   load_start=$(loadavg | tr ' ' /)
   t0=$(now_s); d0=$(cpu_ticks "$daemon_pid"); f0=$(cpu_ticks "$fake_pid")
+  log0=$(wc -l <"$work/daemon.log")
   # Poll the report twice per interval: every tick's t_ms is seen at least once.
   : >"$work/ticks"; : >"$work/report_s"
   end=$(awk -v t="$t0" -v d="$DURATION" 'BEGIN { printf "%d", t + d }')
@@ -108,6 +123,11 @@ for n in "${NS[@]}"; do
   done
   t1=$(now_s); d1=$(cpu_ticks "$daemon_pid"); f1=$(cpu_ticks "$fake_pid")
   load_end=$(loadavg | tr ' ' /)
+  # Each tick's wall time: its evaluation, enriching and publishing (the log's durations).
+  tail -n +"$((log0 + 1))" "$work/daemon.log" | tick_seconds >"$work/tick_s"
+  tick_stats=$(sort -g "$work/tick_s" | awk -v want="$(awk -v d="$DURATION" -v i="$INTERVAL" 'BEGIN { printf "%d", d / i }')" '
+    { v[NR] = $1 } END { if (NR == 0) { print "none"; exit }
+      printf "%.2f/%.2f/%.2f,%d/%d", v[int((NR + 1) / 2)], v[int(NR * 0.9 + 0.999)], v[NR], NR, want }')
   stats=$(curl -fsS "http://127.0.0.1:$FAKE_PORT/stats")
   # RSS before /metrics is rendered (rendering it builds the whole exposition in memory).
   rss=$(status_kb "$daemon_pid" VmRSS)
@@ -131,11 +151,11 @@ for n in "${NS[@]}"; do
     ok=no
   fi
   report_s=$(median <"$work/report_s")
-  printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s\n' "$n" "$ok" \
+  printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s %s\n' "$n" "$ok" \
     "$(pct "$d0" "$d1" "$t0" "$t1")" "$(pct "$f0" "$f1" "$t0" "$t1")" \
     "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" \
     "$(awk -v k="$hwm" 'BEGIN { printf "%.1f", k / 1024 }')" "$min_scr/$want_scr" "$max_gap" "$up/$n" "$errors" \
-    "$ticks/$want_ticks" "$report_s" "$metrics_s" "$load_start" "$load_end"
+    "$ticks/$want_ticks" "$report_s" "$metrics_s" "$load_start" "$load_end" "$tick_stats"
   stop_pids "$daemon_pid" "$fake_pid"; daemon_pid=""; fake_pid=""
 done
 rm -rf "$work"

@@ -52,3 +52,23 @@ require_bin() {
     exit 2
   fi
 }
+
+# Seconds each `goodput::tick` debug line on stdin says its tick took (evaluated + enriched +
+# published), one per line; durations as Rust's Debug writes them (1.2s, 350ms, 80µs, 12ns).
+tick_seconds() {
+  grep -a 'goodput::tick: tick ' | awk '
+    function secs(v) {
+      if (v ~ /ms$/) return substr(v, 1, length(v) - 2) / 1e3
+      if (v ~ /µs$/) return substr(v, 1, length(v) - 3) / 1e6
+      if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1e6
+      if (v ~ /ns$/) return substr(v, 1, length(v) - 2) / 1e9
+      if (v ~ /s$/) return substr(v, 1, length(v) - 1) + 0
+      return 0
+    }
+    { t = 0
+      for (i = 1; i <= NF; i++) {
+        split($i, kv, "=")
+        if (kv[1] == "evaluated" || kv[1] == "enriched" || kv[1] == "published") t += secs(kv[2])
+      }
+      print t }'
+}
