@@ -62,8 +62,10 @@ trap cleanup EXIT
 "$BIN" simulate --out "$work/rec" --duration 10m --profile steady --seed 1 >/dev/null
 template=$(ls "$work"/rec/sim/*.prom | tail -n 1)
 
-errors_sum() { awk '/^llm_slo_scrape_errors_total\{/ { s += $2 } END { print s + 0 }' <<<"$1"; }
-up_count() { awk '/^llm_slo_target_up\{/ && $2 == 1 { n++ } END { print n + 0 }' <<<"$1"; }
+# Of a /metrics file (read from disk: at 10 000 targets it is hundreds of MB, which a
+# shell variable would hold several times over).
+errors_sum() { awk '/^llm_slo_scrape_errors_total\{/ { s += $2 } END { print s + 0 }' "$1"; }
+up_count() { awk '/^llm_slo_target_up\{/ && $2 == 1 { n++ } END { print n + 0 }' "$1"; }
 pct() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / (t1 - t0) * 100 }'; }
 
 [ "$HISTORY" -eq 0 ] || require_bin "$FILL" "cargo build --release --example fill_state"
@@ -106,7 +108,7 @@ for n in "${NS[@]}"; do
   wait_http "http://127.0.0.1:$PORT/healthz" 600
   sleep "$WARMUP"
 
-  m0=$(curl -fsS --max-time 120 "http://127.0.0.1:$PORT/metrics")
+  curl -fsS -o "$work/m0" --max-time 120 "http://127.0.0.1:$PORT/metrics"
   curl -fsS -o /dev/null "http://127.0.0.1:$FAKE_PORT/stats/reset"
   load_start=$(loadavg | tr ' ' /)
   t0=$(now_s); d0=$(cpu_ticks "$daemon_pid"); f0=$(cpu_ticks "$fake_pid")
@@ -134,14 +136,13 @@ for n in "${NS[@]}"; do
   # Large fleets render a /metrics of ~70 KB per target; give it time, and count a failure.
   metrics_s=$(curl -fsS -o "$work/m1" -w '%{time_total}' --max-time 60 "http://127.0.0.1:$PORT/metrics") \
     || { metrics_s=failed; : >"$work/m1"; }
-  m1=$(cat "$work/m1")
   hwm=$(status_kb "$daemon_pid" VmHWM)
 
   min_scr=$(awk '$1 == "min_count" { print $2 }' <<<"$stats")
   never=$(awk '$1 == "never_scraped" { print $2 }' <<<"$stats")
   max_gap=$(awk '$1 == "max_gap_ms" { print $2 }' <<<"$stats")
-  up=$(up_count "$m1")
-  errors=$(($(errors_sum "$m1") - $(errors_sum "$m0")))
+  up=$(up_count "$work/m1")
+  errors=$(($(errors_sum "$work/m1") - $(errors_sum "$work/m0")))
   ticks=$(sort -u "$work/ticks" | grep -c . || true)
   want_ticks=$(awk -v d="$DURATION" -v i="$INTERVAL" 'BEGIN { printf "%d", d / i - 1 }')
   want_scr=$(awk -v d="$DURATION" -v i="$INTERVAL" 'BEGIN { printf "%d", d / i - 1 }')
