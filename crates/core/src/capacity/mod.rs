@@ -35,10 +35,11 @@ use saturation::{Saturation, TREND_INTERVALS};
 /// the report. Four intervals per minute resolve a ramp of a few minutes.
 pub const SPACING: Duration = Duration::from_secs(15);
 
-/// A series' estimates are made again at most once per this much time, at its first
-/// interval of each period: one interval among four adds a fifteen-minute window's worth of
-/// evidence to hours of decayed history, and a bootstrap per interval was most of the
-/// book's cost (docs/capacity.md#cost). A new engine run or new SLOs are estimated at once.
+/// A series' estimates are made again at its first interval of each period this long, and
+/// at every interval while its arrivals rise (the headroom alert's condition): one
+/// interval among four adds a fifteen-minute window's worth of evidence to hours of
+/// decayed history, and a bootstrap per interval was most of the book's cost
+/// (docs/capacity.md#cost). A new engine run or new SLOs are estimated at once.
 pub const REFRESH: Duration = Duration::from_secs(60);
 
 /// Models per target the book keeps a history for, as the budget book caps its ledgers.
@@ -88,7 +89,7 @@ struct Series {
     generation: u64,
     /// The generation the estimates in `latest` were made in.
     estimated: Option<u64>,
-    /// Due for new estimates (a new period's interval entered, [`REFRESH`]): queued.
+    /// Due for new estimates (see [`REFRESH`]): queued.
     stale: bool,
 }
 
