@@ -14,7 +14,9 @@
 #   - llm_slo_target_up is 1 for all N and llm_slo_scrape_errors_total did not move,
 #   - the report advanced on every evaluation tick (`/api/v1/report?target=t0`, polled twice
 #     per interval; the whole report is ~14 KB per target).
-# rss_mib is the daemon's RSS before one final GET /metrics, hwm_mib its peak after it.
+# rss_mib is the daemon's RSS before one final GET /metrics (after the one at the start of
+# the measured span), hwm_mib its peak after it; the RSS after the warm-up, before any
+# GET /metrics, is printed as a comment.
 #
 # With HISTORY > 0, examples/fill_state writes a state_dir snapshot of the fake targets' past
 # (ingested as live scrapes are) and the daemon restores it: its windows are full from the
@@ -108,6 +110,9 @@ for n in "${NS[@]}"; do
   wait_http "http://127.0.0.1:$PORT/healthz" 600
   sleep "$WARMUP"
 
+  # The RSS before any /metrics is rendered: rendering one keeps buffers the allocator
+  # may hold on to, in the rss_mib read at the end.
+  echo "# $n: RSS after the warm-up, before any GET /metrics: $(awk -v k="$(status_kb "$daemon_pid" VmRSS)" 'BEGIN { printf "%.1f", k / 1024 }') MiB"
   curl -fsS -o "$work/m0" --max-time 120 "http://127.0.0.1:$PORT/metrics"
   curl -fsS -o /dev/null "http://127.0.0.1:$FAKE_PORT/stats/reset"
   load_start=$(loadavg | tr ' ' /)
