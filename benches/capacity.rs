@@ -8,9 +8,8 @@
 //! minute of ticks from the wave's lowest load: four intervals and one refresh of the
 //! estimates (a series is refreshed once a minute, and at every interval while its
 //! arrivals rise, which the trend test does not yet say there; the refreshes are printed).
-//! The cost must not grow with the
-//! history: the printed ratios are the 6 h and 24 h costs over the 20-minute one. Results
-//! in docs/footprint.md.
+//! The cost must not grow with the history: the printed ratios are the 6 h and 24 h costs
+//! over the 20-minute one. Results in docs/footprint.md.
 //!
 //! ```sh
 //! cargo bench --bench capacity
