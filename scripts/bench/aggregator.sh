@@ -112,7 +112,7 @@ for n in "${NS[@]}"; do
 
   # The RSS before any /metrics is rendered: rendering one keeps buffers the allocator
   # may hold on to, in the rss_mib read at the end.
-  echo "# $n: RSS after the warm-up, before any GET /metrics: $(awk -v k="$(status_kb "$daemon_pid" VmRSS)" 'BEGIN { printf "%.1f", k / 1024 }') MiB"
+  echo "# $n: RSS after the warm-up, before any GET /metrics: $(mib "$(status_kb "$daemon_pid" VmRSS)") MiB"
   curl -fsS -o "$work/m0" --max-time 120 "http://127.0.0.1:$PORT/metrics"
   curl -fsS -o /dev/null "http://127.0.0.1:$FAKE_PORT/stats/reset"
   load_start=$(loadavg | tr ' ' /)
@@ -159,8 +159,7 @@ for n in "${NS[@]}"; do
   report_s=$(median <"$work/report_s")
   printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s %s\n' "$n" "$ok" \
     "$(pct "$d0" "$d1" "$t0" "$t1")" "$(pct "$f0" "$f1" "$t0" "$t1")" \
-    "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" \
-    "$(awk -v k="$hwm" 'BEGIN { printf "%.1f", k / 1024 }')" "$min_scr/$want_scr" "$max_gap" "$up/$n" "$errors" \
+    "$(mib "$rss")" "$(mib "$hwm")" "$min_scr/$want_scr" "$max_gap" "$up/$n" "$errors" \
     "$ticks/$want_ticks" "$report_s" "$metrics_s" "$load_start" "$load_end" "$tick_stats"
   stop_pids "$daemon_pid" "$fake_pid"; daemon_pid=""; fake_pid=""
 done

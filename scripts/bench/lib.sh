@@ -12,6 +12,9 @@ status_kb() {
   awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"
 }
 
+# kB as MiB, one decimal.
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+
 # Waits up to $2 seconds (default 30) for a URL to answer 200; fails otherwise.
 wait_http() {
   local i

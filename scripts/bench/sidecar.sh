@@ -61,8 +61,8 @@ for ((run = 1; run <= RUNS; run++)); do
 
   cpu=$(awk -v a="$d0" -v b="$d1" -v t0="$t0" -v t1="$t1" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", (b - a) / hz / (t1 - t0) * 100 }')
   sim_cpu=$(awk -v a="$s0" -v b="$s1" -v t0="$t0" -v t1="$t1" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", (b - a) / hz / (t1 - t0) * 100 }')
-  printf '%-4s %9s %9s %9s %11s %3s %7s %-16s %-16s\n' "$run" "$cpu" "$(awk -v k="$hwm" 'BEGIN { printf "%.1f", k / 1024 }')" \
-    "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "$sim_cpu" "$up" "$errors" "$load_start" "$load_end"
+  printf '%-4s %9s %9s %9s %11s %3s %7s %-16s %-16s\n' "$run" "$cpu" "$(mib "$hwm")" \
+    "$(mib "$rss")" "$sim_cpu" "$up" "$errors" "$load_start" "$load_end"
   echo "$cpu" >>"$work/cpu"; echo "$hwm" >>"$work/hwm"
 
   stop_pids "$daemon_pid" "$sim_pid"; daemon_pid=""; sim_pid=""

@@ -85,7 +85,6 @@ prom_query() { # a single instant value, or "nan"
     | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "nan")'
 }
 pct() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", (b - a) / hz / (t1 - t0) * 100 }'; }
-mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.1f", b / a; else print "inf" }'; }
 
 echo "# nproc $(nproc), $(uname -sr), $N targets every ${INTERVAL}s, requests $REQUESTS, warm-up ${WARMUP}s, measured ${DURATION}s, $("$PROM" --version 2>&1 | head -n 1)"
