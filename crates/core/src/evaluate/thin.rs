@@ -14,16 +14,17 @@ use super::config::EvalConfig;
 use super::slo::histogram_of;
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 use crate::duration::Window;
-use crate::window::{Kept, Quantity};
+use crate::window::{Buckets, Kept, Quantity};
 
 /// The latency histograms whose quantiles a latency rule compares with an SLO threshold.
 pub const ALERT_LATENCY_HISTOGRAMS: &[HistogramKind] = &[HistogramKind::Ttft, HistogramKind::Tpot];
 
-/// The series an alert-only window keeps: the buckets of the histograms its SLO clauses and
-/// latency rules read, the counters and the gauges the SLO evaluation reads.
+/// The series an alert-only window keeps: of the histograms its SLO clauses read, the
+/// buckets their brackets read (every bucket of those its latency rules read), the
+/// counters and the gauges the SLO evaluation reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thin {
-    histograms: Vec<HistogramKind>,
+    kept: Kept,
 }
 
 impl Thin {
@@ -31,36 +32,49 @@ impl Thin {
     /// everything (a configured window).
     pub fn of(cfg: &EvalConfig, window: Window) -> Option<Thin> {
         let a = cfg.alert_window(window)?;
-        let mut histograms: Vec<HistogramKind> =
-            cfg.slos.iter().flat_map(|s| s.clauses()).map(|(c, _)| histogram_of(c)).collect();
+        let mut histograms: Vec<(HistogramKind, Buckets)> = Vec::new();
+        let mut add = |kind: HistogramKind, buckets: Buckets| match histograms.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, b)) => *b = b.union(&buckets),
+            None => histograms.push((kind, buckets)),
+        };
+        for (clause, threshold) in cfg.slos.iter().flat_map(|s| s.clauses()) {
+            // The threshold as `evaluate::slo::counts` passes it to the bracket.
+            add(histogram_of(clause), Buckets::Brackets(vec![threshold.as_secs_f64()]));
+        }
         if !a.quantiles.is_empty() {
-            histograms.extend_from_slice(ALERT_LATENCY_HISTOGRAMS);
-        }
-        histograms.sort_unstable();
-        histograms.dedup();
-        Some(Thin { histograms })
-    }
-
-    /// Whether the window keeps a series of `q` (gauges: [`Thin::keeps_gauge`]).
-    pub fn keeps(&self, q: Quantity) -> bool {
-        match q {
-            Quantity::Bucket(k, _) => self.histograms.contains(&k),
-            // The SLO brackets and the quantiles read buckets only (the `+Inf` bucket is the
-            // total), and no rule reads a mean: a `_sum`, a float that packs into several
-            // bytes a scrape where a bucket takes one, would be kept for nobody.
-            Quantity::Sum(_) | Quantity::Count(_) => false,
-            Quantity::Counter(k, _) => {
-                matches!(k, CounterKind::RequestsFinished | CounterKind::GenerationTokens | CounterKind::Preemptions)
+            for &kind in ALERT_LATENCY_HISTOGRAMS {
+                add(kind, Buckets::Every);
             }
-            Quantity::SpecAccepted(_) => false,
-            Quantity::Gauge(k) => self.keeps_gauge(k),
         }
+        histograms.sort_unstable_by_key(|(k, _)| *k);
+        Some(Thin {
+            kept: Kept {
+                histograms,
+                counters: vec![CounterKind::RequestsFinished, CounterKind::GenerationTokens, CounterKind::Preemptions],
+                // Running and waiting: the queue rule reads waiting, and the SLO evaluation
+                // restates TTFT with the requests in flight at the window's start.
+                gauges: vec![GaugeKind::Running, GaugeKind::Waiting],
+                // The SLO brackets and the quantiles read buckets only (the `+Inf` bucket is
+                // the total), and no rule reads a mean: a `_sum`, a float that packs into
+                // several bytes a scrape where a bucket takes one, would be kept for nobody.
+                spec_accepted: false,
+            },
+        })
     }
 
-    /// Running and waiting: the queue rule reads waiting, and the SLO evaluation restates
-    /// TTFT with the requests in flight at the window's start.
+    /// The series the window keeps.
+    pub fn kept(&self) -> &Kept {
+        &self.kept
+    }
+
+    /// Whether the window keeps series of `q` (for a bucket: some buckets of its
+    /// histogram, [`Kept::mask`] says which).
+    pub fn keeps(&self, q: Quantity) -> bool {
+        self.kept.keeps(q)
+    }
+
     pub fn keeps_gauge(&self, k: GaugeKind) -> bool {
-        matches!(k, GaugeKind::Running | GaugeKind::Waiting)
+        self.kept.gauges.contains(&k)
     }
 }
 
@@ -87,14 +101,18 @@ impl Thinning {
             return None;
         }
         let any = |q: Quantity| thins.iter().any(|t| t.keeps(q));
+        let histograms = HistogramKind::ALL
+            .iter()
+            .filter_map(|&k| {
+                let mut kept = thins.iter().filter_map(|t| t.kept.buckets(k));
+                let first = kept.next()?.clone();
+                Some((k, kept.fold(first, |all, b| all.union(b))))
+            })
+            .collect();
         Some(Thinning {
             full_ms,
             kept: Kept {
-                histograms: HistogramKind::ALL
-                    .iter()
-                    .copied()
-                    .filter(|&k| any(Quantity::bucket(k, f64::INFINITY)))
-                    .collect(),
+                histograms,
                 counters: CounterKind::ALL.iter().copied().filter(|&k| any(Quantity::Counter(k, None))).collect(),
                 gauges: GaugeKind::ALL.iter().copied().filter(|&k| any(Quantity::Gauge(k))).collect(),
                 spec_accepted: any(Quantity::SpecAccepted(0)),

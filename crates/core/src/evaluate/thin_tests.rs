@@ -255,3 +255,73 @@ fn a_thinned_store_reports_what_a_whole_one_does() {
     let keys = |w: &TargetWindows| w.stored_points().next().map(|(_, l, _)| l.keys.len());
     assert!(keys(&store) < keys(&whole), "{:?} vs {:?} series", keys(&store), keys(&whole));
 }
+
+/// TTFT over vLLM's bounds up to 2.5 s; the bucket at 0.1 s counts more than the one at
+/// 0.25 s above it (as a torn scrape can), which the bracket's running maximum absorbs:
+/// what it reads includes every bucket below where it stops.
+fn torn(i: u32) -> Arc<Snapshot> {
+    let mut snap = (*scrape(i)).clone();
+    let n = f64::from(i) * 3.0;
+    let bounds = [0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, f64::INFINITY];
+    let buckets = bounds
+        .iter()
+        .enumerate()
+        .map(|(j, &le)| {
+            let share = if j == 1 { 3.0 } else { (j + 1) as f64 };
+            let over = if j == 1 && i.is_multiple_of(5) { 1.0 } else { 0.0 };
+            Bucket { le, count: (n * share / bounds.len() as f64).floor() + over }
+        })
+        .collect();
+    let m = snap.models.get_mut("m").unwrap();
+    m.histograms.insert(
+        HistogramKind::Ttft,
+        vec![Shard { key: String::new(), created: Some(1.7e9), value: Histogram { buckets, sum: 0.25 * n, count: n } }],
+    );
+    Arc::new(snap)
+}
+
+#[test]
+fn beyond_the_configured_windows_only_the_buckets_the_brackets_read_are_kept() {
+    // Alert-only 2m and 3m without a latency rule, a TTFT clause at 0.3 s (between bounds)
+    // and one at 0.5 s (a bound): kept are the bounds up to 0.25 s, 0.5 s (where both
+    // brackets stop) and +Inf; 0.75, 1 and 2.5 s are read by nothing.
+    let mut cfg = cfg(true);
+    cfg.alert_only = vec![
+        AlertWindow { window: secs(120), quantiles: vec![] },
+        AlertWindow { window: secs(180), quantiles: vec![] },
+    ];
+    let mut second = cfg.slos[0].clone();
+    (second.name, second.ttft) = ("fast".into(), Some(Duration::from_millis(300)));
+    cfg.slos.push(second);
+    let kept = Thinning::of(&cfg).expect("thins").kept;
+    assert_eq!(kept.buckets(HistogramKind::Ttft), Some(&crate::window::Buckets::Brackets(vec![0.3, 0.5])));
+    let (mut store, mut whole) =
+        (TargetWindows::new(Duration::from_secs(180)), TargetWindows::new(Duration::from_secs(180)));
+    let mut inc = Incremental::new(&cfg);
+    for i in 0..120u32 {
+        let t = 1_000_000 + i64::from(i) * 5_000;
+        store.push(t, torn(i));
+        whole.push(t, torn(i));
+        let want = evaluate_target(&whole, t, &cfg);
+        super::incremental::tests::assert_same(&want, &inc.evaluate(&mut store, t, &cfg), &format!("tick {i}"));
+        super::incremental::tests::assert_same(&want, &evaluate_target(&store, t, &cfg), &format!("reference {i}"));
+    }
+    // Both brackets were evaluated in the thin 3m window: at 0.5 s exact, at 0.3 s between
+    // the bounds around it.
+    let ttft = |s: &crate::report::SloReport| match &s.status {
+        crate::report::SloStatus::Evaluated(v) => v.attainment[&crate::slo::Clause::Ttft],
+        other => panic!("{}: {other:?}", s.slo),
+    };
+    let slos = &evaluate_target(&whole, 1_595_000, &cfg)[0].windows[2].slos;
+    assert_eq!((slos[0].slo.as_str(), slos[1].slo.as_str()), ("chat", "fast"));
+    let (at_bound, between) = (ttft(&slos[0]), ttft(&slos[1]));
+    assert!(at_bound.lower == at_bound.upper && between.lower < between.upper, "{at_bound:?} {between:?}");
+    let (_, thin, _) = store.stored_points().next().unwrap();
+    let ttft: Vec<f64> = thin
+        .keys
+        .iter()
+        .filter(|k| matches!(k.quantity, Quantity::Bucket(HistogramKind::Ttft, _)))
+        .filter_map(|k| k.quantity.le())
+        .collect();
+    assert_eq!(ttft, [0.05, 0.1, 0.25, 0.5, f64::INFINITY]);
+}

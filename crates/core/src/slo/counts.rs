@@ -25,6 +25,14 @@ pub fn threshold_on_boundary(h: &Histogram, threshold: f64) -> Option<f64> {
     h.buckets.iter().map(|b| b.le).find(|&le| le.is_finite() && same(le, threshold))
 }
 
+/// Whether [`good_counts`] at `threshold` stops at the bucket bounded by `le`: it walks the
+/// buckets upwards and stops at the first for which this holds. So what a bracket reads of
+/// a histogram is every bucket below that first bound, the bound itself, and `+Inf` (the
+/// total); the alert-only windows keep no other bucket (`window::Kept`).
+pub fn stops_at(le: f64, threshold: f64) -> bool {
+    (le.is_finite() && same(le, threshold)) || threshold < le
+}
+
 /// One clause's histogram over a span: its observations, and how many of them were at or
 /// under the threshold, as counts (`lower`, `estimate`, `upper`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,10 +64,10 @@ pub fn good_counts(h: &Histogram, threshold: f64) -> Option<(f64, Bounded)> {
     let mut prev_count = 0.0_f64;
     for (i, b) in h.buckets.iter().enumerate() {
         let count = b.count.max(prev_count).min(total);
-        if b.le.is_finite() && same(b.le, threshold) {
-            return Some((total, Bounded::exact(count)));
-        }
-        if threshold < b.le {
+        if stops_at(b.le, threshold) {
+            if b.le.is_finite() && same(b.le, threshold) {
+                return Some((total, Bounded::exact(count)));
+            }
             let estimate = if b.le.is_infinite() {
                 prev_count
             } else {

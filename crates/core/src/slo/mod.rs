@@ -19,6 +19,6 @@ mod spec;
 pub use attainment::attainment;
 pub use bounded::Bounded;
 pub use clause::Clause;
-pub use counts::{Attained, HistogramClause, HistogramCounts, good_counts, threshold_on_boundary};
+pub use counts::{Attained, HistogramClause, HistogramCounts, good_counts, stops_at, threshold_on_boundary};
 pub use joint::{burn_rate, joint, restate};
 pub use spec::{Objective, Scope, Slo};

@@ -37,4 +37,4 @@ pub use layout::{
     LATENCY_HISTOGRAMS, Layout, Quantity, STORED_COUNTERS, STORED_GAUGES, STORED_HISTOGRAMS, SeriesKey, stored_series,
 };
 pub use store::{KEYFRAME_EVERY, MAX_DROPPED, MAX_POINTS, TargetWindows};
-pub use thin::{BLOCK, Kept};
+pub use thin::{BLOCK, Buckets, Kept};

@@ -357,8 +357,8 @@ impl SavedPoint {
 mod tests {
     use super::*;
     use crate::canonical::{CounterKind, HistogramKind};
-    use crate::window::Kept;
     use crate::window::tests::{fill, vllm_like};
+    use crate::window::{Buckets, Kept};
 
     fn points(w: &TargetWindows) -> Vec<(i64, Box<[SeriesKey]>, Vec<u64>)> {
         w.stored_points().map(|(t, l, v)| (t, l.keys.clone(), v.iter().map(|x| x.to_bits()).collect())).collect()
@@ -395,7 +395,7 @@ mod tests {
     /// lost scrapes at its front, and a layout change (a shard that came and went) among them.
     fn thinned() -> (TargetWindows, Kept) {
         let kept = Kept {
-            histograms: vec![HistogramKind::Ttft],
+            histograms: vec![(HistogramKind::Ttft, Buckets::Every)],
             counters: vec![CounterKind::RequestsFinished],
             ..Kept::default()
         };

@@ -288,7 +288,7 @@ fn walking_the_stored_points_gives_them_all_in_order() {
 #[test]
 fn thin_points_keep_the_kept_series_exactly_whatever_the_cadence() {
     let kept = Kept {
-        histograms: vec![HistogramKind::Ttft],
+        histograms: vec![(HistogramKind::Ttft, Buckets::Every)],
         counters: vec![CounterKind::RequestsFinished],
         gauges: vec![GaugeKind::Running],
         spec_accepted: false,

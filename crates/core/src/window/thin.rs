@@ -18,25 +18,57 @@
 //! own, so the oldest stored scrape always decodes without a base, and the full part's
 //! oldest scrape is a keyframe: no decode crosses from one part to the other.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::column::Column;
 use super::column::whole;
-use super::layout::{Layout, Quantity};
+use super::layout::{Layout, Quantity, SeriesKey};
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
+use crate::slo::stops_at;
 
 /// Thin scrapes per block: decoding one costs decoding its block (`BLOCK` × kept series),
 /// and each block keeps its first scrape raw (8 bytes a kept series), so a longer block
 /// costs less memory and more decoding (docs/memory.md#thin-scrapes-beyond-the-configured-windows).
 pub const BLOCK: usize = 64;
 
+/// One histogram of one (model, shard): its buckets' bounds are what a bracket walks.
+type Group<'a> = (&'a str, &'a str, HistogramKind);
+
+/// Which buckets of a histogram a thin scrape keeps.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Buckets {
+    /// Every bucket: a latency rule reads the window's quantiles.
+    Every,
+    /// What the SLO brackets at these thresholds (sorted, in seconds) read
+    /// (`slo::stops_at`): in each (model, shard), every bound under the first bound the
+    /// bracket stops at, that bound, and `+Inf`. Buckets above it are never read, so a
+    /// window keeping only these reports what one keeping every bucket does, bit for bit,
+    /// whatever the counts (`good_counts` takes a running maximum over the buckets below).
+    Brackets(Vec<f64>),
+}
+
+impl Buckets {
+    /// What both keep together.
+    pub fn union(&self, other: &Buckets) -> Buckets {
+        match (self, other) {
+            (Buckets::Brackets(a), Buckets::Brackets(b)) => {
+                let mut all: Vec<f64> = a.iter().chain(b).copied().collect();
+                all.sort_by(f64::total_cmp);
+                all.dedup();
+                Buckets::Brackets(all)
+            }
+            _ => Buckets::Every,
+        }
+    }
+}
+
 /// The series the thin part of a store keeps: what the alert-only windows read, together.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Kept {
     /// The buckets of these histograms (not their `_sum` and `_count`, which no
     /// alert-only window reads).
-    pub histograms: Vec<HistogramKind>,
+    pub histograms: Vec<(HistogramKind, Buckets)>,
     /// These counters, every finish reason.
     pub counters: Vec<CounterKind>,
     pub gauges: Vec<GaugeKind>,
@@ -45,10 +77,11 @@ pub struct Kept {
 }
 
 impl Kept {
-    /// Whether a thin scrape keeps series of `q`.
+    /// Whether a thin scrape keeps series of `q`; for a bucket, whether it keeps any bucket
+    /// of its histogram (which ones depends on the scrape's other bounds: [`Kept::mask`]).
     pub fn keeps(&self, q: Quantity) -> bool {
         match q {
-            Quantity::Bucket(k, _) => self.histograms.contains(&k),
+            Quantity::Bucket(k, _) => self.buckets(k).is_some(),
             Quantity::Sum(_) | Quantity::Count(_) => false,
             Quantity::Counter(k, _) => self.counters.contains(&k),
             Quantity::SpecAccepted(_) => self.spec_accepted,
@@ -56,11 +89,51 @@ impl Kept {
         }
     }
 
+    /// The buckets of `kind` kept, if any.
+    pub fn buckets(&self, kind: HistogramKind) -> Option<&Buckets> {
+        self.histograms.iter().find(|(k, _)| *k == kind).map(|(_, b)| b)
+    }
+
+    /// Whether each column of `layout` is kept: [`Kept::keeps`], and of a histogram kept
+    /// for its brackets only the buckets they read in that column's (model, shard).
+    pub fn mask(&self, layout: &Layout) -> Vec<bool> {
+        self.mask_of(layout.keys.iter().map(Some))
+    }
+
+    /// [`Kept::mask`] of a layout's columns given as series keys (`None`: a column kept
+    /// for no one).
+    pub fn mask_of<'a>(&self, keys: impl Iterator<Item = Option<&'a SeriesKey>>) -> Vec<bool> {
+        let keys: Vec<Option<&SeriesKey>> = keys.collect();
+        let mut mask: Vec<bool> = keys.iter().map(|k| k.is_some_and(|k| self.keeps(k.quantity))).collect();
+        // Per (model, shard, histogram) and threshold, the lowest bound the bracket stops
+        // at and its column.
+        let mut stops: HashMap<Group, Vec<Option<(f64, usize)>>> = HashMap::new();
+        for (c, key) in keys.iter().enumerate() {
+            let Some(key) = key else { continue };
+            let (Quantity::Bucket(kind, _), Some(le)) = (key.quantity, key.quantity.le()) else { continue };
+            let Some(Buckets::Brackets(thresholds)) = self.buckets(kind) else { continue };
+            if le == f64::INFINITY {
+                continue;
+            }
+            mask[c] = thresholds.iter().any(|&t| !stops_at(le, t));
+            let lowest = stops.entry((&key.model, &key.shard, kind)).or_insert_with(|| vec![None; thresholds.len()]);
+            for (l, &t) in lowest.iter_mut().zip(thresholds) {
+                if stops_at(le, t) && l.is_none_or(|(b, _)| le < b) {
+                    *l = Some((le, c));
+                }
+            }
+        }
+        for (_, c) in stops.values().flatten().flatten() {
+            mask[*c] = true;
+        }
+        mask
+    }
+
     /// The columns of `layout` a thin scrape keeps, in order: every kept series, and the
     /// first column of each model that has none.
     fn columns(&self, layout: &Layout) -> Vec<u32> {
-        let mut cols: Vec<u32> =
-            (0..layout.keys.len() as u32).filter(|&c| self.keeps(layout.keys[c as usize].quantity)).collect();
+        let mask = self.mask(layout);
+        let mut cols: Vec<u32> = (0..layout.keys.len() as u32).filter(|&c| mask[c as usize]).collect();
         let mut carried: HashSet<&str> = cols.iter().map(|&c| &*layout.keys[c as usize].model).collect();
         let lone: Vec<u32> =
             (0..layout.keys.len() as u32).filter(|&c| carried.insert(&*layout.keys[c as usize].model)).collect();

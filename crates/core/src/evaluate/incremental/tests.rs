@@ -110,9 +110,17 @@ fn snapshot(counts: &[Counts; 4], step: &Step, process_start: f64) -> Snapshot {
         let m = models.entry(MODELS[i / 2].to_string()).or_default();
         let key = format!("engine=\"{}\"", i % 2);
         let created = Some(c.created);
+        // Bounds above every threshold (1 and 2 s), which an alert-only window keeping a
+        // histogram for its SLO brackets drops, and now and then a bound at 0.4 s: the first
+        // bound above the 0.3 s threshold moves between layouts.
+        let [b0, b1, b2] = c.buckets;
+        let mut bounds = vec![(0.1, b0), (0.5, b1), (1.0, b1 + ((b2 - b1) / 2.0).floor()), (2.0, b2)];
+        if ch.tokens.is_multiple_of(3) {
+            bounds.insert(1, (0.4, b1));
+        }
+        bounds.push((f64::INFINITY, b2));
         for kind in [HistogramKind::Ttft, HistogramKind::E2e] {
-            let buckets =
-                [0.1, 0.5, f64::INFINITY].iter().zip(c.buckets).map(|(&le, count)| Bucket { le, count }).collect();
+            let buckets = bounds.iter().map(|&(le, count)| Bucket { le, count }).collect();
             let value = Histogram { buckets, sum: c.sum, count: c.buckets[2] };
             m.histograms.entry(kind).or_default().push(Shard { key: key.clone(), created, value });
         }

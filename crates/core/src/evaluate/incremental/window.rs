@@ -14,6 +14,8 @@ use crate::canonical::GaugeKind;
 use crate::evaluate::promql::RangeAcc;
 use crate::evaluate::range::{ModelRange, RangeView, Span, model_entry};
 use crate::evaluate::{KvThresholds, Thin};
+#[cfg(doc)]
+use crate::window::Kept;
 use crate::window::{Layout, TargetWindows};
 
 /// A point being entered: decoded once, shared by every window.
@@ -129,6 +131,23 @@ pub(super) struct WindowState {
     /// pays four bytes per catalog id instead of a slot.
     local: Vec<u32>,
     ids: Vec<u32>,
+    /// For an alert-only window, the columns it takes of the plans it met last
+    /// ([`Kept::mask`]: of a histogram kept for its SLO brackets, only the buckets they read,
+    /// which depends on the layout's other bounds). A point's full and thin forms give the
+    /// same series, so it enters and leaves with the same ones.
+    taken: Vec<(Arc<Plan>, Taken)>,
+}
+
+/// Which columns of a plan a thin window takes, one bit each.
+type Taken = Arc<[u64]>;
+
+/// How many plans' [`Taken`] a window keeps: the newest point's, the oldest one's and the one
+/// after it, with room for a layout change.
+const TAKEN_PLANS: usize = 4;
+
+/// Whether column `c` is taken (every column of a whole window, `None`).
+fn takes(taken: &Option<Taken>, c: usize) -> bool {
+    taken.as_ref().is_none_or(|bits| bits[c / 64] >> (c % 64) & 1 == 1)
 }
 
 /// Where column `c` sits in the order of [`WindowState::orders`].
@@ -175,6 +194,7 @@ impl WindowState {
             thin,
             local: Vec::new(),
             ids: Vec::new(),
+            taken: Vec::new(),
         }
     }
 
@@ -204,6 +224,29 @@ impl WindowState {
         (self.local[i] != NOT_KEPT).then_some(self.local[i] as usize)
     }
 
+    /// The columns of `plan` a thin window takes; `None` for a whole window (every column).
+    fn taken(&mut self, catalog: &Catalog, plan: &Arc<Plan>) -> Option<Taken> {
+        let thin = self.thin.as_ref()?;
+        if let Some((_, bits)) = self.taken.iter().find(|(p, _)| Arc::ptr_eq(p, plan)) {
+            return Some(bits.clone());
+        }
+        let keys = plan.feeds.iter().map(|f| match *f {
+            Feed::Series(id) => Some(&*catalog.keys[id as usize]),
+            Feed::Gauge(_) => None,
+        });
+        let mask = thin.kept().mask_of(keys);
+        let mut bits = vec![0u64; mask.len().div_ceil(64)];
+        for (c, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
+            bits[c / 64] |= 1 << (c % 64);
+        }
+        let bits: Taken = bits.into();
+        if self.taken.len() == TAKEN_PLANS {
+            self.taken.remove(0);
+        }
+        self.taken.push((plan.clone(), bits.clone()));
+        Some(bits)
+    }
+
     /// The catalog id of slot `i`.
     fn id_at(&self, i: usize) -> u32 {
         if self.thin.is_some() { self.ids[i] } else { i as u32 }
@@ -215,13 +258,14 @@ impl WindowState {
 
     /// For a thin window, each column's rank among the columns of `plan` it keeps (what
     /// `SeriesState::first_order` holds); `None` for a whole window, which uses the column.
-    fn orders(&mut self, catalog: &Catalog, plan: &Plan) -> Option<Vec<u32>> {
-        self.thin.as_ref()?;
+    fn orders(&mut self, catalog: &Catalog, plan: &Arc<Plan>) -> Option<Vec<u32>> {
+        let taken = Some(self.taken(catalog, plan)?);
         let mut rank = 0;
         let mut out = Vec::with_capacity(plan.feeds.len());
-        for feed in plan.feeds.iter() {
+        for (col, feed) in plan.feeds.iter().enumerate() {
             out.push(rank);
             if let Feed::Series(id) = *feed
+                && takes(&taken, col)
                 && self.slot_of(catalog, id).is_some()
             {
                 rank += 1;
@@ -246,9 +290,13 @@ impl WindowState {
             });
         }
         self.last_seq = p.seq;
+        let taken = self.taken(catalog, p.plan);
         let mut rank = 0;
         for (col, feed) in p.plan.feeds.iter().enumerate() {
             let Feed::Series(id) = *feed else { continue };
+            if !takes(&taken, col) {
+                continue;
+            }
             let Some(i) = self.slot_of(catalog, id) else { continue };
             let order = if self.thin.is_some() { rank } else { col as u32 };
             rank += 1;
@@ -302,6 +350,7 @@ impl WindowState {
         let Some((t1, layout1)) = store.point_at(seq + 1) else { return false };
         let plan1 = catalog.plan(layout1);
         let orders = self.orders(catalog, &plan1);
+        let (taken_old, taken1) = (self.taken(catalog, &old_plan), self.taken(catalog, &plan1));
         let Some(tail) = self.tail.as_mut() else { return false };
         if !store.decode_next(seq + 1, Some(&tail.layout), &mut tail.values) {
             return false;
@@ -313,7 +362,10 @@ impl WindowState {
         let mut next_gauges = Vec::new();
         plan1.gauge_values(catalog, &tail.values, &mut next_gauges);
         let mut pending = Pending::default();
-        for &(id, _) in old_plan.by_series.iter() {
+        for &(id, col) in old_plan.by_series.iter() {
+            if !takes(&taken_old, col as usize) {
+                continue;
+            }
             let Some(i) = index(self.thin.is_some(), &self.local, id) else { continue };
             let Some(s) = self.series.get_mut(i).filter(|s| !s.is_empty()) else { continue };
             s.n -= 1;
@@ -321,7 +373,7 @@ impl WindowState {
                 if !self.resets.is_empty() {
                     self.resets.remove(&(i as u32));
                 }
-            } else if let Some(c) = plan1.column_of(id) {
+            } else if let Some(c) = plan1.column_of(id).filter(|&c| takes(&taken1, c)) {
                 (s.first_t, s.first_v, s.first_order) = (t1, tail.values[c], order_of(&orders, c));
                 trim(&mut self.resets, i as u32, t1);
             } else {
@@ -373,7 +425,8 @@ impl WindowState {
             }
             let plan = catalog.plan(layout);
             let orders = if pending.series.is_empty() { None } else { self.orders(catalog, &plan) };
-            pending.series.retain(|&id| match plan.column_of(id) {
+            let taken = if pending.series.is_empty() { None } else { self.taken(catalog, &plan) };
+            pending.series.retain(|&id| match plan.column_of(id).filter(|&c| takes(&taken, c)) {
                 Some(c) => {
                     if let Some(i) = index(self.thin.is_some(), &self.local, id)
                         && let Some(s) = self.series.get_mut(i).filter(|s| !s.is_empty())
@@ -424,7 +477,8 @@ impl WindowState {
         HeapParts {
             series: resets
                 + self.series.capacity() * size_of::<SeriesState>()
-                + (self.local.capacity() + self.ids.capacity()) * size_of::<u32>(),
+                + (self.local.capacity() + self.ids.capacity()) * size_of::<u32>()
+                + self.taken.iter().map(|(_, bits)| bits.len() * size_of::<u64>() + 16).sum::<usize>(),
             cursor: self.tail.as_ref().map_or(0, |c| c.values.capacity() * size_of::<f64>()),
             gauges: groups
                 + self.groups.capacity() * size_of::<Option<GaugeState>>()
