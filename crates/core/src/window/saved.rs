@@ -131,8 +131,10 @@ pub mod as_bytes {
     }
 }
 
+/// A layout's keys by name (its models once each) and its restart markers; also how the
+/// evaluation's catalog of series is saved (`evaluate::incremental::saved`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct SavedLayout {
+pub struct SavedLayout {
     /// Each model name once; keys refer to them by index.
     models: Vec<String>,
     keys: Vec<SavedKey>,
@@ -196,7 +198,7 @@ impl SavedQuantity {
 }
 
 impl SavedLayout {
-    fn of(l: &Layout) -> SavedLayout {
+    pub(crate) fn of(l: &Layout) -> SavedLayout {
         let mut models: Vec<String> = Vec::new();
         let keys = l
             .keys
@@ -215,7 +217,7 @@ impl SavedLayout {
         SavedLayout { models, keys, created: l.created.to_vec(), process_start: l.process_start }
     }
 
-    fn layout(&self) -> Result<Layout, Unreadable> {
+    pub(crate) fn layout(&self) -> Result<Layout, Unreadable> {
         if self.created.len() != self.keys.len() {
             return Err(Unreadable("layout keys and markers differ in length".into()));
         }

@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 use super::super::KvThresholds;
 use super::super::kv::{self, band_index};
 use super::super::range::{FiniteRange, GaugeRange};
+use super::saved::SavedGauge;
 use crate::kahan;
 
 #[derive(Debug, Clone)]
@@ -171,5 +172,54 @@ impl GaugeState {
             .flatten();
         // For KV usage the all-sample max would skip infinities too; only `finite` is read.
         Some(GaugeRange { first: self.first, last: self.last, mean, max, finite })
+    }
+}
+
+impl GaugeState {
+    /// The state as a snapshot keeps it, point sequence numbers as `offset` maps them.
+    pub fn saved(&self, offset: impl Fn(u64) -> u64) -> SavedGauge {
+        SavedGauge {
+            finite_only: self.finite_only,
+            n: self.n,
+            first: self.first,
+            last: self.last,
+            nan: self.nan,
+            pos_inf: self.pos_inf,
+            neg_inf: self.neg_inf,
+            sum: self.sum,
+            c: self.c,
+            max: self.max.iter().map(|&(s, v)| (offset(s), v)).collect(),
+            last_finite: self.last_finite.map(|(s, v)| (offset(s), v)),
+            bands: self.bands,
+        }
+    }
+
+    /// The state `s` describes, sequence numbers as `seq` maps the saved offsets; `None`
+    /// when its counts contradict each other (a snapshot's bytes are checked, not trusted).
+    pub fn restored(s: &SavedGauge, seq: impl Fn(u64) -> Option<u64>) -> Option<GaugeState> {
+        let special = u64::from(s.nan) + u64::from(s.pos_inf) + u64::from(s.neg_inf);
+        let bands: u64 = s.bands.iter().map(|&b| u64::from(b)).sum();
+        if s.n == 0 || special > u64::from(s.n) || bands > u64::from(s.n) - special {
+            return None;
+        }
+        let max = s.max.iter().map(|&(o, v)| Some((seq(o)?, v))).collect::<Option<VecDeque<_>>>()?;
+        let last_finite = match s.last_finite {
+            Some((o, v)) => Some((seq(o)?, v)),
+            None => None,
+        };
+        Some(GaugeState {
+            finite_only: s.finite_only,
+            n: s.n,
+            first: s.first,
+            last: s.last,
+            nan: s.nan,
+            pos_inf: s.pos_inf,
+            neg_inf: s.neg_inf,
+            sum: s.sum,
+            c: s.c,
+            max,
+            last_finite,
+            bands: s.bands,
+        })
     }
 }

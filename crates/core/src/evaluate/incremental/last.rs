@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use super::plan::{Feed, Plan};
-use crate::window::Layout;
+use crate::window::{Layout, SeriesKey, TargetWindows};
 
 #[cfg(doc)]
 use crate::evaluate::promql::RangeAcc;
@@ -76,6 +76,29 @@ impl Lasts {
     /// The newest sample of series `id`.
     pub fn get(&self, id: u32) -> Option<&Last> {
         self.by_id.get(id as usize).and_then(Option::as_ref)
+    }
+
+    /// Each series' newest sample (time, value) by catalog id, as a snapshot keeps it.
+    pub fn saved(&self) -> Vec<Option<(i64, f64)>> {
+        self.by_id.iter().map(|l| l.as_ref().map(|l| (l.t_ms, l.v))).collect()
+    }
+
+    /// The newest samples `saved` lists, each with the layout of `store`'s point at its
+    /// time and its column there (the restart markers the next sample is compared with).
+    /// A sample whose point the store no longer holds, or holds without the series (thin),
+    /// is left out: no window holds it, so nothing compares with it or reads it.
+    pub fn restored(saved: &[Option<(i64, f64)>], keys: &[Arc<SeriesKey>], store: &TargetWindows) -> Lasts {
+        let by_id = saved
+            .iter()
+            .zip(keys)
+            .map(|(s, key)| {
+                let (t_ms, v) = (*s)?;
+                let (t, layout) = store.point_at(store.seq_after(t_ms.checked_sub(1)?))?;
+                let col = layout.keys.iter().position(|k| k == &**key)?;
+                (t == t_ms).then(|| Last { t_ms, v, col: col as u32, layout: layout.clone() })
+            })
+            .collect();
+        Lasts { by_id }
     }
 
     /// Heap bytes (the layouts are the store's).

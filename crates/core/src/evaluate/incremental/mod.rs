@@ -36,6 +36,9 @@
 mod gauge;
 mod last;
 mod plan;
+pub mod saved;
+#[cfg(test)]
+mod saved_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 mod window;

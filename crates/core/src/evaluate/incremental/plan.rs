@@ -5,8 +5,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::saved::SavedCatalog;
 use crate::canonical::GaugeKind;
 use crate::kahan::KahanSum;
+use crate::window::saved::SavedLayout;
 use crate::window::{Layout, Quantity, SeriesKey};
 
 /// What one column feeds.
@@ -104,6 +106,52 @@ impl Catalog {
             + self.series_model.capacity() * 4
             + self.group_keys.capacity() * 16
             + plans
+    }
+
+    /// The ids as a snapshot keeps them: model names, series keys and gauge groups, each
+    /// in id order (plans are rebuilt from the restored store's layouts).
+    pub fn saved(&self) -> SavedCatalog {
+        let keys = Layout {
+            keys: self.keys.iter().map(|k| (**k).clone()).collect(),
+            created: vec![None; self.keys.len()].into(),
+            process_start: None,
+        };
+        SavedCatalog {
+            models: self.model_names.iter().map(|m| m.to_string()).collect(),
+            keys: SavedLayout::of(&keys),
+            groups: self.group_keys.iter().map(|&(m, k)| (m, k.as_str().to_string())).collect(),
+        }
+    }
+
+    /// The catalog `s` describes; `None` if a name or index does not resolve.
+    pub fn restored(s: &SavedCatalog) -> Option<Catalog> {
+        let mut c = Catalog::default();
+        for m in &s.models {
+            let name: Arc<str> = m.as_str().into();
+            if c.models.insert(name.clone(), c.model_names.len() as u32).is_some() {
+                return None;
+            }
+            c.model_names.push(name);
+        }
+        for key in s.keys.layout().ok()?.keys.into_vec() {
+            let model = *c.models.get(&key.model)?;
+            let key = Arc::new(SeriesKey { model: c.model_names[model as usize].clone(), ..key });
+            if c.series.insert(key.clone(), c.keys.len() as u32).is_some() {
+                return None;
+            }
+            c.keys.push(key);
+            c.series_model.push(model);
+        }
+        for (model, kind) in &s.groups {
+            let kind = GaugeKind::ALL.iter().copied().find(|k| k.as_str() == kind)?;
+            if *model as usize >= c.model_names.len()
+                || c.groups.insert((*model, kind), c.group_keys.len() as u32).is_some()
+            {
+                return None;
+            }
+            c.group_keys.push((*model, kind));
+        }
+        Some(c)
     }
 
     pub fn group_kind(&self, group: u32) -> GaugeKind {

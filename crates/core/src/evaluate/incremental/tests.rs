@@ -27,13 +27,13 @@ use crate::slo::{Objective, Scope, Slo};
 
 /// What one (model, shard) has counted so far.
 #[derive(Debug, Clone, Copy, Default)]
-struct Counts {
-    buckets: [f64; 3],
-    sum: f64,
-    tokens: f64,
-    stop: f64,
-    abort: f64,
-    created: f64,
+pub(super) struct Counts {
+    pub(super) buckets: [f64; 3],
+    pub(super) sum: f64,
+    pub(super) tokens: f64,
+    pub(super) stop: f64,
+    pub(super) abort: f64,
+    pub(super) created: f64,
 }
 
 /// One scrape's changes for one (model, shard).
@@ -185,7 +185,7 @@ fn advance_counts(counts: &mut [Counts; 4], step: &Step) {
     }
 }
 
-fn config() -> EvalConfig {
+pub(super) fn config() -> EvalConfig {
     let slo = |name: &str, ttft: f64, e2e: Option<f64>| Slo {
         name: name.into(),
         ttft: Some(Duration::from_secs_f64(ttft)),
@@ -211,7 +211,7 @@ fn config() -> EvalConfig {
 
 /// Configured 10s and 30s; alert-only 20s (inside the full part), 45s (with a latency
 /// rule) and 60s: the store keeps full scrapes for 30 s and thin ones up to 60 s.
-fn thin_config() -> EvalConfig {
+pub(super) fn thin_config() -> EvalConfig {
     EvalConfig {
         alert_only: vec![
             AlertWindow { window: Window::from_secs(20), quantiles: vec![0.99] },
@@ -393,7 +393,7 @@ fn windows_longer_than_the_ring_cap_still_match() {
 }
 
 /// The `i`th scrape of a deterministic sequence with absences, restarts and the lone model.
-fn scripted(i: u32, counts: &mut [Counts; 4]) -> Snapshot {
+pub(super) fn scripted(i: u32, counts: &mut [Counts; 4]) -> Snapshot {
     let s = Step {
         dt_ms: 0,
         changes: std::array::from_fn(|k| Change {

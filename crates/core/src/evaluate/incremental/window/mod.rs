@@ -4,6 +4,8 @@
 //! entering costs its columns; a point leaving costs its columns plus one decode of the
 //! point after it (the window's new oldest point), whatever the window's length.
 
+mod saved;
+
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 

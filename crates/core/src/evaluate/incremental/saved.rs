@@ -1,0 +1,151 @@
+//! The incremental state of a target's windows as a `state_dir` snapshot keeps it, so that
+//! a restored daemon goes on from it instead of reading every stored point again
+//! (docs/architecture.md#state-that-survives-restarts).
+//!
+//! The state follows its store by point sequence number, and a restored store numbers its
+//! points afresh. So the state is saved with each sequence number as an offset from the
+//! saved store's oldest point, together with how many points the store held; restored over
+//! the store those points make, an offset maps to the same point (checked by its time).
+//! What the store holds anyway is not saved: each window's oldest point and the newest
+//! point read are decoded from it again, and each series' newest sample takes its layout
+//! from the point at its time. A state that does not match the config, or whose indices or
+//! points do not resolve, is refused, and the evaluation starts over from the store as it
+//! would without a snapshot.
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(doc)]
+use super::gauge::GaugeState;
+use super::last::Lasts;
+use super::plan::Catalog;
+use super::window::WindowState;
+use super::{EvalConfig, Incremental};
+use crate::evaluate::Thin;
+use crate::window::TargetWindows;
+use crate::window::saved::SavedLayout;
+
+/// Bumped when the saved shape or its meaning changes: a state of another format is not
+/// restored (the windows start over from the store instead).
+pub const FORMAT: u32 = 1;
+
+/// One target's incremental state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedEvaluation {
+    pub format: u32,
+    /// Points the store held when saved: offsets count from its oldest.
+    points: u64,
+    /// The next point to read, as an offset; the time of the one before it, if any.
+    next: u64,
+    head_t: Option<i64>,
+    now_ms: i64,
+    catalog: SavedCatalog,
+    lasts: Vec<Option<(i64, f64)>>,
+    windows: Vec<SavedWindow>,
+}
+
+/// [`Catalog`]'s ids.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedCatalog {
+    pub(super) models: Vec<String>,
+    pub(super) keys: SavedLayout,
+    /// (model id, gauge kind by name).
+    pub(super) groups: Vec<(u32, String)>,
+}
+
+/// One window's state ([`WindowState`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedWindow {
+    pub(super) range_ms: i64,
+    /// The oldest point's offset and time.
+    pub(super) tail: Option<(u64, i64)>,
+    pub(super) last: u64,
+    /// Per slot: first sample's time, value and order, and the sample count.
+    pub(super) series: Vec<(i64, f64, u32, u32)>,
+    pub(super) resets: Vec<(u32, Vec<(i64, f64)>)>,
+    pub(super) groups: Vec<Option<SavedGauge>>,
+    /// Per model: first and last scrape's time, scrapes.
+    pub(super) spans: Vec<Option<(i64, i64, u64)>>,
+    pub(super) local: Vec<u32>,
+    pub(super) ids: Vec<u32>,
+}
+
+/// One gauge group's statistics ([`GaugeState`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedGauge {
+    pub(super) finite_only: bool,
+    pub(super) n: u32,
+    pub(super) first: f64,
+    pub(super) last: f64,
+    pub(super) nan: u32,
+    pub(super) pos_inf: u32,
+    pub(super) neg_inf: u32,
+    pub(super) sum: f64,
+    pub(super) c: f64,
+    pub(super) max: Vec<(u64, f64)>,
+    pub(super) last_finite: Option<(u64, f64)>,
+    pub(super) bands: [u32; 5],
+}
+
+impl Incremental {
+    /// The state as a snapshot keeps it, taken with `store` as it is now (the two must be
+    /// saved together); `None` when the state does not follow `store` (it would start over
+    /// at the next tick anyway) or a window still holds a point the store has dropped.
+    pub fn saved(&self, store: &TargetWindows) -> Option<SavedEvaluation> {
+        let range = store.seq_range();
+        if !self.follows(store, self.now_ms)
+            || self.windows.iter().any(|(_, w)| w.oldest().is_some_and(|(s, _)| s < range.start))
+        {
+            return None;
+        }
+        let offset = move |seq: u64| seq.saturating_sub(range.start);
+        Some(SavedEvaluation {
+            format: FORMAT,
+            points: range.end - range.start,
+            next: offset(self.next_seq),
+            head_t: self.head_t,
+            now_ms: self.now_ms,
+            catalog: self.catalog.saved(),
+            lasts: self.lasts.saved(),
+            windows: self.windows.iter().map(|(_, w)| w.saved(offset)).collect(),
+        })
+    }
+
+    /// The state `saved` describes for `cfg`, over `store` as the snapshot's windows
+    /// restored it; `None` when it cannot be used (another format or config, or an index
+    /// or point that does not resolve), and the evaluation starts over from the store.
+    pub fn restored(saved: &SavedEvaluation, cfg: &EvalConfig, store: &TargetWindows) -> Option<Incremental> {
+        let range = store.seq_range();
+        let held = range.end - range.start;
+        if saved.format != FORMAT || saved.windows.len() != cfg.windows.len() || held > saved.points {
+            return None;
+        }
+        // The restored store keeps the newest points; the ones it trimmed were the oldest.
+        let trimmed = saved.points - held;
+        let seq = move |off: u64| off.checked_sub(trimmed).map(|o| range.start + o).filter(|&s| s <= range.end);
+        let mut inc = Incremental::new(cfg);
+        let mut catalog = Catalog::restored(&saved.catalog)?;
+        if saved.lasts.len() > catalog.keys.len() {
+            return None;
+        }
+        for ((w, state), s) in inc.windows.iter_mut().zip(&saved.windows) {
+            if s.range_ms != w.millis() {
+                return None;
+            }
+            *state = WindowState::restored(s, Thin::of(cfg, *w), store, &mut catalog, seq)?;
+        }
+        inc.lasts = Lasts::restored(&saved.lasts, &catalog.keys, store);
+        inc.next_seq = seq(saved.next)?;
+        if let Some(head) = inc.next_seq.checked_sub(1).filter(|&s| s >= range.start) {
+            let (t, layout) = store.point_at(head)?;
+            if Some(t) != saved.head_t || !store.decode_at(head, &mut inc.head_values) {
+                return None;
+            }
+            inc.head_layout = Some(layout.clone());
+        }
+        inc.head_t = saved.head_t;
+        inc.catalog = catalog;
+        inc.epoch = store.epoch();
+        inc.now_ms = saved.now_ms;
+        inc.follows(store, inc.now_ms).then_some(inc)
+    }
+}
