@@ -46,6 +46,7 @@ use goodput::config::{Cardinality, Target};
 use goodput::daemon::target::TargetRuntime;
 use goodput::enrich::Enricher;
 use goodput::evaluate::incremental::Incremental;
+use goodput::evaluate::incremental::saved::SavedEvaluation;
 use goodput::evaluate::{EvalConfig, RateMode, Thinning};
 use goodput::parse::Limits;
 use goodput::report::{Report, TargetReport};
@@ -120,6 +121,9 @@ fn parse_args() -> Args {
 #[derive(Clone)]
 struct Past {
     windows: SavedWindows,
+    /// The windows' incremental state, saved with them: the daemon restores it and needs
+    /// no first pass over the store.
+    evaluation: Option<SavedEvaluation>,
     budgets: SavedBudgets,
     requests: SavedRequests,
     capacity: SavedCapacity,
@@ -166,11 +170,14 @@ fn fill(args: &Args, config: &goodput::Config, template: &Template, t: &Target, 
     // The ledgers moved to the last instant, as the last tick's report leaves them.
     budgets.report(args.to_ms);
     let thinning = Thinning::of(&eval);
+    // The evaluation's lock before the target's, as the daemon takes them.
+    let mut evaluation = rt.evaluation();
     let mut held = rt.lock();
     // Thinned as a daemon running that long would have left it (docs/memory.md).
     if let Some(thin) = &thinning {
         held.windows.thin_before(args.to_ms - thin.full_ms, &thin.kept);
     }
+    let evaluation = evaluation.as_mut().and_then(|e| e.saved(&mut held.windows));
     let (capacity, capacity_bytes) = {
         let book = enricher.capacity();
         let book = book.lock().unwrap_or_else(|e| e.into_inner());
@@ -178,6 +185,7 @@ fn fill(args: &Args, config: &goodput::Config, template: &Template, t: &Target, 
     };
     let past = Past {
         windows: SavedWindows::save(&held.windows),
+        evaluation,
         budgets: budgets.saved(&t.name),
         requests: store.saved(&t.name),
         capacity,
@@ -239,7 +247,8 @@ fn main() {
     let pasts: Vec<&Past> = phases.iter().map(|p| &by_phase[p]).collect();
     // In the daemon's order (state::capture): the list of the sections first, so that a
     // restore of a damaged copy names what it lost; then alerts, budgets, request series,
-    // the window stores, and the capacity histories, which `state_max_size` leaves out first.
+    // each window store with its windows' incremental state, and the capacity histories,
+    // which `state_max_size` leaves out first.
     let alerts: Vec<(&Target, Vec<SavedAlert>)> = config
         .targets
         .iter()
@@ -255,7 +264,16 @@ fn main() {
     list("alerts", &|p| !p.alerts.is_empty());
     list("budgets", &|p| !p.budgets.is_empty());
     list("requests", &|p| !p.requests.is_empty());
-    list("windows", &|_| true);
+    for (t, p) in config.targets.iter().zip(&pasts) {
+        listed.push(Listed { target: t.name.clone(), part: "windows".into() });
+        if p.evaluation.is_some() {
+            listed.push(Listed { target: t.name.clone(), part: "evaluation".into() });
+        }
+    }
+    let mut list = |part: &str, with: &dyn Fn(&Past) -> bool| {
+        let named = config.targets.iter().zip(&pasts).filter(|(_, p)| with(p));
+        listed.extend(named.map(|(t, _)| Listed { target: t.name.clone(), part: part.into() }));
+    };
     list("capacity", &|p| !p.capacity.is_empty());
     let contents = Section { target: String::new(), identity: 0, part: Part::Contents(listed) };
     let frame = |target: &Target, part: Part| {
@@ -272,7 +290,10 @@ fn main() {
         .chain(
             each().filter(|(_, p)| !p.requests.is_empty()).map(|(t, p)| frame(t, Part::Requests(p.requests.clone()))),
         )
-        .chain(each().map(|(t, p)| frame(t, Part::Windows(p.windows.clone()))))
+        .chain(each().flat_map(|(t, p)| {
+            let evaluation = p.evaluation.clone().map(|e| frame(t, Part::Evaluation(Some(e))));
+            std::iter::once(frame(t, Part::Windows(p.windows.clone()))).chain(evaluation)
+        }))
         .chain(
             each().filter(|(_, p)| !p.capacity.is_empty()).map(|(t, p)| frame(t, Part::Capacity(p.capacity.clone()))),
         );

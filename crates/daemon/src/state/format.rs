@@ -6,7 +6,8 @@
 //! { length: u32 LE  crc32: u32 LE  postcard(Section) } …
 //! ```
 //!
-//! One section is one part (windows, budgets, request series, alerts) of one target, so a
+//! One section is one part (windows, the windows' incremental state, budgets, request
+//! series, alerts, capacity histories) of one target, so a
 //! bad byte costs that part of that target only. The first section lists the sections that
 //! follow ([`Part::Contents`]), so that a restore can name what a truncated file lost even
 //! where its bytes are gone; a section left out when written (past `state_max_size`) keeps
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::alert::saved::SavedAlert;
 use crate::budget::saved::SavedBudgets;
 use crate::capacity::saved::SavedCapacity;
+use crate::evaluate::incremental::saved::SavedEvaluation;
 use crate::request::SavedRequests;
 use crate::window::saved::SavedWindows;
 
@@ -57,6 +59,12 @@ pub enum Part {
     /// The capacity book's series of one target: after the others, so that the parts
     /// before it keep their tags (a goodput without it reads it as a corrupt section).
     Capacity(SavedCapacity),
+    /// The incremental state of one target's windows, saved with its window store and
+    /// written after it, so that a restore needs no first pass over the store (a goodput
+    /// without it reads it as a corrupt section and makes that pass).
+    /// Written for a target evaluated at least once; `None` if its state could not be
+    /// saved with the store after all (the list of sections is written before them).
+    Evaluation(Option<SavedEvaluation>),
 }
 
 /// One section as [`Part::Contents`] lists it.
@@ -76,6 +84,7 @@ impl Part {
             Part::Alerts(_) => "alerts",
             Part::Contents(_) => "contents",
             Part::Capacity(_) => "capacity",
+            Part::Evaluation(_) => "evaluation",
         }
     }
 }

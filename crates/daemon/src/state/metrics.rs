@@ -47,18 +47,21 @@ pub enum RestorePart {
     Requests,
     Alerts,
     Capacity,
+    /// The incremental state of a target's windows.
+    Evaluation,
     /// A damaged section of a file that does not say what it held.
     Unknown,
     File,
 }
 
 impl RestorePart {
-    pub const ALL: [RestorePart; 7] = [
+    pub const ALL: [RestorePart; 8] = [
         RestorePart::Windows,
         RestorePart::Budgets,
         RestorePart::Requests,
         RestorePart::Alerts,
         RestorePart::Capacity,
+        RestorePart::Evaluation,
         RestorePart::Unknown,
         RestorePart::File,
     ];
@@ -70,6 +73,7 @@ impl RestorePart {
             RestorePart::Requests => "requests",
             RestorePart::Alerts => "alerts",
             RestorePart::Capacity => "capacity",
+            RestorePart::Evaluation => "evaluation",
             RestorePart::Unknown => "unknown",
             RestorePart::File => "file",
         }

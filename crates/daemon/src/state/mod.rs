@@ -300,18 +300,35 @@ fn capture<'a>(
     let mut listed: Vec<Listed> =
         sections.iter().map(|s| Listed { target: s.target.clone(), part: s.part.name().into() }).collect();
     listed.extend(requests.iter().map(|t| Listed { target: t.clone(), part: "requests".into() }));
-    listed.extend(stores.iter().map(|rt| Listed { target: rt.config.name.clone(), part: "windows".into() }));
+    // Each store, then its windows' incremental state if it has been evaluated.
+    let stores: Vec<(&Arc<TargetRuntime>, bool)> =
+        stores.into_iter().map(|rt| (rt, rt.evaluation().as_ref().is_some_and(|e| e.has_evaluated()))).collect();
+    for (rt, evaluated) in &stores {
+        listed.push(Listed { target: rt.config.name.clone(), part: "windows".into() });
+        if *evaluated {
+            listed.push(Listed { target: rt.config.name.clone(), part: "evaluation".into() });
+        }
+    }
     listed.extend(capacity.iter().map(|t| Listed { target: t.clone(), part: "capacity".into() }));
     let contents = Section { target: String::new(), identity: 0, part: Part::Contents(listed) };
     let framed = |s: &Section| format::frame(s).unwrap_or_else(|| format::LEFT_OUT.to_vec());
     let small: Vec<Vec<u8>> = std::iter::once(&contents).chain(&sections).map(framed).collect();
     // The window stores are encoded one at a time as the file is written: the whole
-    // snapshot is never in memory at once.
-    let windows = stores.into_iter().map(move |rt| {
-        // The clone shares the columns: the target's lock is held for a few words per point.
-        let windows = rt.lock().windows.clone();
+    // snapshot is never in memory at once. Each is followed by its windows' incremental
+    // state, taken with it under the evaluation's lock and then the target's (the
+    // evaluator's order), so that the two describe the same points.
+    let windows = stores.into_iter().flat_map(move |(rt, evaluated)| {
+        let (windows, evaluation) = {
+            let mut evaluation = rt.evaluation();
+            let mut st = rt.lock();
+            let saved = evaluated.then(|| evaluation.as_mut().and_then(|e| e.saved(&mut st.windows)));
+            // The clone shares the columns: the target's lock is held for a few words per point.
+            (st.windows.clone(), saved)
+        };
         std::thread::sleep(hold);
-        framed(&section(&rt.config.name, Part::Windows(SavedWindows::save(&windows))))
+        let name = &rt.config.name;
+        let windows = framed(&section(name, Part::Windows(SavedWindows::save(&windows))));
+        std::iter::once(windows).chain(evaluation.map(|e| framed(&section(name, Part::Evaluation(e)))))
     });
     let store = &sources.store;
     let requests = requests.into_iter().map(move |t| {

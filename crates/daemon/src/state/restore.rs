@@ -16,6 +16,7 @@ use super::metrics::{RestorePart, RestoreResult, StateStats};
 use super::sources::{Sources, identity};
 use crate::alert::AlertEngine;
 use crate::config::Config;
+use crate::evaluate::incremental::Incremental;
 
 /// How far past the daemon's clock a restored scrape may be: clock jitter, not a clock set back.
 const FUTURE_SLACK_MS: i64 = 10_000;
@@ -63,6 +64,13 @@ pub enum Why {
     OtherFormat {
         format: u32,
     },
+    /// The windows' incremental state does not fit the config or the restored store (the
+    /// windows changed, or the store was not restored whole): the first tick reads the
+    /// store instead.
+    StateDoesNotFit,
+    /// The snapshot names the windows' incremental state but could not save it with the
+    /// store: the first tick reads the store.
+    StateNotSaved,
 }
 
 impl Why {
@@ -77,7 +85,9 @@ impl Why {
             | Why::TargetChanged
             | Why::FromTheFuture { .. }
             | Why::ConfigChanged { .. }
-            | Why::OtherFormat { .. } => RestoreResult::Mismatch,
+            | Why::OtherFormat { .. }
+            | Why::StateDoesNotFit
+            | Why::StateNotSaved => RestoreResult::Mismatch,
         }
     }
 
@@ -107,6 +117,8 @@ impl Why {
                 format!("{dropped} of {of} no longer match the config (an SLO, an alert rule or the windows changed)")
             }
             Why::Unrestorable(e) => format!("the window store does not rebuild: {e}"),
+            Why::StateDoesNotFit => "the windows' saved evaluation state does not fit the config or the restored store: the first evaluation reads the whole store instead".into(),
+            Why::StateNotSaved => "the windows' evaluation state could not be saved with their store: the first evaluation reads the whole store instead".into(),
             Why::OtherFormat { format } => format!(
                 "written in another format ({format:#x}, this build reads {:#x}) by an earlier goodput: starts empty",
                 crate::capacity::saved::FORMAT
@@ -428,6 +440,22 @@ fn restore_part(
             let of = c.len();
             let taken = sources.capacity.lock().unwrap_or_else(|e| e.into_inner()).restore(target, c);
             partial((taken, of - taken))
+        }
+        Part::Evaluation(e) => {
+            let Some(rt) = sources.targets.iter().find(|rt| rt.config.name == target) else {
+                return Err(Why::TargetGone);
+            };
+            let Some(e) = e else { return Err(Why::StateNotSaved) };
+            let cfg = config.eval_config().for_target(target);
+            let mut evaluation = rt.evaluation();
+            let st = rt.lock();
+            match Incremental::restored(&e, &cfg, &st.windows) {
+                Some(state) => {
+                    *evaluation = Some(state);
+                    Ok(())
+                }
+                None => Err(Why::StateDoesNotFit),
+            }
         }
         // Only the first section lists the others.
         Part::Contents(_) => Err(Why::Unrestorable("a list of sections out of place".into())),

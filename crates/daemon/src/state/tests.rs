@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod capacity;
+mod evaluation;
 mod files;
 
 use super::format;

@@ -87,10 +87,20 @@ pub struct SavedGauge {
 }
 
 impl Incremental {
+    /// Whether the state has been advanced once: before, there is nothing to save.
+    pub fn has_evaluated(&self) -> bool {
+        self.now_ms != i64::MIN
+    }
+
     /// The state as a snapshot keeps it, taken with `store` as it is now (the two must be
-    /// saved together); `None` when the state does not follow `store` (it would start over
-    /// at the next tick anyway) or a window still holds a point the store has dropped.
-    pub fn saved(&self, store: &TargetWindows) -> Option<SavedEvaluation> {
+    /// saved together). The points the store dropped since the last tick are taken out of
+    /// the windows first, as the next tick would (the snapshot does not hold them); `None`
+    /// before the first tick, or if a window still holds a dropped point.
+    pub fn saved(&mut self, store: &mut TargetWindows) -> Option<SavedEvaluation> {
+        if !self.has_evaluated() {
+            return None;
+        }
+        self.advance(store, self.now_ms);
         let range = store.seq_range();
         if !self.follows(store, self.now_ms)
             || self.windows.iter().any(|(_, w)| w.oldest().is_some_and(|(s, _)| s < range.start))
