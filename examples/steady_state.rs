@@ -25,6 +25,7 @@ use goodput::evaluate::{RateMode, evaluate_target};
 use goodput::parse::Limits;
 use goodput::scrape::ingest;
 use goodput::window::TargetWindows;
+use goodput::window::saved::SavedWindows;
 
 #[path = "fake_targets/template.rs"]
 mod template;
@@ -124,6 +125,26 @@ fn main() {
         std::hint::black_box(fresh.reports(last_ms, &eval, RateMode::Prometheus));
         first_times.push(began.elapsed());
     }
+    // With the state saved beside the store: restoring it (the windows' oldest points and
+    // the newest read decoded again), then the first tick over the next scrape.
+    let saved = inc.saved(&mut store).unwrap_or_else(|| fail("the state could not be saved".into()));
+    let saved_bytes = postcard::to_allocvec(&saved).map_or(0, |b| b.len());
+    let from_snapshot = SavedWindows::save(&store)
+        .restore(max_window)
+        .unwrap_or_else(|e| fail(format!("the saved store does not restore: {e}")));
+    let next_ms = last_ms + interval_ms;
+    let mut restored_times = Vec::with_capacity(evals);
+    for _ in 0..evals {
+        let mut copy = from_snapshot.clone();
+        let began = Instant::now();
+        let mut back = Incremental::restored(&saved, &eval, &mut copy)
+            .unwrap_or_else(|| fail("the saved state does not restore".into()));
+        push(&mut copy, points + ticks as i64 + 1);
+        back.advance(&mut copy, next_ms);
+        std::hint::black_box(back.reports(next_ms, &eval, RateMode::Prometheus));
+        restored_times.push(began.elapsed());
+    }
+    let restored = median(restored_times);
     let first = median(first_times);
     let ingest = median(ingest_times);
     let scratch = median(scratch_times);
@@ -136,6 +157,11 @@ fn main() {
     println!("ingest, median         {:.1} us per scrape (parse + adapt + push)", ingest.as_secs_f64() * 1e6);
     println!("evaluate, median       {:.1} us per tick (full windows, incremental)", evaluate.as_secs_f64() * 1e6);
     println!("first tick, median     {:.2} ms (the state built from a restored store)", first.as_secs_f64() * 1e3);
+    println!(
+        "restored, median       {:.2} ms (the saved state restored, a scrape, its first tick; {:.1} KiB saved)",
+        restored.as_secs_f64() * 1e3,
+        saved_bytes as f64 / 1024.0
+    );
     println!(
         "from scratch, median   {:.2} ms per tick ({:.0}x the incremental tick)",
         scratch.as_secs_f64() * 1e3,

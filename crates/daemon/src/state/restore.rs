@@ -448,8 +448,8 @@ fn restore_part(
             let Some(e) = e else { return Err(Why::StateNotSaved) };
             let cfg = config.eval_config().for_target(target);
             let mut evaluation = rt.evaluation();
-            let st = rt.lock();
-            match Incremental::restored(&e, &cfg, &st.windows) {
+            let mut st = rt.lock();
+            match Incremental::restored(&e, &cfg, &mut st.windows) {
                 Some(state) => {
                     *evaluation = Some(state);
                     Ok(())

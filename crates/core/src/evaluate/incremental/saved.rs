@@ -32,8 +32,10 @@ pub const FORMAT: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedEvaluation {
     pub format: u32,
-    /// Points the store held when saved: offsets count from its oldest.
+    /// Points the store held when saved (offsets count from its oldest), and the newest
+    /// one's time: a restored store may have dropped the oldest and taken new ones since.
     points: u64,
+    newest_ms: i64,
     /// The next point to read, as an offset; the time of the one before it, if any.
     next: u64,
     head_t: Option<i64>,
@@ -111,6 +113,7 @@ impl Incremental {
         Some(SavedEvaluation {
             format: FORMAT,
             points: range.end - range.start,
+            newest_ms: range.end.checked_sub(1).and_then(|s| store.point_at(s)).map_or(i64::MIN, |(t, _)| t),
             next: offset(self.next_seq),
             head_t: self.head_t,
             now_ms: self.now_ms,
@@ -123,13 +126,16 @@ impl Incremental {
     /// The state `saved` describes for `cfg`, over `store` as the snapshot's windows
     /// restored it; `None` when it cannot be used (another format or config, or an index
     /// or point that does not resolve), and the evaluation starts over from the store.
-    pub fn restored(saved: &SavedEvaluation, cfg: &EvalConfig, store: &TargetWindows) -> Option<Incremental> {
+    /// From then on `store` keeps the points it drops until the first advance has taken
+    /// them out of the windows, as between two ticks.
+    pub fn restored(saved: &SavedEvaluation, cfg: &EvalConfig, store: &mut TargetWindows) -> Option<Incremental> {
         let range = store.seq_range();
-        let held = range.end - range.start;
+        // The saved points the store still holds: it trimmed the oldest to its windows, and
+        // scrapes since the restore come after them.
+        let held = store.seq_after(saved.newest_ms) - range.start;
         if saved.format != FORMAT || saved.windows.len() != cfg.windows.len() || held > saved.points {
             return None;
         }
-        // The restored store keeps the newest points; the ones it trimmed were the oldest.
         let trimmed = saved.points - held;
         let seq = move |off: u64| off.checked_sub(trimmed).map(|o| range.start + o).filter(|&s| s <= range.end);
         let mut inc = Incremental::new(cfg);
@@ -156,6 +162,10 @@ impl Incremental {
         inc.catalog = catalog;
         inc.epoch = store.epoch();
         inc.now_ms = saved.now_ms;
-        inc.follows(store, inc.now_ms).then_some(inc)
+        if !inc.follows(store, inc.now_ms) {
+            return None;
+        }
+        store.keep_dropped();
+        Some(inc)
     }
 }
