@@ -278,15 +278,15 @@ impl SavedWindows {
     /// with a hole in it.
     pub fn restore(&self, max_window: Duration) -> Result<TargetWindows, Unreadable> {
         let mut store = TargetWindows::new(max_window);
-        let mut last_t = i64::MIN;
-        let mut next = |store: &mut TargetWindows, t_ms: i64, layout: &Arc<Layout>, values: &[f64]| {
+        let last_t = std::cell::Cell::new(i64::MIN);
+        let next = |store: &mut TargetWindows, t_ms: i64, layout: &Arc<Layout>, values: &[f64]| {
             if values.len() != layout.keys.len() {
                 return Err(Unreadable("values do not decode against their layout".into()));
             }
-            if t_ms <= last_t {
+            if t_ms <= last_t.get() {
                 return Err(Unreadable("points are not in time order".into()));
             }
-            last_t = t_ms;
+            last_t.set(t_ms);
             store.push_values(t_ms, layout.clone(), values.into());
             Ok(())
         };
@@ -299,6 +299,28 @@ impl SavedWindows {
                     SavedColumn::Block(b) => {
                         let block = Block::from_parts(layout.clone(), b.parts(p.t_ms))
                             .ok_or_else(|| Unreadable("a thin block's fields do not agree".into()))?;
+                        // Kept as the block it was when every column decodes against the
+                        // layout, so the first evaluation has nothing to thin again. The
+                        // last scrape's values are what a delta after the block is against.
+                        let mut whole = true;
+                        let decodes = block.for_each(0, |_, _, v| {
+                            whole &= v.len() == layout.keys.len();
+                            cur.clear();
+                            cur.extend_from_slice(v);
+                            whole
+                        });
+                        if !decodes || !whole {
+                            return Err(Unreadable("values do not decode against their layout".into()));
+                        }
+                        let (first, last) = (block.t(0), block.last_t());
+                        if first <= last_t.get() {
+                            return Err(Unreadable("points are not in time order".into()));
+                        }
+                        if store.takes_block(first) {
+                            store.push_block(block);
+                            last_t.set(last);
+                            continue;
+                        }
                         let mut result = Ok(());
                         let decoded = block.for_each(0, |_, t_ms, v| {
                             result = next(&mut store, t_ms, &layout, v);
@@ -440,12 +462,13 @@ mod tests {
         assert_eq!(postcard::from_bytes::<SavedWindows>(&bytes).unwrap(), saved);
         let mut back = saved.restore(Duration::from_secs(900)).unwrap();
         assert_eq!(points(&back), points(&w));
-        // The restored store thins again to the same thin scrapes (in blocks that start
-        // where its oldest scrape does).
+        // The blocks come back as blocks, as they were (the oldest with the scrapes it had
+        // dropped): nothing is left for the next evaluation to thin again.
+        assert_eq!(back.thin_points(), w.thin_points());
+        assert_eq!(blocks(&SavedWindows::save(&back)), b);
         back.thin_before(999_003 - 100_000, &kept);
         assert_eq!(back.thin_points(), w.thin_points());
         assert_eq!(points(&back), points(&w));
-        assert!(blocks(&SavedWindows::save(&back)).iter().all(|b| b.skip == 0));
     }
 
     #[test]

@@ -136,6 +136,29 @@ impl TargetWindows {
         }
     }
 
+    /// Appends a block of thin scrapes as a snapshot saved it (`saved`), before any full
+    /// scrape: a restore keeps thin scrapes in their blocks rather than replaying them as
+    /// full points the next evaluation thins again. Only where [`TargetWindows::takes_block`]
+    /// says so; anything else is ignored.
+    pub(super) fn push_block(&mut self, block: Block) {
+        if !self.takes_block(block.t(0)) {
+            return;
+        }
+        let last = block.last_t();
+        self.thin_len += block.len();
+        self.thin.push_back(block);
+        let horizon = last.saturating_sub(self.max_window_ms);
+        while self.oldest_t().is_some_and(|t| t <= horizon) || self.len() > MAX_POINTS {
+            self.pop_oldest();
+        }
+    }
+
+    /// Whether a block of thin scrapes starting at `t_ms` can be appended: the store holds
+    /// no full scrape yet, and every thin one it holds is older.
+    pub(super) fn takes_block(&self, t_ms: i64) -> bool {
+        self.points.is_empty() && self.thin.back().is_none_or(|b| b.last_t() < t_ms)
+    }
+
     /// Every stored scrape, oldest first, decoded: its time, layout (shared by consecutive
     /// scrapes with the same series) and values. Replaying them into a fresh store with the
     /// same config through [`TargetWindows::push_values`] gives the same evaluations.
