@@ -114,8 +114,8 @@ for n in "${NS[@]}"; do
   # evaluations. After a restore without the windows' saved state, the first ticks wait
   # out their half-interval while every store is read once.
   tick_evaluated <"$work/daemon.log" | awk -v half="$(awk -v i="$INTERVAL" 'BEGIN { print i / 2 }')" -v n="$n" '
-    { k++; if ($1 > max) max = $1; if ($1 >= half * 0.98) waited++ }
-    END { printf "# %s: ticks in the warm-up: %d, evaluation wait longest %.2f s, %d waited out the half-interval\n", n, k, max, waited + 0 }'
+    { k++; if ($1 > max) max = $1; if ($1 >= half * 0.98) waited++; if (k <= 12) first = first sprintf(" %.2f", $1) }
+    END { printf "# %s: ticks in the warm-up: %d, evaluation wait longest %.2f s, %d waited out the half-interval; the first ones (s):%s\n", n, k, max, waited + 0, first }'
   grep -a 'restore' "$work/daemon.log" | grep -av 'tick' | head -n 3 | cut -c1-400 | sed "s/^/# $n: /"
   # The RSS before any /metrics is rendered: rendering one keeps buffers the allocator
   # may hold on to, in the rss_mib read at the end.
