@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use super::plan::{Feed, Plan};
-use crate::window::{Layout, SeriesKey, TargetWindows};
+use super::plan::{Catalog, Feed, Plan};
+use crate::window::{Layout, TargetWindows};
 
 #[cfg(doc)]
 use crate::evaluate::promql::RangeAcc;
@@ -87,14 +87,13 @@ impl Lasts {
     /// time and its column there (the restart markers the next sample is compared with).
     /// A sample whose point the store no longer holds, or holds without the series (thin),
     /// is left out: no window holds it, so nothing compares with it or reads it.
-    pub fn restored(saved: &[Option<(i64, f64)>], keys: &[Arc<SeriesKey>], store: &TargetWindows) -> Lasts {
-        let by_id = saved
-            .iter()
-            .zip(keys)
-            .map(|(s, key)| {
+    pub fn restored(saved: &[Option<(i64, f64)>], catalog: &mut Catalog, store: &TargetWindows) -> Lasts {
+        let by_id = (0u32..)
+            .zip(saved)
+            .map(|(id, s)| {
                 let (t_ms, v) = (*s)?;
                 let (t, layout) = store.point_at(store.seq_after(t_ms.checked_sub(1)?))?;
-                let col = layout.keys.iter().position(|k| k == &**key)?;
+                let col = catalog.plan(layout).column_of(id)?;
                 (t == t_ms).then(|| Last { t_ms, v, col: col as u32, layout: layout.clone() })
             })
             .collect();

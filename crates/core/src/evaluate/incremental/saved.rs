@@ -149,7 +149,7 @@ impl Incremental {
             }
             *state = WindowState::restored(s, Thin::of(cfg, *w), store, &mut catalog, seq)?;
         }
-        inc.lasts = Lasts::restored(&saved.lasts, &catalog.keys, store);
+        inc.lasts = Lasts::restored(&saved.lasts, &mut catalog, store);
         inc.next_seq = seq(saved.next)?;
         if let Some(head) = inc.next_seq.checked_sub(1).filter(|&s| s >= range.start) {
             let (t, layout) = store.point_at(head)?;
