@@ -24,7 +24,7 @@ pub const FAMILIES: &[Family] = &[
     Family::counter::<PartResult>(
         RESTORE,
         Unit::Count,
-        "What the restore at start did with the snapshot. Sections (one part of one target) by part (windows, budgets, requests, alerts; unknown for a damaged section of a file that does not list its sections) and result: restored, mismatch (the target, its URL or engine, an SLO or an alert rule changed, or scrapes from the future: that part starts empty), corrupt (checksum or decoding failed), truncated (the file ends inside or before the section), left_out (the snapshot was written without it, past state_max_size). The file as a whole, part=file, counted once: not_a_snapshot, truncated (inside its header), version (another format), corrupt (it could not be read); then everything starts empty.",
+        "What the restore at start did with the snapshot. Sections (one part of one target) by part (windows, budgets, requests, alerts, capacity, evaluation (the windows' incremental state: without it the first tick reads the store); unknown for a damaged section of a file that does not list its sections) and result: restored, mismatch (the target, its URL or engine, an SLO or an alert rule changed, or scrapes from the future: that part starts empty), corrupt (checksum or decoding failed), truncated (the file ends inside or before the section), left_out (the snapshot was written without it, past state_max_size). The file as a whole, part=file, counted once: not_a_snapshot, truncated (inside its header), version (another format), corrupt (it could not be read); then everything starts empty.",
     ),
     Family::counter::<ErrorReason>(
         ERRORS,
