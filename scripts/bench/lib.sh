@@ -56,26 +56,11 @@ require_bin() {
   fi
 }
 
-# Seconds each `goodput::tick` debug line on stdin says its tick took (evaluated + enriched +
-# published), one per line; durations as Rust's Debug writes them (1.2s, 350ms, 80µs, 12ns).
-# Each tick's evaluation wait (the log's `evaluated`, seconds) from a daemon log on stdin:
-# a tick whose targets are not all evaluated waits half an interval and reports the rest
-# as they were.
-tick_evaluated() {
-  grep -a 'goodput::tick: tick ' | awk '
-    function secs(v) {
-      if (v ~ /ms$/) return substr(v, 1, length(v) - 2) / 1e3
-      if (v ~ /µs$/) return substr(v, 1, length(v) - 3) / 1e6
-      if (v ~ /us$/) return substr(v, 1, length(v) - 2) / 1e6
-      if (v ~ /ns$/) return substr(v, 1, length(v) - 2) / 1e9
-      if (v ~ /s$/) return substr(v, 1, length(v) - 1) + 0
-      return 0
-    }
-    { for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "evaluated") print secs(kv[2]) } }'
-}
-
-tick_seconds() {
-  grep -a 'goodput::tick: tick ' | awk '
+# Per `goodput::tick` debug line on stdin, the sum of the named durations in seconds, one
+# line per tick; durations as Rust's Debug writes them (1.2s, 350ms, 80µs, 12ns).
+tick_sum() {
+  grep -a 'goodput::tick: tick ' | awk -v fields="$*" '
+    BEGIN { n = split(fields, f, " "); for (i = 1; i <= n; i++) want[f[i]] = 1 }
     function secs(v) {
       if (v ~ /ms$/) return substr(v, 1, length(v) - 2) / 1e3
       if (v ~ /µs$/) return substr(v, 1, length(v) - 3) / 1e6
@@ -85,9 +70,13 @@ tick_seconds() {
       return 0
     }
     { t = 0
-      for (i = 1; i <= NF; i++) {
-        split($i, kv, "=")
-        if (kv[1] == "evaluated" || kv[1] == "enriched" || kv[1] == "published") t += secs(kv[2])
-      }
+      for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] in want) t += secs(kv[2]) }
       print t }'
 }
+
+# Seconds each tick took: its evaluation, enriching and publishing.
+tick_seconds() { tick_sum evaluated enriched published; }
+
+# Each tick's evaluation wait: a tick whose targets are not all evaluated waits half an
+# interval and reports the rest as they were.
+tick_evaluated() { tick_sum evaluated; }
