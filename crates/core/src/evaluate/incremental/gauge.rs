@@ -12,10 +12,11 @@
 
 use std::collections::VecDeque;
 
+use serde::{Deserialize, Serialize};
+
 use super::super::KvThresholds;
 use super::super::kv::{self, band_index};
 use super::super::range::{FiniteRange, GaugeRange};
-use super::saved::SavedGauge;
 use crate::kahan;
 
 #[derive(Debug, Clone)]
@@ -173,6 +174,23 @@ impl GaugeState {
         // For KV usage the all-sample max would skip infinities too; only `finite` is read.
         Some(GaugeRange { first: self.first, last: self.last, mean, max, finite })
     }
+}
+
+/// One gauge group's statistics ([`GaugeState`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedGauge {
+    pub(super) finite_only: bool,
+    pub(super) n: u32,
+    pub(super) first: f64,
+    pub(super) last: f64,
+    pub(super) nan: u32,
+    pub(super) pos_inf: u32,
+    pub(super) neg_inf: u32,
+    pub(super) sum: f64,
+    pub(super) c: f64,
+    pub(super) max: Vec<(u64, f64)>,
+    pub(super) last_finite: Option<(u64, f64)>,
+    pub(super) bands: [u32; 5],
 }
 
 impl GaugeState {

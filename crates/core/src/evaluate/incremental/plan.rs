@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::saved::SavedCatalog;
+use serde::{Deserialize, Serialize};
+
 use crate::canonical::GaugeKind;
 use crate::kahan::KahanSum;
 use crate::window::saved::SavedLayout;
@@ -64,6 +65,15 @@ impl Plan {
             v.unwrap_or(f64::NAN)
         }));
     }
+}
+
+/// [`Catalog`]'s ids.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedCatalog {
+    pub(super) models: Vec<String>,
+    pub(super) keys: SavedLayout,
+    /// (model id, gauge kind by name).
+    pub(super) groups: Vec<(u32, String)>,
 }
 
 /// Ids of every series, model and gauge group a target has shown, and the plans of its

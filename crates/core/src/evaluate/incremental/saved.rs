@@ -14,15 +14,13 @@
 
 use serde::{Deserialize, Serialize};
 
-#[cfg(doc)]
-use super::gauge::GaugeState;
 use super::last::Lasts;
-use super::plan::Catalog;
+use super::plan::{Catalog, SavedCatalog};
 use super::window::WindowState;
+use super::window::saved::SavedWindow;
 use super::{EvalConfig, Incremental};
 use crate::evaluate::Thin;
 use crate::window::TargetWindows;
-use crate::window::saved::SavedLayout;
 
 /// Bumped when the saved shape or its meaning changes: a state of another format is not
 /// restored (the windows start over from the store instead).
@@ -43,49 +41,6 @@ pub struct SavedEvaluation {
     catalog: SavedCatalog,
     lasts: Vec<Option<(i64, f64)>>,
     windows: Vec<SavedWindow>,
-}
-
-/// [`Catalog`]'s ids.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SavedCatalog {
-    pub(super) models: Vec<String>,
-    pub(super) keys: SavedLayout,
-    /// (model id, gauge kind by name).
-    pub(super) groups: Vec<(u32, String)>,
-}
-
-/// One window's state ([`WindowState`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SavedWindow {
-    pub(super) range_ms: i64,
-    /// The oldest point's offset and time.
-    pub(super) tail: Option<(u64, i64)>,
-    pub(super) last: u64,
-    /// Per slot: first sample's time, value and order, and the sample count.
-    pub(super) series: Vec<(i64, f64, u32, u32)>,
-    pub(super) resets: Vec<(u32, Vec<(i64, f64)>)>,
-    pub(super) groups: Vec<Option<SavedGauge>>,
-    /// Per model: first and last scrape's time, scrapes.
-    pub(super) spans: Vec<Option<(i64, i64, u64)>>,
-    pub(super) local: Vec<u32>,
-    pub(super) ids: Vec<u32>,
-}
-
-/// One gauge group's statistics ([`GaugeState`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SavedGauge {
-    pub(super) finite_only: bool,
-    pub(super) n: u32,
-    pub(super) first: f64,
-    pub(super) last: f64,
-    pub(super) nan: u32,
-    pub(super) pos_inf: u32,
-    pub(super) neg_inf: u32,
-    pub(super) sum: f64,
-    pub(super) c: f64,
-    pub(super) max: Vec<(u64, f64)>,
-    pub(super) last_finite: Option<(u64, f64)>,
-    pub(super) bands: [u32; 5],
 }
 
 impl Incremental {

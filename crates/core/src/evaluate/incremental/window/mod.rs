@@ -4,7 +4,7 @@
 //! entering costs its columns; a point leaving costs its columns plus one decode of the
 //! point after it (the window's new oldest point), whatever the window's length.
 
-mod saved;
+pub(super) mod saved;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;

@@ -3,12 +3,31 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 use super::{Cursor, GaugeState, NOT_KEPT, SeriesState, UNSEEN, WindowState};
 use crate::evaluate::Thin;
+use crate::evaluate::incremental::gauge::SavedGauge;
 use crate::evaluate::incremental::plan::Catalog;
-use crate::evaluate::incremental::saved::SavedWindow;
 use crate::evaluate::range::Span;
 use crate::window::TargetWindows;
+
+/// One window's state ([`WindowState`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedWindow {
+    pub(in crate::evaluate::incremental) range_ms: i64,
+    /// The oldest point's offset and time.
+    pub(in crate::evaluate::incremental) tail: Option<(u64, i64)>,
+    pub(in crate::evaluate::incremental) last: u64,
+    /// Per slot: first sample's time, value and order, and the sample count.
+    pub(in crate::evaluate::incremental) series: Vec<(i64, f64, u32, u32)>,
+    pub(in crate::evaluate::incremental) resets: Vec<(u32, Vec<(i64, f64)>)>,
+    pub(in crate::evaluate::incremental) groups: Vec<Option<SavedGauge>>,
+    /// Per model: first and last scrape's time, scrapes.
+    pub(in crate::evaluate::incremental) spans: Vec<Option<(i64, i64, u64)>>,
+    pub(in crate::evaluate::incremental) local: Vec<u32>,
+    pub(in crate::evaluate::incremental) ids: Vec<u32>,
+}
 
 impl WindowState {
     /// The state, point sequence numbers as `offset` maps them.
