@@ -98,23 +98,26 @@ fn record(target: &str, t_ms: i64, ttft: f64) -> RequestRecord {
     }
 }
 
+/// Every target's scrape of `body(i)` at `t_ms`.
+fn scrape(w: &World, i: u64, t_ms: i64) {
+    for rt in &w.sources.targets {
+        let snap = crate::scrape::ingest(
+            body(i).as_bytes(),
+            &crate::parse::Limits::default(),
+            rt.config.cardinality,
+            rt.config.engine,
+            &rt.config.model,
+        )
+        .unwrap();
+        rt.record(t_ms, Duration::from_millis(3), Ok(snap));
+    }
+}
+
 /// Scrapes every 5 s for two minutes, requests through the tap, budgets fed twice, and a
 /// firing TargetDown alert for `b`.
 fn fill(w: &mut World) {
-    let limits = crate::parse::Limits::default();
     for i in 0..24u64 {
-        let t = T0 + i as i64 * 5_000;
-        for rt in &w.sources.targets {
-            let snap = crate::scrape::ingest(
-                body(i + 1).as_bytes(),
-                &limits,
-                rt.config.cardinality,
-                rt.config.engine,
-                &rt.config.model,
-            )
-            .unwrap();
-            rt.record(t, Duration::from_millis(3), Ok(snap));
-        }
+        scrape(w, i + 1, T0 + i as i64 * 5_000);
     }
     let now = T0 + 120_000;
     let records: Vec<RequestRecord> = (0..40).map(|k| record("a", now - 1_000 * k, 0.1 + 0.02 * k as f64)).collect();

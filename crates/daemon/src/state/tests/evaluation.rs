@@ -1,9 +1,7 @@
 //! The windows' incremental state through a snapshot: it comes back with the windows, and
 //! the restored daemon evaluates on from it as the one that never stopped.
 
-use std::time::Duration;
-
-use super::{CONFIG, RestorePart, T0, Why, World, body, fill, restore_into, snapshot, world};
+use super::{CONFIG, RestorePart, T0, Why, World, fill, restore_into, scrape, snapshot, world};
 use crate::evaluate::RateMode;
 use crate::evaluate::incremental::Incremental;
 use crate::report::ModelReport;
@@ -22,21 +20,6 @@ fn evaluate(w: &World, now_ms: i64) -> Vec<Vec<ModelReport>> {
             state.reports(now_ms, &cfg, RateMode::Prometheus)
         })
         .collect()
-}
-
-/// One more scrape of every target at `t_ms`.
-fn scrape(w: &World, i: u64, t_ms: i64) {
-    for rt in &w.sources.targets {
-        let snap = crate::scrape::ingest(
-            body(i).as_bytes(),
-            &crate::parse::Limits::default(),
-            rt.config.cardinality,
-            rt.config.engine,
-            &rt.config.model,
-        )
-        .unwrap();
-        rt.record(t_ms, Duration::from_millis(3), Ok(snap));
-    }
 }
 
 #[test]
