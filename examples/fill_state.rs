@@ -256,25 +256,20 @@ fn main() {
         .filter(|(_, p)| !p.alerts.is_empty())
         .map(|(t, p)| (t, p.alerts.iter().cloned().map(|a| relabel(a, &t.name)).collect()))
         .collect();
-    let mut listed: Vec<Listed> = Vec::new();
-    let mut list = |part: &str, with: &dyn Fn(&Past) -> bool| {
+    let list = |part: &str, with: &dyn Fn(&Past) -> bool| -> Vec<Listed> {
         let named = config.targets.iter().zip(&pasts).filter(|(_, p)| with(p));
-        listed.extend(named.map(|(t, _)| Listed { target: t.name.clone(), part: part.into() }));
+        named.map(|(t, _)| Listed { target: t.name.clone(), part: part.into() }).collect()
     };
-    list("alerts", &|p| !p.alerts.is_empty());
-    list("budgets", &|p| !p.budgets.is_empty());
-    list("requests", &|p| !p.requests.is_empty());
+    let mut listed = list("alerts", &|p| !p.alerts.is_empty());
+    listed.extend(list("budgets", &|p| !p.budgets.is_empty()));
+    listed.extend(list("requests", &|p| !p.requests.is_empty()));
     for (t, p) in config.targets.iter().zip(&pasts) {
         listed.push(Listed { target: t.name.clone(), part: "windows".into() });
         if p.evaluation.is_some() {
             listed.push(Listed { target: t.name.clone(), part: "evaluation".into() });
         }
     }
-    let mut list = |part: &str, with: &dyn Fn(&Past) -> bool| {
-        let named = config.targets.iter().zip(&pasts).filter(|(_, p)| with(p));
-        listed.extend(named.map(|(t, _)| Listed { target: t.name.clone(), part: part.into() }));
-    };
-    list("capacity", &|p| !p.capacity.is_empty());
+    listed.extend(list("capacity", &|p| !p.capacity.is_empty()));
     let contents = Section { target: String::new(), identity: 0, part: Part::Contents(listed) };
     let frame = |target: &Target, part: Part| {
         let what = part.name();
