@@ -111,7 +111,7 @@ fn flush_run(out: &mut Vec<u8>, run: &mut u64) {
 
 /// Appends to `out` the tokens of `values` against `prev` (same length): the bytes of a
 /// [`Column::Delta`].
-fn pack(values: &[f64], prev: &[f64], out: &mut Vec<u8>) {
+pub(super) fn pack(values: &[f64], prev: &[f64], out: &mut Vec<u8>) {
     // The change of the last integer series; 0 after an XORed one.
     let mut pred = 0i64;
     let mut run = 0u64;
@@ -188,7 +188,7 @@ impl Column {
 /// Arithmetic wraps: a corrupt column decodes to garbage or is refused, never panics (a
 /// snapshot's checksum catches the garbage). On a column built by [`Column::encode`] it
 /// never wraps.
-fn decode_packed(bytes: &[u8], cur: &mut [f64]) -> bool {
+pub(super) fn decode_packed(bytes: &[u8], cur: &mut [f64]) -> bool {
     let (mut i, mut pos, mut pred) = (0usize, 0usize, 0i64);
     while i < cur.len() {
         let Some(t) = get_varint(bytes, &mut pos) else { return false };

@@ -25,6 +25,7 @@
 //! `saved`, which saves the store in its own encoding).
 
 mod column;
+mod full;
 mod layout;
 pub mod saved;
 mod store;
@@ -33,8 +34,9 @@ pub(crate) mod tests;
 mod thin;
 
 pub use column::Column;
+pub use full::KEYFRAME_EVERY;
 pub use layout::{
     LATENCY_HISTOGRAMS, Layout, Quantity, STORED_COUNTERS, STORED_GAUGES, STORED_HISTOGRAMS, SeriesKey, stored_series,
 };
-pub use store::{KEYFRAME_EVERY, MAX_DROPPED, MAX_POINTS, TargetWindows};
+pub use store::{MAX_DROPPED, MAX_POINTS, TargetWindows};
 pub use thin::{BLOCK, Buckets, Kept};

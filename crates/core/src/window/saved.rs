@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::full::Encoded;
 use super::thin::{Block, BlockParts};
 use super::{Column, Layout, Quantity, SeriesKey, TargetWindows, column};
 use crate::canonical::{CounterKind, Engine, FinishReason, GaugeKind, HistogramKind};
@@ -263,12 +264,19 @@ impl SavedWindows {
                 }
             }
         }
-        for p in &store.points {
-            let column = match &p.column {
-                Column::Raw(v) => SavedColumn::Raw(v.to_vec()),
-                Column::Delta(b) => SavedColumn::Packed(b.to_vec()),
-            };
-            push(&p.layout, SavedPoint { t_ms: p.t_ms, column });
+        for s in &store.full {
+            // A segment whose oldest scrape does not decode (never one `push` built) ends
+            // what is saved: a point after a gap would decode against the wrong values.
+            let whole = s.for_each_encoded(|t_ms, encoded| {
+                let column = match encoded {
+                    Encoded::Raw(v) => SavedColumn::Raw(v.to_vec()),
+                    Encoded::Delta(b) => SavedColumn::Packed(b.to_vec()),
+                };
+                push(&s.layout, SavedPoint { t_ms, column });
+            });
+            if !whole {
+                break;
+            }
         }
         SavedWindows { engine: store.engine(), runs }
     }

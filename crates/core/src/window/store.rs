@@ -1,5 +1,5 @@
-//! The ring of one target's stored scrapes ([`TargetWindows`]): the full part, and the thin
-//! part older than the longest configured window (see `thin` for the thin encoding).
+//! One target's stored scrapes ([`TargetWindows`]): the full part (`full`), and the thin
+//! part older than the longest configured window (`thin`).
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::column::Column;
+use super::full::Segment;
 use super::layout::Layout;
 use super::thin::{self, Block, Kept, ThinRule};
 use crate::canonical::{Engine, Snapshot};
@@ -22,11 +23,8 @@ pub const MAX_POINTS: usize = 36_000;
 /// scrapes) the oldest go, and that evaluation starts over from the store.
 pub const MAX_DROPPED: usize = 4096;
 
-/// A raw keyframe at least every this many scrapes, so a range starting anywhere decodes
-/// at most this many extra scrapes.
-pub const KEYFRAME_EVERY: usize = 64;
-
-/// One stored scrape: its time, its series layout and one value per series.
+/// A dropped scrape kept for the incremental evaluation: its time, its series layout and
+/// its values.
 #[derive(Debug, Clone)]
 pub(super) struct Point {
     pub(super) t_ms: i64,
@@ -38,16 +36,20 @@ pub(super) struct Point {
 /// thin part (older than the longest configured window, [`TargetWindows::thin_before`]),
 /// then the full part.
 ///
-/// Invariant: the oldest full point is always a raw keyframe, a delta point follows a
-/// point with the same layout, and every thin block decodes on its own.
+/// Invariant: every full segment and every thin block decodes on its own.
 ///
-/// A clone shares every point's layout and values: it costs a few words per stored
-/// scrape.
+/// A clone shares every segment and block's layout and values: it costs a few words per
+/// segment and block.
 #[derive(Debug, Default, Clone)]
 pub struct TargetWindows {
     pub(super) max_window_ms: i64,
-    /// The full part, oldest first.
-    pub(super) points: VecDeque<Point>,
+    /// The full part, oldest first: `full_len` scrapes in segments.
+    pub(super) full: VecDeque<Arc<Segment>>,
+    pub(super) full_len: usize,
+    /// The oldest full scrape's sequence number and values, decoded: thinning or dropping it
+    /// steps these one difference on to the next scrape rather than decoding that one from
+    /// its segment's keyframe.
+    front: Option<(u64, Vec<f64>)>,
     /// The thin part, oldest first, older than `points`: `thin_len` scrapes in blocks.
     pub(super) thin: VecDeque<thin::Block>,
     pub(super) thin_len: usize,
@@ -55,7 +57,6 @@ pub struct TargetWindows {
     pub(super) engine: Option<Engine>,
     /// The newest scrape's values, decoded: the base of the next delta.
     pub(super) last_values: Vec<f64>,
-    pub(super) since_keyframe: usize,
     /// Sequence number of the oldest point: every point keeps the number it was pushed
     /// with, so an incremental evaluation (`evaluate::incremental`) can tell which points
     /// it has already read and which the ring has dropped.
@@ -72,7 +73,8 @@ pub struct TargetWindows {
 /// Where a numbered point is stored.
 enum Located<'a> {
     Thin(&'a thin::Block, usize),
-    Point(&'a Point),
+    Full(&'a Segment, usize),
+    Dropped(&'a Point),
 }
 
 /// The next store's epoch; 0 is left to `TargetWindows::default()`.
@@ -102,11 +104,11 @@ impl TargetWindows {
     /// Adds one scrape taken at `t_ms` (Unix milliseconds). Scrapes not newer than the
     /// last one are ignored.
     pub fn push(&mut self, t_ms: i64, snapshot: Arc<Snapshot>) {
-        if self.points.back().is_some_and(|p| p.t_ms >= t_ms) {
+        if self.newest_t().is_some_and(|t| t >= t_ms) {
             return;
         }
         self.engine = Some(snapshot.engine);
-        let (layout, values) = Layout::extract(&snapshot, self.points.back().map(|p| &p.layout));
+        let (layout, values) = Layout::extract(&snapshot, self.full.back().map(|s| &s.layout));
         self.push_values(t_ms, layout, values);
     }
 
@@ -114,20 +116,25 @@ impl TargetWindows {
     /// does after [`Layout::extract`]); a store restored from [`TargetWindows::stored_points`]
     /// goes through here. Scrapes not newer than the last one are ignored.
     pub fn push_values(&mut self, t_ms: i64, layout: Arc<Layout>, values: Box<[f64]>) {
-        if self.points.back().is_some_and(|p| p.t_ms >= t_ms) || values.len() != layout.keys.len() {
+        if self.newest_t().is_some_and(|t| t >= t_ms) || values.len() != layout.keys.len() {
             return;
         }
         // Consecutive equal layouts share one `Arc`, as `extract` arranges for live scrapes.
-        let layout = match self.points.back() {
-            Some(p) if !Arc::ptr_eq(&p.layout, &layout) && *p.layout == *layout => p.layout.clone(),
+        let layout = match self.full.back() {
+            Some(s) if !Arc::ptr_eq(&s.layout, &layout) && *s.layout == *layout => s.layout.clone(),
             _ => layout,
         };
-        let same_layout = self.points.back().is_some_and(|p| Arc::ptr_eq(&p.layout, &layout));
-        let base = (same_layout && self.since_keyframe + 1 < KEYFRAME_EVERY).then_some(self.last_values.as_slice());
-        let column = Column::encode(&values, base);
-        self.since_keyframe = if column.is_raw() { 0 } else { self.since_keyframe + 1 };
+        match self.full.back_mut() {
+            Some(s) if s.fits(t_ms, &layout) => Arc::make_mut(s).push(t_ms, &values, &self.last_values),
+            last => {
+                if let Some(s) = last {
+                    Arc::make_mut(s).close();
+                }
+                self.full.push_back(Arc::new(Segment::new(layout, t_ms, &values)));
+            }
+        }
+        self.full_len += 1;
         self.last_values = values.into_vec();
-        self.points.push_back(Point { t_ms, layout, column });
         // Ranges are left-open (t−w, t] and evaluation never runs before the newest
         // scrape, so a point at or before t_new − w can never be inside a range again.
         let horizon = t_ms.saturating_sub(self.max_window_ms);
@@ -156,7 +163,7 @@ impl TargetWindows {
     /// Whether a block of thin scrapes starting at `t_ms` can be appended: the store holds
     /// no full scrape yet, and every thin one it holds is older.
     pub(super) fn takes_block(&self, t_ms: i64) -> bool {
-        self.points.is_empty() && self.thin.back().is_none_or(|b| b.last_t() < t_ms)
+        self.full_len == 0 && self.thin.back().is_none_or(|b| b.last_t() < t_ms)
     }
 
     /// Every stored scrape, oldest first, decoded: its time, layout (shared by consecutive
@@ -178,12 +185,14 @@ impl TargetWindows {
                 true
             });
         }
-        let mut cur = Vec::new();
-        for p in &self.points {
-            if !p.column.decode_into(&mut cur) {
+        for s in &self.full {
+            let decoded = s.for_each(0, |_, t, v| {
+                f(t, &s.layout, v);
+                true
+            });
+            if !decoded {
                 return;
             }
-            f(p.t_ms, &p.layout, &cur);
         }
     }
 
@@ -191,7 +200,15 @@ impl TargetWindows {
     fn oldest_t(&self) -> Option<i64> {
         match self.thin.front() {
             Some(b) => Some(b.t(0)),
-            None => self.points.front().map(|p| p.t_ms),
+            None => self.full.front().map(|s| s.t(0)),
+        }
+    }
+
+    /// The newest stored scrape's time.
+    fn newest_t(&self) -> Option<i64> {
+        match self.full.back() {
+            Some(s) => Some(s.last_t()),
+            None => self.thin.back().map(|b| b.last_t()),
         }
     }
 
@@ -200,34 +217,63 @@ impl TargetWindows {
         self.engine = engine;
     }
 
-    /// Drops the oldest point; the next one becomes a keyframe if it was a delta.
+    /// Drops the oldest point.
     fn pop_oldest(&mut self) {
         if self.thin_len > 0 {
             self.pop_thin();
             return;
         }
-        let Some(old) = self.points.pop_front() else { return };
+        if !self.keep_dropped {
+            self.take_front_full();
+            self.front_seq += 1;
+            return;
+        }
+        let Some((t_ms, layout)) = self.full.front().map(|s| (s.t(0), s.layout.clone())) else { return };
+        let values = self.front_values();
+        self.take_front_full();
         self.front_seq += 1;
-        if let Some(next) = self.points.front_mut()
-            && !next.column.is_raw()
-        {
-            let mut cur = Vec::new();
-            if old.column.decode_into(&mut cur) && next.column.decode_into(&mut cur) {
-                next.column = Column::Raw(cur.into());
-            } else {
-                // Cannot happen with columns built by `Column::encode`; dropping the
-                // undecodable point keeps the invariant rather than reading garbage.
-                self.dropped.clear();
-                self.pop_keep_invariant();
-                return;
+        match values {
+            Some(v) => {
+                self.dropped.push_back(Point { t_ms, layout, column: Column::Raw(v.into()) });
+                if self.dropped.len() > MAX_DROPPED {
+                    self.dropped.pop_front();
+                }
             }
+            // Cannot happen with segments built by `push`; a window that held the point
+            // starts over rather than reading garbage.
+            None => self.dropped.clear(),
         }
-        if self.keep_dropped {
-            self.dropped.push_back(old);
-            if self.dropped.len() > MAX_DROPPED {
-                self.dropped.pop_front();
-            }
+    }
+
+    /// The oldest full scrape's values (a copy of the cursor `front` keeps).
+    fn front_values(&mut self) -> Option<Vec<f64>> {
+        let seq = self.front_seq + self.thin_len as u64;
+        if self.front.as_ref().is_none_or(|(s, _)| *s != seq) {
+            let mut values = Vec::new();
+            let decoded = self.full.front().is_some_and(|s| s.decode(0, &mut values));
+            self.front = decoded.then_some((seq, values));
         }
+        self.front.as_ref().map(|(_, v)| v.clone())
+    }
+
+    /// Takes the oldest full scrape out of the full part, and steps the cursor `front` on
+    /// to the next if it was on this one. The caller counts it as dropped or thinned: either
+    /// way the next full scrape's number is one more.
+    fn take_front_full(&mut self) {
+        let seq = self.front_seq + self.thin_len as u64;
+        let Some(first) = self.full.front_mut() else { return };
+        let segment = Arc::make_mut(first);
+        segment.drop_oldest();
+        if segment.len() == 0 {
+            self.full.pop_front();
+        }
+        self.full_len -= 1;
+        // The next scrape is a difference from the one taken out, or the next segment's
+        // keyframe.
+        self.front = match (self.front.take(), self.full.front()) {
+            (Some((s, mut values)), Some(next)) if s == seq => next.step(0, &mut values).then_some((seq + 1, values)),
+            _ => None,
+        };
     }
 
     /// Keeps dropped points until [`TargetWindows::release_dropped`]: an incremental
@@ -241,24 +287,18 @@ impl TargetWindows {
         self.dropped.clear();
     }
 
-    fn pop_keep_invariant(&mut self) {
-        while self.points.front().is_some_and(|p| !p.column.is_raw()) {
-            self.points.pop_front();
-            self.front_seq += 1;
-        }
-    }
-
     /// Engine of the newest scrape.
     pub fn engine(&self) -> Option<Engine> {
         self.engine
     }
 
     pub fn len(&self) -> usize {
-        self.thin_len + self.points.len()
+        self.thin_len + self.full_len
     }
 
+    /// Whether the store holds no full scrape (thin ones alone are not evaluated).
     pub fn is_empty(&self) -> bool {
-        self.points.is_empty()
+        self.full_len == 0
     }
 
     /// Calls `f(t_ms, layout, values)` for each stored scrape inside the left-open range
@@ -283,22 +323,17 @@ impl TargetWindows {
                 return;
             }
         }
-        let first = self.points.partition_point(|p| p.t_ms <= start);
-        // Decode from the keyframe at or before the first point in range.
-        if first >= self.points.len() {
-            return;
-        }
-        let mut k = first;
-        while k > 0 && !self.points[k].column.is_raw() {
-            k -= 1;
-        }
-        let mut cur = Vec::new();
-        for (i, p) in self.points.iter().enumerate().skip(k) {
-            if p.t_ms > now_ms || !p.column.decode_into(&mut cur) {
-                break;
-            }
-            if i >= first {
-                f(p.t_ms, &p.layout, &cur);
+        for s in self.full.iter().filter(|s| s.last_t() > start) {
+            let mut newer = false;
+            let decoded = s.for_each(s.count_until(start), |_, t, v| {
+                newer = t > now_ms;
+                if !newer {
+                    f(t, &s.layout, v);
+                }
+                !newer
+            });
+            if newer || !decoded {
+                return;
             }
         }
     }
@@ -320,12 +355,12 @@ impl TargetWindows {
                 let i = usize::try_from(i).ok()?;
                 match i.checked_sub(self.thin_len) {
                     None => self.thin_at(i).map(|(b, k)| Located::Thin(b, k)),
-                    Some(j) => self.points.get(j).map(Located::Point),
+                    Some(j) => self.full_at(j).map(|(s, k)| Located::Full(s, k)),
                 }
             }
             None => {
                 let back = usize::try_from(self.front_seq - seq).ok()?;
-                self.dropped.len().checked_sub(back).and_then(|i| self.dropped.get(i)).map(Located::Point)
+                self.dropped.len().checked_sub(back).and_then(|i| self.dropped.get(i)).map(Located::Dropped)
             }
         }
     }
@@ -335,21 +370,24 @@ impl TargetWindows {
     pub fn point_at(&self, seq: u64) -> Option<(i64, &Arc<Layout>)> {
         Some(match self.locate(seq)? {
             Located::Thin(b, k) => (b.t(k), &b.layout),
-            Located::Point(p) => (p.t_ms, &p.layout),
+            Located::Full(s, k) => (s.t(k), &s.layout),
+            Located::Dropped(p) => (p.t_ms, &p.layout),
         })
     }
 
     /// Decodes point `seq` into `values`, which hold the point before it as decoded with
-    /// layout `prev` (`None`: unknown). A full point's delta is from the stored form of the
-    /// point before it; if that one was thinned since it was decoded (its layout is no
-    /// longer `prev`), this decodes from the keyframe instead.
+    /// layout `prev` (`None`: unknown). A full point's delta is from the point before it
+    /// (in its segment, or dropped from its front) as it was stored; if that one was thinned
+    /// since it was decoded (its layout is no longer `prev`), this decodes from the
+    /// segment's keyframe instead.
     pub fn decode_next(&self, seq: u64, prev: Option<&Arc<Layout>>, values: &mut Vec<f64>) -> bool {
         match self.locate(seq) {
             Some(Located::Thin(b, k)) => b.decode(k, values),
-            Some(Located::Point(p)) if p.column.is_raw() || prev.is_some_and(|l| Arc::ptr_eq(l, &p.layout)) => {
-                p.column.decode_into(values)
+            Some(Located::Full(s, k)) if s.is_key(k) || prev.is_some_and(|l| Arc::ptr_eq(l, &s.layout)) => {
+                s.step(k, values)
             }
-            Some(Located::Point(_)) => self.decode_at(seq, values),
+            Some(Located::Full(s, k)) => s.decode(k, values),
+            Some(Located::Dropped(p)) => p.column.decode_into(values),
             None => false,
         }
     }
@@ -357,7 +395,19 @@ impl TargetWindows {
     /// The first sequence number whose point is newer than `t_ms`.
     pub fn seq_after(&self, t_ms: i64) -> u64 {
         let thin = self.thin_until(t_ms);
-        let full = if thin < self.thin_len { 0 } else { self.points.partition_point(|p| p.t_ms <= t_ms) };
+        let full = if thin < self.thin_len {
+            0
+        } else {
+            let mut n = 0;
+            for s in &self.full {
+                let k = s.count_until(t_ms);
+                n += k;
+                if k < s.len() {
+                    break;
+                }
+            }
+            n
+        };
         self.front_seq + (thin + full) as u64
     }
 
@@ -368,14 +418,34 @@ impl TargetWindows {
         let Some(i) = i.checked_sub(self.thin_len) else {
             return self.thin_at(i).is_some_and(|(b, k)| b.decode(k, out));
         };
-        if i >= self.points.len() {
-            return false;
+        self.full_at(i).is_some_and(|(s, k)| s.decode(k, out))
+    }
+
+    /// The segment holding full point `i` (0: the oldest full), and its index in it. The
+    /// windows read near either end of the full part, so the search starts at the nearer.
+    fn full_at(&self, i: usize) -> Option<(&Segment, usize)> {
+        if i >= self.full_len {
+            return None;
         }
-        let mut k = i;
-        while k > 0 && !self.points[k].column.is_raw() {
-            k -= 1;
+        if 2 * i < self.full_len {
+            let mut i = i;
+            for s in &self.full {
+                if i < s.len() {
+                    return Some((s, i));
+                }
+                i -= s.len();
+            }
+            return None;
         }
-        self.points.range(k..=i).all(|p| p.column.decode_into(out))
+        // Counting from the newest: `back` full points lie after point `i`.
+        let mut back = self.full_len - 1 - i;
+        for s in self.full.iter().rev() {
+            if back < s.len() {
+                return Some((s, s.len() - 1 - back));
+            }
+            back -= s.len();
+        }
+        None
     }
 
     /// Scrape times inside (now − range, now], oldest first.
@@ -385,11 +455,14 @@ impl TargetWindows {
         out
     }
 
-    /// Bytes this store owns on the heap (ring slots, value columns, layouts counted once
-    /// however many points share them). What the memory bound in docs/memory.md measures.
+    /// Bytes this store owns on the heap (segments, blocks, value columns, layouts counted
+    /// once however many points share them). What the memory bound in docs/memory.md
+    /// measures.
     pub fn heap_bytes(&self) -> usize {
-        let mut total = (self.points.capacity() + self.dropped.capacity()) * std::mem::size_of::<Point>()
-            + self.thin.capacity() * std::mem::size_of::<thin::Block>();
+        let mut total = self.dropped.capacity() * std::mem::size_of::<Point>()
+            + self.full.capacity() * std::mem::size_of::<Arc<Segment>>()
+            + self.thin.capacity() * std::mem::size_of::<thin::Block>()
+            + self.front.as_ref().map_or(0, |(_, v)| v.capacity() * std::mem::size_of::<f64>());
         // Layouts counted once per run of points sharing one.
         let layout = |l: &Arc<Layout>, last: &mut Option<*const Layout>| {
             if *last != Some(Arc::as_ptr(l)) {
@@ -403,7 +476,10 @@ impl TargetWindows {
         for b in &self.thin {
             total += b.heap_bytes() + layout(&b.layout, &mut seen);
         }
-        for p in self.dropped.iter().chain(&self.points) {
+        for s in &self.full {
+            total += s.heap_bytes() + layout(&s.layout, &mut seen);
+        }
+        for p in &self.dropped {
             total += p.column.heap_bytes() + layout(&p.layout, &mut seen);
         }
         total + self.last_values.capacity() * std::mem::size_of::<f64>()
@@ -422,15 +498,10 @@ impl TargetWindows {
         if self.thin_rule.as_ref().is_none_or(|t| t.kept != *kept) {
             self.thin_rule = Some(ThinRule::new(kept.clone()));
         }
-        while self.points.len() > 1 && self.points[0].t_ms <= horizon_ms {
+        while self.full_len > 1 && self.full.front().is_some_and(|s| s.t(0) <= horizon_ms) {
             if !self.thin_one() {
                 break;
             }
-        }
-        // A store filled whole first (restored from a snapshot) keeps the ring it grew to.
-        let len = self.points.len();
-        if self.points.capacity() > 2 * len + 64 {
-            self.points.shrink_to(len + len / 4 + 16);
         }
     }
 
@@ -439,28 +510,16 @@ impl TargetWindows {
         self.thin_len
     }
 
-    /// Thins the oldest full point (a keyframe); the full point after it becomes one.
+    /// Thins the oldest full point.
     fn thin_one(&mut self) -> bool {
-        let (Some(rule), Some(point)) = (self.thin_rule.as_mut(), self.points.front()) else { return false };
-        let mut full = Vec::new();
-        if !point.column.decode_into(&mut full) || full.len() != point.layout.keys.len() {
+        let Some(full) = self.front_values() else { return false };
+        let (Some(rule), Some(first)) = (self.thin_rule.as_mut(), self.full.front()) else { return false };
+        if full.len() != first.layout.keys.len() {
             return false;
         }
-        // Decode the next point before anything changes: it is a delta from these values.
-        let next = match self.points.get(1).map(|p| &p.column) {
-            Some(c) if !c.is_raw() => {
-                let mut cur = full.clone();
-                if !c.decode_into(&mut cur) {
-                    // Cannot happen with columns built by `Column::encode`; leave it full.
-                    return false;
-                }
-                Some(cur)
-            }
-            _ => None,
-        };
-        let (cols, layout) = rule.project(&point.layout, self.thin.back().map(|b| &b.layout));
+        let (cols, layout) = rule.project(&first.layout, self.thin.back().map(|b| &b.layout));
         let values: Vec<f64> = cols.iter().map(|&c| full[c as usize]).collect();
-        let t_ms = point.t_ms;
+        let t_ms = first.t(0);
         match self.thin.back_mut() {
             Some(b) if Arc::ptr_eq(&b.layout, &layout) && b.fits(t_ms) => b.push(t_ms, &values),
             last => {
@@ -470,11 +529,9 @@ impl TargetWindows {
                 self.thin.push_back(Block::new(layout, t_ms, &values));
             }
         }
-        self.points.pop_front();
+        // Out of the full part and counted in the thin part: the point keeps its number.
+        self.take_front_full();
         self.thin_len += 1;
-        if let (Some(cur), Some(p)) = (next, self.points.front_mut()) {
-            p.column = Column::Raw(cur.into());
-        }
         true
     }
 

@@ -194,9 +194,12 @@ fn every_range_decodes_the_values_that_were_pushed() {
             assert_eq!(seen, want, "t={t} range={range}");
         }
     }
-    let deltas = w.points.iter().filter(|p| !p.column.is_raw()).count();
+    // Every segment but a trimmed oldest one starts with its keyframe; the rest are deltas.
+    let keys = w.full.iter().filter(|s| s.is_key(0)).count();
+    let deltas = w.full_len - keys;
     assert!(deltas > 50 && deltas < w.len(), "{deltas} of {} points are deltas", w.len());
-    assert!(w.points.front().unwrap().column.is_raw());
+    assert_eq!(w.full.iter().map(|s| s.len()).sum::<usize>(), w.full_len);
+    assert!(w.full.iter().all(|s| s.len() <= crate::window::KEYFRAME_EVERY));
 }
 
 /// The default windows (1m, 5m, 15m, 1h configured; 30m and 6h alert-only), with `slos`.
@@ -322,14 +325,8 @@ fn thin_points_keep_the_kept_series_exactly_whatever_the_cadence() {
         if i % 37 == 0 {
             seldom.thin_before(t - 100_000, &kept);
         }
-        assert!(every.points.front().unwrap().column.is_raw(), "the oldest full point is a keyframe");
-        assert!(
-            every
-                .points
-                .iter()
-                .zip(every.points.iter().skip(1))
-                .all(|(a, b)| b.column.is_raw() || Arc::ptr_eq(&a.layout, &b.layout))
-        );
+        assert_eq!(every.full.iter().map(|s| s.len()).sum::<usize>(), every.full_len);
+        assert!(every.full.iter().skip(1).all(|s| s.is_key(0)), "only the oldest segment is trimmed");
         assert_eq!(every.thin_points(), every.thin.iter().map(|b| b.len()).sum::<usize>());
         assert_eq!(every.len(), whole.len());
         if i % 50 != 49 {
