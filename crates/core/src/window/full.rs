@@ -53,8 +53,27 @@ pub(super) struct Segment {
 }
 
 impl Segment {
-    pub(super) fn new(layout: Arc<Layout>, t_ms: i64, values: &[f64]) -> Segment {
-        Segment { layout, key: values.into(), t0: t_ms, times: vec![0], ends: Vec::new(), bytes: Vec::new(), skip: 0 }
+    /// A segment starting with a scrape at `t_ms`; `bytes` is what its differences are
+    /// expected to take (the segment before it, full, took that much): reserved at once, so
+    /// that the buffer neither grows by doubling nor is copied when the segment closes.
+    pub(super) fn new(layout: Arc<Layout>, t_ms: i64, values: &[f64], bytes: usize) -> Segment {
+        let mut times = Vec::with_capacity(KEYFRAME_EVERY);
+        times.push(0);
+        Segment {
+            layout,
+            key: values.into(),
+            t0: t_ms,
+            times,
+            ends: Vec::with_capacity(KEYFRAME_EVERY - 1),
+            bytes: Vec::with_capacity(bytes + bytes / 16),
+            skip: 0,
+        }
+    }
+
+    /// Bytes of the differences held; `Some` only for a segment of [`KEYFRAME_EVERY`]
+    /// scrapes, what the next segment of the layout is likely to need.
+    pub(super) fn full_bytes(&self) -> Option<usize> {
+        (self.times.len() == KEYFRAME_EVERY).then_some(self.bytes.len())
     }
 
     /// Whether a scrape at `t_ms` (newer than the segment's) with `layout` can join it.
@@ -78,7 +97,10 @@ impl Segment {
     pub(super) fn close(&mut self) {
         self.times.shrink_to_fit();
         self.ends.shrink_to_fit();
-        self.bytes.shrink_to_fit();
+        // Not for the few bytes a reserve that guessed well left over: that is a copy.
+        if self.bytes.capacity() - self.bytes.len() > self.bytes.len() / 8 {
+            self.bytes.shrink_to_fit();
+        }
     }
 
     /// Scrapes still stored.

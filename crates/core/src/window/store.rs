@@ -127,10 +127,12 @@ impl TargetWindows {
         match self.full.back_mut() {
             Some(s) if s.fits(t_ms, &layout) => Arc::make_mut(s).push(t_ms, &values, &self.last_values),
             last => {
+                let mut reserve = 0;
                 if let Some(s) = last {
+                    reserve = s.full_bytes().filter(|_| Arc::ptr_eq(&s.layout, &layout)).unwrap_or(0);
                     Arc::make_mut(s).close();
                 }
-                self.full.push_back(Arc::new(Segment::new(layout, t_ms, &values)));
+                self.full.push_back(Arc::new(Segment::new(layout, t_ms, &values, reserve)));
             }
         }
         self.full_len += 1;
