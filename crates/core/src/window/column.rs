@@ -227,6 +227,48 @@ pub(super) fn decode_packed(bytes: &[u8], cur: &mut [f64]) -> bool {
     pos == bytes.len()
 }
 
+/// The values of a keyframe, packed against zeros: an integer series costs its difference
+/// from the integer series before it (a histogram's cumulative buckets: the count of one
+/// bucket), a float its bytes that are not zero. A raw keyframe's 8 bytes a series are most
+/// of what a segment or thin block costs beside its differences; packed, a vLLM rank's
+/// keyframe takes ≈ 2–4 bytes a series. Bit-exact like every column.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Frame {
+    len: usize,
+    bytes: Box<[u8]>,
+}
+
+impl Frame {
+    pub(super) fn new(values: &[f64]) -> Frame {
+        let mut bytes = Vec::with_capacity(values.len() * 4);
+        pack(values, &vec![0.0; values.len()], &mut bytes);
+        Frame { len: values.len(), bytes: bytes.into_boxed_slice() }
+    }
+
+    /// Series held.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Writes the values into `out`, resized to them. `false` if the bytes do not decode
+    /// (never ones [`Frame::new`] packed).
+    pub(super) fn decode_into(&self, out: &mut Vec<f64>) -> bool {
+        out.clear();
+        out.resize(self.len, 0.0);
+        decode_packed(&self.bytes, out)
+    }
+
+    /// The values, decoded; `None` where they do not decode.
+    pub(super) fn values(&self) -> Option<Vec<f64>> {
+        let mut out = Vec::new();
+        self.decode_into(&mut out).then_some(out)
+    }
+
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
 /// Decodes a delta column of the first snapshot format (`window::saved`): per series a
 /// zigzag varint of its change shifted left by one, or the flag 1 and 8 raw bytes.
 /// `false` if corrupt.
@@ -279,6 +321,21 @@ mod tests {
         let mut cur = prev.to_vec();
         assert!(c.decode_into(&mut cur), "a column built by encode decodes");
         cur
+    }
+
+    /// A keyframe packed against zeros gives its values back bit for bit, and costs less
+    /// than raw `f64`s where they are counts.
+    #[test]
+    fn a_packed_keyframe_round_trips_and_costs_less_than_raw_counts() {
+        let odd = [f64::NAN, -0.0, f64::INFINITY, 1e300, 0.1, -9_007_199_254_740_992.0, 1.7e9];
+        let counts: Vec<f64> = (0..140).map(|i| f64::from(i * i * 37)).chain(odd).collect();
+        let frame = Frame::new(&counts);
+        assert_eq!(bits(&frame.values().unwrap()), bits(&counts));
+        assert_eq!(frame.len(), counts.len());
+        assert!(frame.heap_bytes() * 2 < counts.len() * 8, "{} bytes", frame.heap_bytes());
+        let mut cut = frame.clone();
+        cut.bytes = cut.bytes[..cut.bytes.len() - 1].into();
+        assert!(cut.values().is_none(), "cut bytes are refused");
     }
 
     #[test]

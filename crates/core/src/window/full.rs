@@ -1,9 +1,9 @@
 //! The full part of a window store: the scrapes inside the longest configured window, every
 //! series kept, in [`Segment`]s.
 //!
-//! A segment holds up to [`KEYFRAME_EVERY`] consecutive scrapes of one layout: the first raw
-//! (the keyframe), each other as its packed difference from the one before (`column`), all
-//! the differences in one byte buffer. A scrape of a vLLM rank (142 series) packs to ≈ 140
+//! A segment holds up to [`KEYFRAME_EVERY`] consecutive scrapes of one layout: the first as
+//! its values packed against zeros (the keyframe, `column::Frame`), each other as its packed
+//! difference from the one before (`column`), all the differences in one byte buffer. A scrape of a vLLM rank (142 series) packs to ≈ 140
 //! bytes; stored on its own, as a ring slot and an allocation of its bytes, it cost ≈ 60
 //! bytes more (the slot's 40, the allocation's header and size-class rounding), and the ring
 //! grew to the next power of two: a third of the full part's memory
@@ -18,10 +18,10 @@
 
 use std::sync::Arc;
 
-use super::column::{decode_packed, pack};
+use super::column::{Frame, decode_packed, pack};
 use super::layout::Layout;
 
-/// A raw keyframe at least every this many scrapes (a segment's length), so a range starting
+/// A keyframe at least every this many scrapes (a segment's length), so a range starting
 /// anywhere decodes at most this many extra scrapes.
 pub const KEYFRAME_EVERY: usize = 64;
 
@@ -37,9 +37,9 @@ pub(super) enum Encoded<'a> {
 #[derive(Debug, Clone)]
 pub(super) struct Segment {
     pub(super) layout: Arc<Layout>,
-    /// The first scrape's values (kept after it is dropped): the base of the second's
-    /// difference.
-    key: Box<[f64]>,
+    /// The first scrape's values (kept after it is dropped), packed: the base of the
+    /// second's difference.
+    key: Frame,
     /// The first scrape's time.
     t0: i64,
     /// Every scrape's time after `t0`, the first (0) included.
@@ -61,7 +61,7 @@ impl Segment {
         times.push(0);
         Segment {
             layout,
-            key: values.into(),
+            key: Frame::new(values),
             t0: t_ms,
             times,
             ends: Vec::with_capacity(KEYFRAME_EVERY - 1),
@@ -133,9 +133,7 @@ impl Segment {
     /// scrape `j − 1`'s values; scrape 0 is the keyframe.
     fn apply(&self, j: usize, cur: &mut Vec<f64>) -> bool {
         if j == 0 {
-            cur.clear();
-            cur.extend_from_slice(&self.key);
-            return true;
+            return self.key.decode_into(cur);
         }
         let start = if j == 1 { 0 } else { self.ends[j - 2] as usize };
         let end = self.ends[j - 1] as usize;
@@ -199,7 +197,7 @@ impl Segment {
         // The segment itself is behind an `Arc`: its fields and the two counts.
         size_of::<Segment>()
             + 2 * size_of::<usize>()
-            + self.key.len() * size_of::<f64>()
+            + self.key.heap_bytes()
             + (self.times.capacity() + self.ends.capacity()) * size_of::<u32>()
             + self.bytes.capacity()
     }

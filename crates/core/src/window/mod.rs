@@ -4,8 +4,9 @@
 //! buckets, [`STORED_COUNTERS`], [`STORED_GAUGES`]), one value per source series. The
 //! series identities (model, quantity, shard, `le`) and the restart markers (`_created`,
 //! process start) live in a shared [`Layout`] that consecutive scrapes reuse through an
-//! `Arc`. Values are a [`Column`]: a raw keyframe at least every [`KEYFRAME_EVERY`]
-//! scrapes, packed differences from the previous scrape in between (bit-exact; see `column`).
+//! `Arc`. Values are a keyframe (packed against zeros) at least every [`KEYFRAME_EVERY`]
+//! scrapes, packed differences from the previous scrape in between (bit-exact; see
+//! `column`), in segments of one layout (`full`).
 //!
 //! Memory bound (docs/memory.md): a vLLM V1 rank exposes ~85 latency buckets plus 5
 //! counters and 1 gauge, ~156 bytes per scrape; one hour at a 1 s interval is ~0.56 MB

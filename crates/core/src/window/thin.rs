@@ -11,24 +11,23 @@
 //! the process start, and per model at least one column, so a model that only carried
 //! series nobody keeps still counts in a window's span.
 //!
-//! A thin scrape is a few bytes, so a slot and an allocation per scrape (what a full one
-//! costs, 40 and 32 bytes) would cost more than its values. Thin scrapes are kept in
-//! [`Block`]s instead: up to [`BLOCK`] consecutive scrapes of one thin layout, the first
-//! raw, the others as one [`Column`] of differences from it. Every block decodes on its
-//! own, so the oldest stored scrape always decodes without a base, and the full part's
-//! oldest scrape is a keyframe: no decode crosses from one part to the other.
+//! A thin scrape is a few bytes, so a slot and an allocation per scrape would cost more
+//! than its values. Thin scrapes are kept in [`Block`]s instead: up to [`BLOCK`]
+//! consecutive scrapes of one thin layout, the first packed against zeros (a keyframe,
+//! `column::Frame`), the others as one [`Column`] of differences from it. Every block
+//! decodes on its own, and so does every segment of the full part (`full`): no decode
+//! crosses from one part to the other.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::column::Column;
-use super::column::whole;
+use super::column::{Column, Frame, whole};
 use super::layout::{Layout, Quantity, SeriesKey};
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 use crate::slo::stops_at;
 
 /// Thin scrapes per block: decoding one costs decoding its block (`BLOCK` × kept series),
-/// and each block keeps its first scrape raw (8 bytes a kept series), so a longer block
+/// and each block keeps its first scrape whole (packed against zeros), so a longer block
 /// costs less memory and more decoding (docs/memory.md#thin-scrapes-beyond-the-configured-windows).
 pub const BLOCK: usize = 64;
 
@@ -205,8 +204,9 @@ pub(super) struct BlockParts {
 #[derive(Debug, Clone)]
 pub(super) struct Block {
     pub(super) layout: Arc<Layout>,
-    /// The first scrape's values (kept after it is dropped): every other scrape's base.
-    base: Arc<[f64]>,
+    /// The first scrape's values (kept after it is dropped), packed: every other scrape's
+    /// base.
+    base: Frame,
     /// The first scrape's time.
     t0: i64,
     /// Every scrape's time after `t0`, the first (0) included: a block spans at most
@@ -223,7 +223,7 @@ pub(super) struct Block {
 
 impl Block {
     pub(super) fn new(layout: Arc<Layout>, t_ms: i64, values: &[f64]) -> Block {
-        Block { layout, base: values.into(), t0: t_ms, times: vec![0], skip: 0, sealed: None, open: Vec::new() }
+        Block { layout, base: Frame::new(values), t0: t_ms, times: vec![0], skip: 0, sealed: None, open: Vec::new() }
     }
 
     /// Whether a scrape at `t_ms` (newer than the block's) can join it.
@@ -257,17 +257,19 @@ impl Block {
     }
 
     pub(super) fn push(&mut self, t_ms: i64, values: &[f64]) {
-        self.open.push(Column::encode(values, Some(&self.base)));
+        // Built by `Frame::new`, the base decodes.
+        let base = self.base.values().unwrap_or_default();
+        self.open.push(Column::encode(values, Some(&base)));
         // `fits` said the offset does.
         self.times.push(u32::try_from(t_ms - self.t0).unwrap_or(u32::MAX));
         if self.times.len() < BLOCK {
             return;
         }
-        let mut all = Vec::with_capacity((self.times.len() - 1) * self.base.len());
+        let mut all = Vec::with_capacity((self.times.len() - 1) * base.len());
         let mut cur = Vec::new();
         for c in &self.open {
             cur.clear();
-            cur.extend_from_slice(&self.base);
+            cur.extend_from_slice(&base);
             if !c.decode_into(&mut cur) {
                 return; // cannot happen with columns built by `Column::encode`: stay open
             }
@@ -275,14 +277,14 @@ impl Block {
         }
         // Counters climb at a steady pace: differences from the block's average step are
         // a byte where differences from its first scrape would be two.
-        let width = self.base.len();
+        let width = base.len();
         let steps = (self.times.len() - 1) as f64;
         let last = &all[all.len() - width..];
-        let slopes: Vec<f64> = (self.base.iter().zip(last))
+        let slopes: Vec<f64> = (base.iter().zip(last))
             .map(|(&b, &l)| if whole(b) && whole(l) { ((l - b) / steps).round() + 0.0 } else { 0.0 })
             .collect();
         let trend = Column::encode(&slopes, Some(&vec![0.0; width]));
-        let predicted = Self::predicted(&self.base, &slopes, self.times.len());
+        let predicted = Self::predicted(&base, &slopes, self.times.len());
         self.sealed = Some((Column::encode(&all, Some(&predicted)), trend));
         self.open = Vec::new();
         self.close();
@@ -304,6 +306,7 @@ impl Block {
     /// costs a copy, not a decode and a re-encode. `None` for a block holding a raw column
     /// (never one `push` built), which the caller saves scrape by scrape instead.
     pub(super) fn parts(&self) -> Option<BlockParts> {
+        let base = self.base.values()?;
         let delta = |c: &Column| match c {
             Column::Delta(b) => Some(b.to_vec()),
             Column::Raw(_) => None,
@@ -315,7 +318,7 @@ impl Block {
         Some(BlockParts {
             t0: self.t0,
             skip: self.skip,
-            base: self.base.to_vec(),
+            base,
             times: self.times.clone(),
             sealed,
             open: self.open.iter().map(delta).collect::<Option<_>>()?,
@@ -340,7 +343,7 @@ impl Block {
             };
         consistent.then(|| Block {
             layout,
-            base: base.into(),
+            base: Frame::new(&base),
             t0,
             times,
             skip,
@@ -352,9 +355,10 @@ impl Block {
     /// Calls `f(k, t_ms, values)` for the stored scrapes from `k = from` on, oldest first;
     /// stops at the first `false` from `f`. `false` if a column does not decode.
     pub(super) fn for_each(&self, from: usize, mut f: impl FnMut(usize, i64, &[f64]) -> bool) -> bool {
-        let width = self.base.len();
+        let Some(base) = self.base.values() else { return false };
+        let width = base.len();
         let first = self.skip + from;
-        if first == 0 && !f(0, self.t0, &self.base) {
+        if first == 0 && !f(0, self.t0, &base) {
             return true;
         }
         let first = first.max(1);
@@ -364,7 +368,7 @@ impl Block {
             if !trend.decode_into(&mut slopes) || slopes.len() != width {
                 return false;
             }
-            cur = Self::predicted(&self.base, &slopes, self.times.len());
+            cur = Self::predicted(&base, &slopes, self.times.len());
             if !sealed.decode_into(&mut cur) || cur.len() != (self.times.len() - 1) * width {
                 return false;
             }
@@ -377,7 +381,7 @@ impl Block {
         }
         for j in first..self.times.len() {
             cur.clear();
-            cur.extend_from_slice(&self.base);
+            cur.extend_from_slice(&base);
             if !self.open[j - 1].decode_into(&mut cur) {
                 return false;
             }
@@ -402,7 +406,7 @@ impl Block {
 
     pub(super) fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
-        self.base.len() * size_of::<f64>()
+        self.base.heap_bytes()
             + self.times.capacity() * size_of::<u32>()
             + self.sealed.as_ref().map_or(0, |(s, t)| s.heap_bytes() + t.heap_bytes())
             + self.open.iter().map(Column::heap_bytes).sum::<usize>()

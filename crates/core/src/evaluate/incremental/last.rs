@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::plan::{Catalog, Feed, Plan};
+use super::plan::{Catalog, Feed, Plan, slot_in};
 use crate::window::{Layout, TargetWindows};
 
 #[cfg(doc)]
@@ -51,11 +51,7 @@ impl Lasts {
                 continue;
             };
             let v = values[col];
-            let i = id as usize;
-            if self.by_id.len() <= i {
-                self.by_id.resize_with(i + 1, || None);
-            }
-            match &mut self.by_id[i] {
+            match slot_in(&mut self.by_id, id as usize, plan.ids(), || None) {
                 Some(last) => {
                     let same = Arc::ptr_eq(&last.layout, layout);
                     let forced = !same && layout.restarted_since(col, &last.layout, last.col as usize);

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::gauge::GaugeState;
 use super::last::Lasts;
-use super::plan::{Catalog, Feed, Plan};
+use super::plan::{Catalog, Feed, Plan, slot_in};
 use crate::canonical::GaugeKind;
 use crate::evaluate::promql::RangeAcc;
 use crate::evaluate::range::{ModelRange, RangeView, Span, model_entry};
@@ -168,13 +168,6 @@ fn index(thin: bool, local: &[u32], id: u32) -> Option<usize> {
     local.get(id as usize).filter(|&&l| l < UNSEEN).map(|&l| l as usize)
 }
 
-fn series_slot(v: &mut Vec<SeriesState>, i: usize) -> &mut SeriesState {
-    if v.len() <= i {
-        v.resize(i + 1, SeriesState::EMPTY);
-    }
-    &mut v[i]
-}
-
 fn slot<T>(v: &mut Vec<Option<T>>, id: u32) -> &mut Option<T> {
     let i = id as usize;
     if v.len() <= i {
@@ -209,12 +202,10 @@ impl WindowState {
     }
 
     /// The slot of series `id`, made on first sight; `None` when the window does not keep it.
-    fn slot_of(&mut self, catalog: &Catalog, id: u32) -> Option<usize> {
+    fn slot_of(&mut self, catalog: &Catalog, plan: &Plan, id: u32) -> Option<usize> {
         let Some(thin) = &self.thin else { return Some(id as usize) };
         let i = id as usize;
-        if self.local.len() <= i {
-            self.local.resize(i + 1, UNSEEN);
-        }
+        slot_in(&mut self.local, i, plan.ids(), || UNSEEN);
         if self.local[i] == UNSEEN {
             self.local[i] = if thin.keeps(catalog.keys[i].quantity) {
                 self.ids.push(id);
@@ -268,7 +259,7 @@ impl WindowState {
             out.push(rank);
             if let Feed::Series(id) = *feed
                 && takes(&taken, col)
-                && self.slot_of(catalog, id).is_some()
+                && self.slot_of(catalog, plan, id).is_some()
             {
                 rank += 1;
             }
@@ -299,11 +290,13 @@ impl WindowState {
             if !takes(&taken, col) {
                 continue;
             }
-            let Some(i) = self.slot_of(catalog, id) else { continue };
+            let Some(i) = self.slot_of(catalog, p.plan, id) else { continue };
             let order = if self.thin.is_some() { rank } else { col as u32 };
             rank += 1;
             let v = p.values[col];
-            let s = series_slot(&mut self.series, i);
+            // A whole window's slots are catalog ids; a thin one's are its own, a few dozen.
+            let ids = if self.thin.is_some() { 0 } else { p.plan.ids() };
+            let s = slot_in(&mut self.series, i, ids, || SeriesState::EMPTY);
             if s.is_empty() {
                 *s = SeriesState { first_t: p.t_ms, first_v: v, first_order: order, n: 1 };
             } else {
