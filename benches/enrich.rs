@@ -26,7 +26,7 @@ const TICKS: usize = 12;
 /// Median and mean time of one `Enricher::apply` over `TICKS` ticks at `targets` targets.
 fn ticks(targets: usize, slos: bool) -> (Duration, Duration) {
     let mut report = render_support::report(targets);
-    for w in report.targets.iter_mut().flat_map(|t| &mut t.models).flat_map(|m| &mut m.windows) {
+    for w in report.targets.iter_mut().flat_map(|t| t.models_mut()).flat_map(|m| &mut m.windows) {
         w.coverage = 1.0;
     }
     let mut eval = render_support::eval_config();

@@ -211,7 +211,7 @@ fn tick(rt: &TargetRuntime, cfg: &EvalConfig, eval: &EvalConfig, enricher: &mut 
         (st.health.clone(), st.engine())
     };
     health.last_evaluation_ms = Some(now_ms);
-    let target = TargetReport { target: rt.config.name.clone(), engine, health, models };
+    let target = TargetReport { target: rt.config.name.clone(), engine, health, models: models.into() };
     let mut report = Report { t_ms: now_ms, targets: vec![target], limits: eval.limits(), ..Report::default() };
     let _ = enricher.apply(&mut report, Vec::new());
 }

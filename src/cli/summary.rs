@@ -109,7 +109,7 @@ fn target(out: &mut String, t: &TargetReport, view: &View<'_>, now_ms: i64) {
         let _ = writeln!(out, "{}", ellipsize(&line, WIDTH));
         return;
     }
-    for m in &t.models {
+    for m in t.models.iter() {
         let windows: Vec<&WindowReport> =
             m.windows.iter().filter(|w| view.windows.is_empty() || view.windows.contains(&w.window)).collect();
         let Some(w) = windows.first() else { continue };
@@ -413,7 +413,7 @@ mod tests {
             target: "llama".into(),
             engine: None,
             health: Health { up: true, last_evaluation_ms: Some(0), ..Health::default() },
-            models: vec![ModelReport { model: "m".into(), windows: vec![w] }],
+            models: vec![ModelReport { model: "m".into(), windows: vec![w] }].into(),
         };
         (Report { targets: vec![target], ..Report::default() }, w1)
     }
@@ -461,7 +461,7 @@ mod tests {
             [60, 300, 900, 3600].iter().map(|&s| Window::new(Duration::from_secs(s)).unwrap()).collect();
         let t = &mut r.targets[0];
         t.target = "vllm-deployment-7f9c8b6d4-x2k4p".into();
-        let m = &mut t.models[0];
+        let m = &mut t.models_mut()[0];
         m.model = "meta-llama/Llama-3.1-405B-Instruct-FP8-dynamic".into();
         let first = &mut m.windows[0];
         first.latency.push(LatencyQuantile { metric: HistogramKind::Ttft, quantile: 0.99, value: 79.5, bracket: None });
@@ -521,7 +521,7 @@ mod tests {
                 target: "llama".into(),
                 engine: None,
                 health: Health::default(),
-                models: Vec::new(),
+                models: Default::default(),
             }],
             ..Report::default()
         };

@@ -93,7 +93,7 @@ fn tick() -> Report {
             target: "llama".into(),
             engine: None,
             health: Health { up: true, last_evaluation_ms: Some(NOW_MS), ..Health::default() },
-            models: vec![ModelReport { model: "m".into(), windows: windows().map(histograms).to_vec() }],
+            models: vec![ModelReport { model: "m".into(), windows: windows().map(histograms).to_vec() }].into(),
         }],
         ..Report::default()
     };

@@ -68,7 +68,7 @@ fn target(name: &str, up: bool, windows: Vec<WindowReport>) -> TargetReport {
         target: name.into(),
         engine: None,
         health: Health { up, ..Default::default() },
-        models: vec![ModelReport { model: "llama".into(), windows }],
+        models: vec![ModelReport { model: "llama".into(), windows }].into(),
     }
 }
 

@@ -123,7 +123,7 @@ impl Enricher {
                 if gpus.is_empty() { self.cost.as_ref().and_then(|c| c.gpus).unwrap_or(0) } else { gpus.len() as u32 };
             let peak = peaks::peak_for(&gpus, &self.gpu.peaks);
             let dram = mean_dram_active(&gpus);
-            for m in &mut report.targets[0].models {
+            for m in report.targets[0].models_mut() {
                 let spec = models::lookup(&m.model, &self.gpu.models);
                 for w in m.windows.iter_mut().filter(|w| !self.alert_only.contains(&w.window)) {
                     let inputs = inputs(w, n_gpus, dram);

@@ -81,7 +81,7 @@ pub fn report(targets: usize) -> Report {
                     last_evaluation_ms: Some(NOW_MS),
                     ..Health::default()
                 },
-                models: models.clone(),
+                models: models.clone().into(),
             })
             .collect(),
         limits: config.eval_config().limits(),
@@ -97,7 +97,7 @@ fn enrich(report: &mut Report, models: &[ModelReport]) {
     if let Some(t) = report.targets.get_mut(1) {
         let mut second = models[0].clone();
         second.model = "second-model".into();
-        t.models.push(second);
+        t.models_mut().push(second);
         t.health.labels = BTreeMap::from([
             ("discovery".to_string(), "kubernetes".to_string()),
             ("namespace".to_string(), "llm".to_string()),
@@ -154,7 +154,7 @@ fn enrich(report: &mut Report, models: &[ModelReport]) {
     attach(report, store.evaluate(NOW_MS), counters);
 
     // The GPU figures of one window, and the GPUs themselves.
-    let w = &mut report.targets[0].models[0].windows[0];
+    let w = &mut report.targets[0].models_mut()[0].windows[0];
     w.gpu = Some(Derived {
         mfu: Some(Mfu { ratio: 0.31, achieved_flops: 1e14, source: FlopsSource::EngineCounter }),
         hbm: Some(Hbm { ratio: 0.62, source: BandwidthSource::DramActive }),

@@ -36,7 +36,7 @@ pub fn since(h: &Health, now_ms: i64) -> String {
 /// of its down input.
 pub fn measuring(t: &TargetReport) -> Vec<WindowInput> {
     let mut out: Vec<WindowInput> = Vec::new();
-    for m in &t.models {
+    for m in t.models.iter() {
         let Some(w) = m.windows.iter().min_by_key(|w| w.window) else { continue };
         for r in w.requests.iter().filter(|r| r.requests > 0 && r.source != DataSource::Metrics) {
             if out.iter().any(|x| x.slo_source == r.source) {

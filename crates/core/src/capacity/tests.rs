@@ -53,7 +53,7 @@ fn report(t_s: i64, rate: f64, attainment: (f64, f64), waiting: f64, start: f64)
             target: "a".into(),
             engine: None,
             health: Health { up: true, process_start_s: Some(start), ..Health::default() },
-            models: vec![ModelReport { model: "m".into(), windows: vec![w] }],
+            models: vec![ModelReport { model: "m".into(), windows: vec![w] }].into(),
         }],
         ..Report::default()
     }
@@ -128,7 +128,7 @@ fn a_queue_that_grows_while_completions_lag_is_saturation() {
     for k in 0..12 {
         let mut r = report(k * 15, 5.0, (0.5, 0.5), 5.0 + 10.0 * k as f64, 1.0);
         // Arrivals run ahead of completions: the queue rose by 10 in the 60 s window.
-        let w = &mut r.targets[0].models[0].windows[0];
+        let w = &mut r.targets[0].models_mut()[0].windows[0];
         w.waiting = Some(GaugeStats { first: (5.0 + 10.0 * k as f64 - 40.0).max(0.0), ..w.waiting.unwrap() });
         last = book.feed(&r);
     }
@@ -147,7 +147,7 @@ fn aborts_under_overload_do_not_make_the_overloaded_intervals_another_workload()
         if rate > 5.0 {
             // Past the knee 40 % of requests time out in the queue with nothing generated:
             // the finished requests' mean output length falls to a quarter.
-            let w = &mut r.targets[0].models[0].windows[0];
+            let w = &mut r.targets[0].models_mut()[0].windows[0];
             w.mean_output_tokens = Some(30.0);
             w.finish_reasons = vec![crate::report::FinishRate {
                 reason: crate::canonical::FinishReason::Abort,
@@ -188,7 +188,7 @@ fn exact_report(t_s: i64, rate: f64, cells: &[(i64, i64, u32, u32)]) -> Report {
             good_upper: g,
         })
         .collect();
-    r.targets[0].models[0].windows[0].requests.push(RequestWindow {
+    r.targets[0].models_mut()[0].windows[0].requests.push(RequestWindow {
         source: DataSource::Otlp,
         coverage: 1.0,
         basis: Basis::Records,

@@ -52,7 +52,7 @@ fn target(target: &str, t_ms: i64) -> TargetReport {
         target: target.into(),
         engine: None,
         health: Health { up: true, process_start_s: Some(1.0), ..Health::default() },
-        models: vec![ModelReport { model: "m".into(), windows: vec![w] }],
+        models: vec![ModelReport { model: "m".into(), windows: vec![w] }].into(),
     }
 }
 

@@ -97,7 +97,7 @@ fn exported(models: Vec<ModelReport>) -> BTreeSet<(&'static str, String)> {
             target: "a".into(),
             engine: None,
             health: Health { up: true, ..Health::default() },
-            models,
+            models: models.into(),
         }],
         ..Report::default()
     };
@@ -142,7 +142,7 @@ fn an_alert_only_window_exports_what_the_rules_read_and_a_configured_one_everyth
             target: "a".into(),
             engine: None,
             health: Health { up: true, ..Health::default() },
-            models: evaluate_target(&store, now, &cfg(true)),
+            models: evaluate_target(&store, now, &cfg(true)).into(),
         }],
         ..Report::default()
     })

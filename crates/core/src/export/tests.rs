@@ -46,7 +46,8 @@ fn report() -> Report {
                     coverage: 0.65,
                     ..WindowReport::empty(w)
                 }],
-            }],
+            }]
+            .into(),
         }],
         alert_readiness: vec![RuleReadiness {
             alertname: "LLMGoodputDivergence",
@@ -203,13 +204,13 @@ fn last_scrape_series_come_once_without_a_window() {
     let mut short = r.targets[0].models[0].windows[0].clone();
     short.window = Window::new(Duration::from_secs(60)).unwrap();
     let stats = |last, mean, max| Some(GaugeStats { first: 0.0, last, mean, max });
-    let long = &mut r.targets[0].models[0].windows[0];
+    let long = &mut r.targets[0].models_mut()[0].windows[0];
     long.running = stats(4.0, 3.0, 6.0);
     long.waiting = stats(1.0, 0.5, 2.0);
     long.kv_capacity_tokens = Some(1600.0);
     // The 1 m window saw no scrape: the last-scrape series come from the 5 m one.
     short.kv_cache = None;
-    r.targets[0].models[0].windows.insert(0, WindowReport { kv_capacity_tokens: None, ..short });
+    r.targets[0].models_mut()[0].windows.insert(0, WindowReport { kv_capacity_tokens: None, ..short });
     let s = samples(&r);
     assert_eq!(window_names(&s, KV_UTILIZATION, &[("stat", "last")]), [None]);
     assert_eq!(find(&s, KV_UTILIZATION, &[("stat", "last")]).unwrap().value, 0.8);
@@ -236,7 +237,7 @@ fn means_finish_reasons_and_generation_mix_land_in_their_families() {
     use crate::canonical::FinishReason;
     use crate::report::{FinishRate, LatencyMean};
     let mut r = report();
-    let w = &mut r.targets[0].models[0].windows[0];
+    let w = &mut r.targets[0].models_mut()[0].windows[0];
     w.latency_means = vec![
         LatencyMean { metric: HistogramKind::Ttft, seconds: 0.4 },
         LatencyMean { metric: HistogramKind::E2e, seconds: 7.5 },

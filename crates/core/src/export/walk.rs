@@ -71,7 +71,7 @@ pub fn emit_report_wide(report: &Report, out: &mut impl Emit) {
 }
 
 fn target_samples(t: &TargetReport, out: &mut impl Emit) {
-    for m in &t.models {
+    for m in t.models.iter() {
         let model = [("target", t.target.as_str()), ("model", m.model.as_str())];
         last_scrape_samples(&model, &m.windows, out);
         for w in &m.windows {

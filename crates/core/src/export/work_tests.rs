@@ -69,7 +69,8 @@ fn samples_after(history_ms: i64) -> usize {
             models: vec![ModelReport {
                 model: "m".into(),
                 windows: windows.iter().map(|&w| WindowReport { coverage: 1.0, ..WindowReport::empty(w) }).collect(),
-            }],
+            }]
+            .into(),
         }],
         ..Report::default()
     };

@@ -12,6 +12,7 @@ mod status;
 pub use status::{SloStatus, SloValues};
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -93,7 +94,19 @@ pub struct TargetReport {
     /// `None` until the first successful scrape.
     pub engine: Option<Engine>,
     pub health: Health,
-    pub models: Vec<ModelReport>,
+    /// Shared between the evaluator's latest results and every report that carries them:
+    /// copied per report, a fleet's windows would be held twice over (≈ 10 KiB a target,
+    /// docs/footprint.md#10-000-targets-at-steady-state-a-day-of-history-an-slo-and-capacity).
+    /// Changed through [`TargetReport::models_mut`].
+    pub models: Arc<Vec<ModelReport>>,
+}
+
+impl TargetReport {
+    /// The models to change: copied first where another report or the evaluator still
+    /// shares them.
+    pub fn models_mut(&mut self) -> &mut Vec<ModelReport> {
+        Arc::make_mut(&mut self.models)
+    }
 }
 
 /// Scrape health of one target, and how fresh its results are.
@@ -423,7 +436,7 @@ mod tests {
     use super::*;
 
     fn target(name: &str) -> TargetReport {
-        TargetReport { target: name.into(), engine: None, health: Health::default(), models: vec![] }
+        TargetReport { target: name.into(), engine: None, health: Health::default(), models: vec![].into() }
     }
 
     fn alert(target: &str) -> AlertJson {

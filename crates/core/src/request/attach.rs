@@ -15,12 +15,13 @@ use crate::report::{ModelReport, Report, SloStatus, SloValues, WindowReport};
 pub fn attach(report: &mut Report, series: Vec<SeriesWindows>, counters: RequestPathReport) {
     for s in series {
         let Some(t) = report.targets.iter_mut().find(|t| t.target == s.key.target) else { continue };
-        let m = match t.models.iter().position(|m| m.model == s.key.model) {
-            Some(i) => &mut t.models[i],
+        let models = t.models_mut();
+        let m = match models.iter().position(|m| m.model == s.key.model) {
+            Some(i) => &mut models[i],
             None => {
-                t.models.push(ModelReport { model: s.key.model.clone(), windows: Vec::new() });
-                let last = t.models.len() - 1;
-                &mut t.models[last]
+                models.push(ModelReport { model: s.key.model.clone(), windows: Vec::new() });
+                let last = models.len() - 1;
+                &mut models[last]
             }
         };
         for (w, rw) in s.windows {

@@ -72,7 +72,7 @@ fn healthy_report(w: Window) -> Report {
             target: "t".into(),
             engine: None,
             health: Health { up: true, ..Health::default() },
-            models: vec![ModelReport { model: "m".into(), windows: vec![window] }],
+            models: vec![ModelReport { model: "m".into(), windows: vec![window] }].into(),
         }],
         ..Report::default()
     }

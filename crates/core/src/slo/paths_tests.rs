@@ -121,7 +121,7 @@ fn bare_report() -> Report {
             target: "t".into(),
             engine: None,
             health: Health { up: true, ..Health::default() },
-            models: vec![ModelReport { model: "m".into(), windows: vec![WindowReport::empty(window())] }],
+            models: vec![ModelReport { model: "m".into(), windows: vec![WindowReport::empty(window())] }].into(),
         }],
         ..Report::default()
     }

@@ -33,7 +33,8 @@ use crate::report::{ModelReport, Report, TargetReport};
 #[derive(Debug)]
 struct Evaluated {
     t_ms: i64,
-    models: Vec<ModelReport>,
+    /// Shared with the reports that carry them.
+    models: Arc<Vec<ModelReport>>,
 }
 
 /// What the evaluator keeps per target between ticks.
@@ -276,7 +277,7 @@ impl Round {
                 match evaluated {
                     Ok(models) => {
                         *busy.0.latest.lock().unwrap_or_else(|e| e.into_inner()) =
-                            Some(Evaluated { t_ms: now_ms, models });
+                            Some(Evaluated { t_ms: now_ms, models: Arc::new(models) });
                     }
                     Err(_) => tracing::error!(
                         target_name = %rt.config.name,

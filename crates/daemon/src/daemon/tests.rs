@@ -99,6 +99,26 @@ async fn a_target_still_evaluating_keeps_its_previous_results_and_the_others_mov
     assert_eq!(report.targets[0].health.last_evaluation_ms, Some(4_000));
 }
 
+/// A fleet's report does not copy each target's windows: every report carrying a target's
+/// latest results shares them with the evaluator, and a report that changes them (the
+/// request path attaching its windows) changes its own copy only.
+#[tokio::test]
+async fn reports_share_a_targets_results_instead_of_copying_them() {
+    use crate::report::ModelReport;
+    let evaluator = Evaluator::new(vec![runtime("a")], eval_config())
+        .with_evaluate(|_, _, _| vec![ModelReport { model: "m".into(), windows: Vec::new() }]);
+    let first = evaluator.tick(1_000, Duration::from_secs(10)).await;
+    let again = evaluator.assemble(1_500);
+    assert!(Arc::ptr_eq(&first.targets[0].models, &again.targets[0].models), "one copy for both reports");
+    let mut changed = evaluator.assemble(1_600);
+    changed.targets[0].models_mut().push(ModelReport { model: "client-named".into(), windows: Vec::new() });
+    assert_eq!((first.targets[0].models.len(), changed.targets[0].models.len()), (1, 2));
+    assert!(Arc::ptr_eq(&first.targets[0].models, &evaluator.assemble(1_700).targets[0].models));
+    // A new evaluation replaces what the next reports share.
+    let next = evaluator.tick(2_000, Duration::from_secs(10)).await;
+    assert!(!Arc::ptr_eq(&first.targets[0].models, &next.targets[0].models));
+}
+
 #[tokio::test]
 async fn a_panicking_evaluation_keeps_that_targets_results_and_the_round_goes_on() {
     let targets: Vec<_> = ["a", "bad", "c", "d"].into_iter().map(runtime).collect();

@@ -134,7 +134,7 @@ impl VirtualDaemon {
                     engine: t.state.engine(),
                     // Virtual time waits for every evaluation: none is ever late.
                     health: Health { last_evaluation_ms: Some(now_ms), ..t.state.health.clone() },
-                    models: t.evaluation.reports(now_ms, &cfg.for_target(&t.name), mode),
+                    models: t.evaluation.reports(now_ms, &cfg.for_target(&t.name), mode).into(),
                 }
             })
             .collect();

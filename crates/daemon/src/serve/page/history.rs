@@ -100,7 +100,7 @@ impl History {
         let capacity: BTreeMap<(&str, &str), &CapacityReport> =
             report.capacity.iter().map(|c| ((c.target.as_str(), c.model.as_str()), c)).collect();
         for t in &report.targets {
-            for m in &t.models {
+            for m in t.models.iter() {
                 // The shortest window that reports everything (not one only the alert rules read).
                 let Some(w) = m.windows.iter().filter(|w| !w.alert_only).min_by_key(|w| w.window) else { continue };
                 let key = (t.target.clone(), m.model.clone());

@@ -145,7 +145,7 @@ fn target(
     if t.models.is_empty() {
         out.push_str(r#"<p class="empty">No model evaluated yet.</p>"#);
     }
-    for m in &t.models {
+    for m in t.models.iter() {
         let c = report.capacity.iter().find(|c| c.target == t.target && c.model == m.model);
         model(out, m, c, budgets, history.get(&t.target, &m.model), history.ring_len(), facts);
     }
@@ -156,7 +156,7 @@ fn target(
 /// and which request sources measured the target in its shortest window.
 fn request_path_note(out: &mut String, t: &TargetReport, note: &str) {
     let mut sources: Vec<&str> = Vec::new();
-    for m in &t.models {
+    for m in t.models.iter() {
         let Some(w) = m.windows.iter().min_by_key(|w| w.window) else { continue };
         for r in w.requests.iter().filter(|r| r.requests > 0) {
             if !sources.contains(&r.source.as_str()) {

@@ -151,7 +151,7 @@ pub fn target(name: &str, model: &str, x: f64, down: bool, t_ms: i64) -> TargetR
             last_evaluation_ms: Some(t_ms),
             ..Health::default()
         },
-        models: vec![ModelReport { model: model.into(), windows }],
+        models: vec![ModelReport { model: model.into(), windows }].into(),
     }
 }
 

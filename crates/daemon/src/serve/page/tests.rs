@@ -42,8 +42,8 @@ fn hostile_names_stay_text() {
     let mut r = sample::report(2, 0);
     let evil = r#"<script>alert(1)</script>"#;
     r.targets[0].target = evil.into();
-    r.targets[0].models[0].model = r#""><img src=x onerror=alert(2)>"#.into();
-    for w in &mut r.targets[0].models[0].windows {
+    r.targets[0].models_mut()[0].model = r#""><img src=x onerror=alert(2)>"#.into();
+    for w in &mut r.targets[0].models_mut()[0].windows {
         w.slos[0].slo = "<b>slo</b>".into();
         if let SloStatus::Evaluated(_) = w.slos[1].status {
             w.slos[1].status = SloStatus::NotEvaluable { reason: "<iframe>".into() };
@@ -299,7 +299,7 @@ fn an_exact_share_from_the_tap_is_drawn_on_the_bracket() {
     let slo = r.targets[0].models[0].windows[0].slos[0].slo.clone();
     let before = StatusPage::new(sample::facts(), DEFAULT_RING_LEN).html(&r);
     assert_eq!(attr(&before, "data-kind"), "bracket", "no request data: the bracket alone");
-    with_exact_tap_share(&mut r.targets[0].models[0].windows[0], &slo, 0.9925);
+    with_exact_tap_share(&mut r.targets[0].models_mut()[0].windows[0], &slo, 0.9925);
     let html = StatusPage::new(sample::facts(), DEFAULT_RING_LEN).html(&r);
     assert_eq!(attr(&html, "data-kind"), "exact", "{html}");
     assert!(html.contains("exact from tap"), "the source is named");
@@ -310,7 +310,7 @@ fn an_exact_share_from_the_tap_is_drawn_on_the_bracket() {
 fn an_engine_without_histograms_is_judged_from_the_tap_and_says_so() {
     let not_evaluable = |r: &mut Report| {
         r.targets[0].engine = Some(crate::canonical::Engine::Llamacpp);
-        for w in &mut r.targets[0].models[0].windows {
+        for w in &mut r.targets[0].models_mut()[0].windows {
             for s in &mut w.slos {
                 s.status = SloStatus::NotEvaluable { reason: "the engine exposes no TTFT histogram".into() };
             }
@@ -325,7 +325,7 @@ fn an_engine_without_histograms_is_judged_from_the_tap_and_says_so() {
     assert!(html.contains("No tap or spans measured a request of it"), "{html}");
     assert!(html.contains("not evaluable: the engine exposes no TTFT histogram") && !html.contains("data-kind"));
 
-    with_exact_tap_share(&mut tapped.targets[0].models[0].windows[0], &slo, 0.9925);
+    with_exact_tap_share(&mut tapped.targets[0].models_mut()[0].windows[0], &slo, 0.9925);
     not_evaluable(&mut tapped);
     let html = StatusPage::new(sample::facts(), DEFAULT_RING_LEN).html(&tapped);
     assert!(html.contains("Measured here from tap requests."), "{html}");

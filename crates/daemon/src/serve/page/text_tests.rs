@@ -217,7 +217,7 @@ fn a_down_target_says_since_when_and_blames_no_histogram_on_the_engine() {
     let mut r = sample::report(2, 0);
     let down = &mut r.targets[1];
     down.health.last_successful_scrape_ms = Some(r.t_ms - 90_000);
-    for w in &mut down.models[0].windows {
+    for w in &mut down.models_mut()[0].windows {
         for s in &mut w.slos {
             s.status = SloStatus::NotEvaluable { reason: crate::evaluate::slo::NO_SCRAPE.into() };
         }

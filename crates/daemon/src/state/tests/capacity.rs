@@ -39,7 +39,7 @@ fn report(t_ms: i64, rate: f64) -> Report {
             target: "a".into(),
             engine: None,
             health: Health { up: true, process_start_s: Some(1.0), ..Health::default() },
-            models: vec![ModelReport { model: "m".into(), windows: vec![w] }],
+            models: vec![ModelReport { model: "m".into(), windows: vec![w] }].into(),
         }],
         ..Report::default()
     }

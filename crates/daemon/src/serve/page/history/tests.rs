@@ -29,8 +29,8 @@ fn a_ring_keeps_its_last_points_and_no_more() {
 fn the_points_come_from_the_shortest_window() {
     let mut r = sample::report(1, 0);
     // Make the 5m window differ: the ring must not read it.
-    r.targets[0].models[0].windows[1].output_tokens_per_second = Some(9.0e9);
-    r.targets[0].models[0].windows.reverse();
+    r.targets[0].models_mut()[0].windows[1].output_tokens_per_second = Some(9.0e9);
+    r.targets[0].models_mut()[0].windows.reverse();
     let mut h = History::new(4);
     h.record(&r);
     let s = h.get("engine-000", "model-0").unwrap();
@@ -60,7 +60,7 @@ fn a_missing_series_gets_gaps_then_is_dropped_after_a_whole_ring() {
 #[test]
 fn an_slo_that_appears_late_is_padded_to_line_up() {
     let mut first = sample::report(1, 0);
-    first.targets[0].models[0].windows[0].slos.truncate(1);
+    first.targets[0].models_mut()[0].windows[0].slos.truncate(1);
     let mut h = History::new(6);
     h.record(&first);
     h.record(&sample::report(1, 1));
@@ -103,7 +103,7 @@ fn capacity_is_kept_from_the_conservative_end_and_a_censored_one_as_its_bound_al
 #[test]
 fn without_p99_the_highest_quantile_is_drawn() {
     let mut r = sample::report(1, 0);
-    for l in &mut r.targets[0].models[0].windows[0].latency {
+    for l in &mut r.targets[0].models_mut()[0].windows[0].latency {
         l.quantile = 0.9;
     }
     let mut h = History::new(3);
