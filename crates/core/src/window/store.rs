@@ -580,7 +580,7 @@ impl TargetWindows {
                 n += b.len();
                 continue;
             }
-            return n + (0..b.len()).take_while(|&k| b.t(k) <= t_ms).count();
+            return n + b.count_until(t_ms);
         }
         n
     }

@@ -387,7 +387,7 @@ fn thin_points_keep_the_kept_series_exactly_whatever_the_cadence() {
 
 #[test]
 fn thin_scrapes_far_apart_keep_their_times() {
-    // A thin block keeps its times as u32 ms after its first scrape: a scrape 50 days on
+    // A thin block spans at most u32::MAX ms after its first scrape: a scrape 50 days on
     // (a target down for that long, a window longer than that) starts another block.
     let kept = Kept { counters: vec![CounterKind::RequestsFinished], ..Kept::default() };
     let day = 86_400_000i64;
@@ -426,4 +426,57 @@ fn a_longer_max_window_keeps_what_is_held_and_a_shorter_one_drops_it_at_the_next
     assert_eq!(w.len(), 120, "shortening drops nothing by itself");
     w.push(120_000, Arc::new(vllm_like(1, 120.0)));
     assert_eq!(w.len(), 30, "the next push keeps (t − 30 s, t]");
+}
+
+#[test]
+fn thin_scrapes_at_an_irregular_cadence_keep_their_times_exactly() {
+    // A thin block keeps each step's change from the step before: jitter either way, steps
+    // that grow and shrink (changes of either sign, some several bytes long), a gap ending
+    // at exactly u32::MAX ms after the block's first scrape (still in it) and one ms past
+    // that (another block).
+    let kept = Kept { counters: vec![CounterKind::RequestsFinished], ..Kept::default() };
+    let mut times: Vec<i64> = (0..70).map(|i| 1_000 + i * 5_000 + [0, 3, -2, 7, -5, 1][i as usize % 6]).collect();
+    let mut t = *times.last().unwrap();
+    for step in [6_000, 9_000, 20_000, 19_999, 1_000, 1, 2, 5_000, 4_999, 5_003] {
+        t += step;
+        times.push(t);
+    }
+    let second = times[BLOCK]; // the second block's first scrape
+    times.extend([second + i64::from(u32::MAX) - 10, second + i64::from(u32::MAX), second + i64::from(u32::MAX) + 1]);
+    let t = *times.last().unwrap();
+    times.extend([t + 4_998, t + 10_001, t + 10_002]);
+    let mut w = TargetWindows::new(Duration::from_secs(200 * 86_400));
+    for (i, &t) in times.iter().enumerate() {
+        w.push(t, Arc::new(vllm_like(1, i as f64)));
+    }
+    let whole = bits(&w);
+    w.thin_before(i64::MAX, &kept);
+    assert_eq!(w.thin_points(), times.len() - 1, "all but the newest thin");
+    assert_eq!(w.thin.len(), 3, "a full block, one up to u32::MAX ms, the rest");
+    let got: Vec<i64> = w.stored_points().map(|p| p.0).collect();
+    assert_eq!(got, times);
+    let newest = *times.last().unwrap();
+    assert_eq!(w.times_in_range(newest, newest - times[0] + 1), times);
+    assert_eq!(w.times_in_range(newest, newest - times[75]), times[76..]);
+    for ((seq, &t), i) in w.seq_range().zip(&times).zip(0u64..) {
+        assert_eq!(w.point_at(seq).map(|p| p.0), Some(t));
+        assert_eq!((w.seq_after(t - 1), w.seq_after(t)), (i, i + 1));
+    }
+    assert_eq!(whole.len(), bits(&w).len());
+
+    // Through a snapshot, as its blocks.
+    let saved = saved::SavedWindows::save(&w);
+    let back = saved.restore(Duration::from_secs(200 * 86_400)).unwrap();
+    assert_eq!(bits(&back), bits(&w));
+    assert_eq!(back.thin_points(), w.thin_points());
+    assert_eq!(saved::SavedWindows::save(&back), saved);
+
+    // With scrapes dropped from the front of the first block.
+    let mut short = back.clone();
+    let next = newest + 5_000;
+    short.set_max_window(Duration::from_millis((next - times[30]) as u64));
+    short.push(next, Arc::new(vllm_like(1, times.len() as f64)));
+    let got: Vec<i64> = short.stored_points().map(|p| p.0).collect();
+    assert_eq!(got, [&times[31..], &[next]].concat());
+    assert_eq!(short.seq_after(times[40]), short.seq_range().start + 10);
 }

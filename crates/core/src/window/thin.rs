@@ -17,6 +17,13 @@
 //! `column::Frame`), the others as one [`Column`] of differences from it. Every block
 //! decodes on its own, and so does every segment of the full part (`full`): no decode
 //! crosses from one part to the other.
+//!
+//! A block's scrape times are kept as the change of each step, not as the times: scrapes
+//! come at a steady interval with a few ms of jitter, so the step from one scrape to the
+//! next is nearly the one before, and its change is a byte where an offset would be four.
+//! The block keeps its count, last time and last step besides, so that appending a scrape
+//! and reading the newest time stay O(1); an older time is decoded from the block's start,
+//! as its values are.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -195,6 +202,9 @@ pub(super) struct BlockParts {
     pub t0: i64,
     pub skip: usize,
     pub base: Vec<f64>,
+    /// Every scrape's time in ms after `t0`, the first (0) included: what the block encodes
+    /// ([`Block::from_parts`] checks and re-encodes it), not its bytes, so that the encoding
+    /// can change without the snapshot format.
     pub times: Vec<u32>,
     pub sealed: Option<(Vec<u8>, Vec<u8>)>,
     pub open: Vec<Vec<u8>>,
@@ -209,9 +219,19 @@ pub(super) struct Block {
     base: Frame,
     /// The first scrape's time.
     t0: i64,
-    /// Every scrape's time after `t0`, the first (0) included: a block spans at most
-    /// `u32::MAX` ms ([`Block::fits`]), and half of a thin scrape was its `i64` time.
-    times: Vec<u32>,
+    /// Scrapes 1.. of the block's times, each as its step minus the step before (the first
+    /// step's before being 0), a zigzag varint ([`Times`]): a steady interval with a few ms
+    /// of jitter is a byte a scrape, where a `u32` offset from `t0` would be four and a
+    /// thin scrape's values are a few bytes. A block spans at most `u32::MAX` ms
+    /// ([`Block::fits`]), so a change takes at most 5 bytes.
+    times: Vec<u8>,
+    /// Scrapes in the block, those dropped from the front included (at most [`BLOCK`]):
+    /// with `last` and `step`, what `push`, `len` and `last_t` read without a decode.
+    count: u8,
+    /// The newest scrape's time after `t0`.
+    last: u32,
+    /// The newest step (0 for a block of one scrape): what the next scrape's change is from.
+    step: u32,
     /// Scrapes dropped from the front.
     pub(super) skip: usize,
     /// Scrapes 1.. as differences: one column for all of them once the block is full
@@ -223,17 +243,51 @@ pub(super) struct Block {
 
 impl Block {
     pub(super) fn new(layout: Arc<Layout>, t_ms: i64, values: &[f64]) -> Block {
-        Block { layout, base: Frame::new(values), t0: t_ms, times: vec![0], skip: 0, sealed: None, open: Vec::new() }
+        Block {
+            layout,
+            base: Frame::new(values),
+            t0: t_ms,
+            // A byte a scrape at a steady interval: the block's whole, allocated once.
+            times: Vec::with_capacity(BLOCK - 1),
+            count: 1,
+            last: 0,
+            step: 0,
+            skip: 0,
+            sealed: None,
+            open: Vec::new(),
+        }
     }
 
     /// Whether a scrape at `t_ms` (newer than the block's) can join it.
     pub(super) fn fits(&self, t_ms: i64) -> bool {
-        self.times.len() < BLOCK && t_ms.checked_sub(self.t0).is_some_and(|d| u32::try_from(d).is_ok())
+        self.n() < BLOCK && t_ms.checked_sub(self.t0).and_then(|d| u32::try_from(d).ok()).is_some_and(|d| d > self.last)
     }
 
-    /// The time of scrape `j`, counting those dropped from the front.
+    /// Scrapes in the block, those dropped from the front included.
+    fn n(&self) -> usize {
+        usize::from(self.count)
+    }
+
+    /// Every scrape's time after `t0`, oldest first, the first (0) included.
+    fn offsets(&self) -> Times<'_> {
+        Times { bytes: &self.times, pos: 0, next: Some(0), step: 0 }
+    }
+
+    /// Appends a scrape `off` ms after `t0`, later than the newest.
+    fn push_time(&mut self, off: u32) {
+        let step = off.saturating_sub(self.last);
+        put_varint(&mut self.times, zigzag(i64::from(step) - i64::from(self.step)));
+        self.count = self.count.saturating_add(1);
+        self.last = off;
+        self.step = step;
+    }
+
+    /// The time of scrape `j` (`j` < the block's count), counting those dropped from the
+    /// front: O(`j`), decoded from the block's start.
     fn time(&self, j: usize) -> i64 {
-        self.t0 + i64::from(self.times[j])
+        let off = if j + 1 == self.n() { Some(self.last) } else { self.offsets().nth(j) };
+        // Past the newest: not a time of the block, but none after it either.
+        self.t0 + i64::from(off.unwrap_or(self.last))
     }
 
     /// Gives back what a block that will take no more scrapes over-allocated.
@@ -244,28 +298,34 @@ impl Block {
 
     /// Scrapes still stored.
     pub(super) fn len(&self) -> usize {
-        self.times.len() - self.skip
+        self.n() - self.skip
     }
 
-    /// The time of stored scrape `k` (0: the oldest).
+    /// The time of stored scrape `k` (0: the oldest); O(`k` + dropped scrapes).
     pub(super) fn t(&self, k: usize) -> i64 {
         self.time(self.skip + k)
     }
 
     pub(super) fn last_t(&self) -> i64 {
-        self.times.len().checked_sub(1).map_or(i64::MIN, |j| self.time(j))
+        self.t0 + i64::from(self.last)
+    }
+
+    /// Stored scrapes at or before `t_ms`, in one pass over the times.
+    pub(super) fn count_until(&self, t_ms: i64) -> usize {
+        let Some(d) = t_ms.checked_sub(self.t0) else { return 0 };
+        self.offsets().take_while(|&o| i64::from(o) <= d).count().saturating_sub(self.skip)
     }
 
     pub(super) fn push(&mut self, t_ms: i64, values: &[f64]) {
         // Built by `Frame::new`, the base decodes.
         let base = self.base.values().unwrap_or_default();
         self.open.push(Column::encode(values, Some(&base)));
-        // `fits` said the offset does.
-        self.times.push(u32::try_from(t_ms - self.t0).unwrap_or(u32::MAX));
-        if self.times.len() < BLOCK {
+        // `fits` said the offset does, and that it is after the newest.
+        self.push_time(u32::try_from(t_ms - self.t0).unwrap_or(u32::MAX).max(self.last.saturating_add(1)));
+        if self.n() < BLOCK {
             return;
         }
-        let mut all = Vec::with_capacity((self.times.len() - 1) * base.len());
+        let mut all = Vec::with_capacity((self.n() - 1) * base.len());
         let mut cur = Vec::new();
         for c in &self.open {
             cur.clear();
@@ -278,13 +338,13 @@ impl Block {
         // Counters climb at a steady pace: differences from the block's average step are
         // a byte where differences from its first scrape would be two.
         let width = base.len();
-        let steps = (self.times.len() - 1) as f64;
+        let steps = (self.n() - 1) as f64;
         let last = &all[all.len() - width..];
         let slopes: Vec<f64> = (base.iter().zip(last))
             .map(|(&b, &l)| if whole(b) && whole(l) { ((l - b) / steps).round() + 0.0 } else { 0.0 })
             .collect();
         let trend = Column::encode(&slopes, Some(&vec![0.0; width]));
-        let predicted = Self::predicted(&base, &slopes, self.times.len());
+        let predicted = Self::predicted(&base, &slopes, self.n());
         self.sealed = Some((Column::encode(&all, Some(&predicted)), trend));
         self.open = Vec::new();
         self.close();
@@ -315,11 +375,15 @@ impl Block {
             Some((s, t)) => Some((delta(s)?, delta(t)?)),
             None => None,
         };
+        let times: Vec<u32> = self.offsets().collect();
+        if times.len() != self.n() {
+            return None; // cannot happen with times `push_time` encoded
+        }
         Some(BlockParts {
             t0: self.t0,
             skip: self.skip,
             base,
-            times: self.times.clone(),
+            times,
             sealed,
             open: self.open.iter().map(delta).collect::<Option<_>>()?,
         })
@@ -341,15 +405,27 @@ impl Block {
                 Some(_) => open.is_empty() && n > 1,
                 None => open.len() == n - 1,
             };
-        consistent.then(|| Block {
+        if !consistent {
+            return None;
+        }
+        let mut block = Block {
             layout,
             base: Frame::new(&base),
             t0,
-            times,
+            times: Vec::with_capacity(n - 1),
+            count: 1,
+            last: 0,
+            step: 0,
             skip,
             sealed: sealed.map(|(s, t)| (Column::Delta(s.into()), Column::Delta(t.into()))),
             open: open.into_iter().map(|c| Column::Delta(c.into())).collect(),
-        })
+        };
+        // Strictly increasing from 0, checked above: every step is positive.
+        for &off in &times[1..] {
+            block.push_time(off);
+        }
+        block.times.shrink_to_fit();
+        Some(block)
     }
 
     /// Calls `f(k, t_ms, values)` for the stored scrapes from `k = from` on, oldest first;
@@ -362,30 +438,34 @@ impl Block {
             return true;
         }
         let first = first.max(1);
+        // Decoded alongside the values, from the block's start.
+        let mut times = self.offsets().skip(first).map(|o| self.t0 + i64::from(o));
         let mut cur = Vec::new();
         if let Some((sealed, trend)) = &self.sealed {
             let mut slopes = vec![0.0; width];
             if !trend.decode_into(&mut slopes) || slopes.len() != width {
                 return false;
             }
-            cur = Self::predicted(&base, &slopes, self.times.len());
-            if !sealed.decode_into(&mut cur) || cur.len() != (self.times.len() - 1) * width {
+            cur = Self::predicted(&base, &slopes, self.n());
+            if !sealed.decode_into(&mut cur) || cur.len() != (self.n() - 1) * width {
                 return false;
             }
-            for j in first..self.times.len() {
-                if !f(j - self.skip, self.time(j), &cur[(j - 1) * width..j * width]) {
+            for j in first..self.n() {
+                let Some(t) = times.next() else { return false };
+                if !f(j - self.skip, t, &cur[(j - 1) * width..j * width]) {
                     break;
                 }
             }
             return true;
         }
-        for j in first..self.times.len() {
+        for j in first..self.n() {
             cur.clear();
             cur.extend_from_slice(&base);
+            let Some(t) = times.next() else { return false };
             if !self.open[j - 1].decode_into(&mut cur) {
                 return false;
             }
-            if !f(j - self.skip, self.time(j), &cur) {
+            if !f(j - self.skip, t, &cur) {
                 break;
             }
         }
@@ -407,9 +487,66 @@ impl Block {
     pub(super) fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         self.base.heap_bytes()
-            + self.times.capacity() * size_of::<u32>()
+            + self.times.capacity()
             + self.sealed.as_ref().map_or(0, |(s, t)| s.heap_bytes() + t.heap_bytes())
             + self.open.iter().map(Column::heap_bytes).sum::<usize>()
             + self.open.capacity() * size_of::<Column>()
     }
+}
+
+/// A block's times after its `t0`, decoded one step at a time from [`Block::times`].
+struct Times<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    /// The next offset to yield; `None` once the bytes are spent (or do not decode).
+    next: Option<u32>,
+    step: i64,
+}
+
+impl Iterator for Times<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        let off = self.next?;
+        self.next = if self.pos == self.bytes.len() {
+            None
+        } else {
+            // Bytes only `Block::push_time` wrote: an offset that leaves `u32` cannot occur,
+            // and ends the times rather than wrapping.
+            get_varint(self.bytes, &mut self.pos).and_then(|z| {
+                self.step = self.step.checked_add(unzigzag(z))?;
+                u32::try_from(i64::from(off).checked_add(self.step)?).ok()
+            })
+        };
+        Some(off)
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut u: u64) {
+    while u >= 0x80 {
+        out.push((u as u8) | 0x80);
+        u >>= 7;
+    }
+    out.push(u as u8);
+}
+
+fn get_varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut u = 0;
+    for shift in (0..64).step_by(7) {
+        let b = *bytes.get(*pos)?;
+        *pos += 1;
+        u |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(u);
+        }
+    }
+    None
+}
+
+fn zigzag(d: i64) -> u64 {
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+fn unzigzag(z: u64) -> i64 {
+    ((z >> 1) as i64) ^ -((z & 1) as i64)
 }
