@@ -65,7 +65,7 @@ pub(super) fn whole(v: f64) -> bool {
     v.abs() <= EXACT && (v as i64) as f64 == v
 }
 
-fn put_varint(out: &mut Vec<u8>, mut u: u64) {
+pub(super) fn put_varint(out: &mut Vec<u8>, mut u: u64) {
     while u >= 0x80 {
         out.push((u as u8) | 0x80);
         u >>= 7;
@@ -74,7 +74,7 @@ fn put_varint(out: &mut Vec<u8>, mut u: u64) {
 }
 
 #[inline]
-fn get_varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
+pub(super) fn get_varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
     // Most tokens are one byte.
     let b = *bytes.get(*pos)?;
     *pos += 1;
@@ -93,11 +93,11 @@ fn get_varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
     None
 }
 
-fn zigzag(d: i64) -> u64 {
+pub(super) fn zigzag(d: i64) -> u64 {
     ((d << 1) ^ (d >> 63)) as u64
 }
 
-fn unzigzag(z: u64) -> i64 {
+pub(super) fn unzigzag(z: u64) -> i64 {
     ((z >> 1) as i64) ^ -((z & 1) as i64)
 }
 

@@ -28,7 +28,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::column::{Column, Frame, whole};
+use super::column::{Column, Frame, get_varint, put_varint, unzigzag, whole, zigzag};
 use super::layout::{Layout, Quantity, SeriesKey};
 use crate::canonical::{CounterKind, GaugeKind, HistogramKind};
 use crate::slo::stops_at;
@@ -520,33 +520,4 @@ impl Iterator for Times<'_> {
         };
         Some(off)
     }
-}
-
-fn put_varint(out: &mut Vec<u8>, mut u: u64) {
-    while u >= 0x80 {
-        out.push((u as u8) | 0x80);
-        u >>= 7;
-    }
-    out.push(u as u8);
-}
-
-fn get_varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut u = 0;
-    for shift in (0..64).step_by(7) {
-        let b = *bytes.get(*pos)?;
-        *pos += 1;
-        u |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Some(u);
-        }
-    }
-    None
-}
-
-fn zigzag(d: i64) -> u64 {
-    ((d << 1) ^ (d >> 63)) as u64
-}
-
-fn unzigzag(z: u64) -> i64 {
-    ((z >> 1) as i64) ^ -((z & 1) as i64)
 }
