@@ -29,6 +29,11 @@
 # time over the measured span is printed as tick_med/tick_p90/tick_max (seconds) and the
 # ticks logged in it against the span's intervals.
 #
+# With HOSTS=each every target has a loopback address of its own (127.1.x.y, the fake server
+# listening on every address): the daemon keeps a connection per target, as it does for a
+# fleet of real engines, where with the default HOSTS=shared the pool holds one per
+# concurrent scrape (≈ 40 at 10 000 targets) to the one fake server's address.
+#
 # Env: WARMUP (s, default 30), DURATION (s, default 120), INTERVAL (s, default 5),
 #      HISTORY (s, default 0), SNAPSHOT (default 60s), SLO (0 or 1, default 0),
 #      REQUESTS (the requests fill_state gives the request stores: none (default), tap, otlp),
@@ -46,6 +51,12 @@ FAKE=${FAKE:-target/release/examples/fake_targets}
 PORT=${PORT:-19465}
 FAKE_PORT=${FAKE_PORT:-19100}
 FAKE_THREADS=${FAKE_THREADS:-1}
+HOSTS=${HOSTS:-shared}
+case "$HOSTS" in
+  shared) FAKE_LISTEN=127.0.0.1 ;;
+  each) FAKE_LISTEN=0.0.0.0 ;;
+  *) echo "HOSTS must be shared or each, not $HOSTS" >&2; exit 2 ;;
+esac
 HISTORY=${HISTORY:-0}
 SNAPSHOT=${SNAPSHOT:-60s}
 SLO=${SLO:-0}
@@ -53,6 +64,11 @@ REQUESTS=${REQUESTS:-none}
 FILL=${FILL:-target/release/examples/fill_state}
 require_bin "$BIN" "cargo build --release --bin goodput"
 require_bin "$FAKE" "cargo build --release --example fake_targets"
+
+# Target i's host: the fake server's one address, or one of its own (HOSTS=each).
+target_host() {
+  if [ "$HOSTS" = each ]; then echo "127.1.$(($1 / 250)).$(($1 % 250 + 1))"; else echo 127.0.0.1; fi
+}
 
 work=$(mktemp -d)
 fake_pid=""
@@ -71,7 +87,7 @@ up_count() { awk '/^llm_slo_target_up\{/ && $2 == 1 { n++ } END { print n + 0 }'
 pct() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / (t1 - t0) * 100 }'; }
 
 [ "$HISTORY" -eq 0 ] || require_bin "$FILL" "cargo build --release --example fill_state"
-echo "# nproc $(nproc), $(uname -sr), interval ${INTERVAL}s, warm-up ${WARMUP}s, measured ${DURATION}s, fake server threads $FAKE_THREADS, history ${HISTORY}s, slo $SLO, requests $REQUESTS"
+echo "# nproc $(nproc), $(uname -sr), interval ${INTERVAL}s, warm-up ${WARMUP}s, measured ${DURATION}s, fake server threads $FAKE_THREADS, history ${HISTORY}s, slo $SLO, requests $REQUESTS, hosts $HOSTS"
 printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s %s\n' \
   N ok cpu_pct fake_pct rss_mib hwm_mib min_scr max_gap up errors ticks report_s metrics_s load_start load_end \
   tick_med/p90/max,logged
@@ -92,7 +108,7 @@ for n in "${NS[@]}"; do
       echo "  - {name: chat, ttft: 500ms, tpot: 50ms, objective: 0.99}"
     fi
     echo "targets:"
-    for ((i = 0; i < n; i++)); do echo "  - {name: t$i, url: 'http://127.0.0.1:$FAKE_PORT/t/$i/metrics'}"; done
+    for ((i = 0; i < n; i++)); do echo "  - {name: t$i, url: 'http://$(target_host "$i"):$FAKE_PORT/t/$i/metrics'}"; done
   } >"$work/config.yaml"
   if [ "$HISTORY" -gt 0 ]; then
     fill_t0=$(now_s)
@@ -101,7 +117,7 @@ for n in "${NS[@]}"; do
     echo "# $n: fill_state took $(awk -v a="$fill_t0" -v b="$(now_s)" 'BEGIN { printf "%.0f", b - a }') s," \
       "snapshot $(du -sm "$work/state" | cut -f1) MiB"
   fi
-  "$FAKE" --listen "127.0.0.1:$FAKE_PORT" --targets "$n" --template "$template" --threads "$FAKE_THREADS" \
+  "$FAKE" --listen "$FAKE_LISTEN:$FAKE_PORT" --targets "$n" --template "$template" --threads "$FAKE_THREADS" \
     --anchor-unix-ms "$anchor" >"$work/fake.log" 2>&1 &
   fake_pid=$!
   wait_http "http://127.0.0.1:$FAKE_PORT/stats"

@@ -102,7 +102,6 @@ pub struct SavedCatalog {
 /// [`Catalog::should_compact`] tells the owner when most of it is stale.
 #[derive(Debug, Default)]
 pub(super) struct Catalog {
-    series: HashMap<Arc<SeriesKey>, u32>,
     /// Shared with every view: a tick clones no key.
     pub keys: Vec<Arc<SeriesKey>>,
     /// The model of each series id.
@@ -127,10 +126,9 @@ impl Catalog {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         let keys: usize = self.keys.iter().map(|k| k.shard.capacity()).sum();
-        // Each key once (the map shares the `Arc`), plus the map's slots.
         let plans: usize = self.plans.values().map(|(_, p)| p.feeds.len() * (size_of::<Feed>() + 8) + 64).sum();
         keys + self.keys.len() * (size_of::<SeriesKey>() + 16)
-            + self.series.capacity() * (size_of::<Arc<SeriesKey>>() + 8)
+            + self.keys.capacity() * size_of::<Arc<SeriesKey>>()
             + self.series_model.capacity() * 4
             + self.group_keys.capacity() * 16
             + plans
@@ -161,10 +159,11 @@ impl Catalog {
             }
             c.model_names.push(name);
         }
+        let mut seen = std::collections::HashSet::new();
         for key in s.keys.layout().ok()?.keys.into_vec() {
             let model = *c.models.get(&key.model)?;
             let key = Arc::new(SeriesKey { model: c.model_names[model as usize].clone(), ..key });
-            if c.series.insert(key.clone(), c.keys.len() as u32).is_some() {
+            if !seen.insert(key.clone()) {
                 return None;
             }
             c.keys.push(key);
@@ -215,6 +214,11 @@ impl Catalog {
     }
 
     fn build(&mut self, layout: &Layout) -> Plan {
+        // Which id a key has is asked only here, when a layout is first seen: the map is
+        // built for it from `keys` and dropped after, rather than held beside the keys in
+        // every target's memory (≈ 4 KiB a target).
+        let mut series: HashMap<Arc<SeriesKey>, u32> =
+            self.keys.iter().enumerate().map(|(id, k)| (k.clone(), id as u32)).collect();
         let mut feeds = Vec::with_capacity(layout.keys.len());
         let mut groups: Vec<u32> = Vec::new();
         let mut local: HashMap<u32, u32> = HashMap::new();
@@ -236,12 +240,12 @@ impl Catalog {
                 feeds.push(Feed::Gauge(l));
                 continue;
             }
-            let id = match self.series.get(key) {
+            let id = match series.get(key) {
                 Some(&id) => id,
                 None => {
                     let id = self.keys.len() as u32;
                     let key = Arc::new(key.clone());
-                    self.series.insert(key.clone(), id);
+                    series.insert(key.clone(), id);
                     self.keys.push(key);
                     self.series_model.push(model);
                     id
@@ -250,6 +254,10 @@ impl Catalog {
             by_series.push((id, col as u32));
             feeds.push(Feed::Series(id));
         }
+        // Ids are added a layout at a time and rarely after the first: no room kept for more.
+        self.keys.shrink_to_fit();
+        self.series_model.shrink_to_fit();
+        self.group_keys.shrink_to_fit();
         models.sort_unstable();
         models.dedup();
         by_series.sort_unstable();
