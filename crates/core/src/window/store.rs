@@ -50,7 +50,7 @@ pub struct TargetWindows {
     /// steps these one difference on to the next scrape rather than decoding that one from
     /// its segment's keyframe.
     front: Option<(u64, Vec<f64>)>,
-    /// The thin part, oldest first, older than `points`: `thin_len` scrapes in blocks.
+    /// The thin part, oldest first, older than the full part: `thin_len` scrapes in blocks.
     pub(super) thin: VecDeque<thin::Block>,
     pub(super) thin_len: usize,
     pub(super) thin_rule: Option<thin::ThinRule>,
@@ -397,19 +397,7 @@ impl TargetWindows {
     /// The first sequence number whose point is newer than `t_ms`.
     pub fn seq_after(&self, t_ms: i64) -> u64 {
         let thin = self.thin_until(t_ms);
-        let full = if thin < self.thin_len {
-            0
-        } else {
-            let mut n = 0;
-            for s in &self.full {
-                let k = s.count_until(t_ms);
-                n += k;
-                if k < s.len() {
-                    break;
-                }
-            }
-            n
-        };
+        let full = if thin < self.thin_len { 0 } else { self.full_until(t_ms) };
         self.front_seq + (thin + full) as u64
     }
 
@@ -421,6 +409,19 @@ impl TargetWindows {
             return self.thin_at(i).is_some_and(|(b, k)| b.decode(k, out));
         };
         self.full_at(i).is_some_and(|(s, k)| s.decode(k, out))
+    }
+
+    /// Full points at or before `t_ms` (as [`TargetWindows::thin_until`] counts thin ones).
+    fn full_until(&self, t_ms: i64) -> usize {
+        let mut n = 0;
+        for s in &self.full {
+            if s.last_t() <= t_ms {
+                n += s.len();
+                continue;
+            }
+            return n + s.count_until(t_ms);
+        }
+        n
     }
 
     /// The segment holding full point `i` (0: the oldest full), and its index in it. The
