@@ -231,12 +231,12 @@ impl TargetWindows {
             return;
         }
         let Some((t_ms, layout)) = self.full.front().map(|s| (s.t(0), s.layout.clone())) else { return };
-        let values = self.front_values();
+        let values: Option<Arc<[f64]>> = self.front_values().map(Arc::from);
         self.take_front_full();
         self.front_seq += 1;
         match values {
             Some(v) => {
-                self.dropped.push_back(Point { t_ms, layout, column: Column::Raw(v.into()) });
+                self.dropped.push_back(Point { t_ms, layout, column: Column::Raw(v) });
                 if self.dropped.len() > MAX_DROPPED {
                     self.dropped.pop_front();
                 }
@@ -247,15 +247,17 @@ impl TargetWindows {
         }
     }
 
-    /// The oldest full scrape's values (a copy of the cursor `front` keeps).
-    fn front_values(&mut self) -> Option<Vec<f64>> {
+    /// The oldest full scrape's values: the cursor `front`, decoded from its segment if it
+    /// is not on that scrape. Borrowed, so that thinning or dropping a scrape each tick
+    /// copies no more of it than it keeps.
+    fn front_values(&mut self) -> Option<&[f64]> {
         let seq = self.front_seq + self.thin_len as u64;
         if self.front.as_ref().is_none_or(|(s, _)| *s != seq) {
             let mut values = Vec::new();
             let decoded = self.full.front().is_some_and(|s| s.decode(0, &mut values));
             self.front = decoded.then_some((seq, values));
         }
-        self.front.as_ref().map(|(_, v)| v.clone())
+        self.front.as_ref().map(|(_, v)| v.as_slice())
     }
 
     /// Takes the oldest full scrape out of the full part, and steps the cursor `front` on
@@ -515,8 +517,14 @@ impl TargetWindows {
 
     /// Thins the oldest full point.
     fn thin_one(&mut self) -> bool {
-        let Some(full) = self.front_values() else { return false };
-        let (Some(rule), Some(first)) = (self.thin_rule.as_mut(), self.full.front()) else { return false };
+        if self.front_values().is_none() {
+            return false;
+        }
+        let (Some(rule), Some(first), Some((_, full))) =
+            (self.thin_rule.as_mut(), self.full.front(), self.front.as_ref())
+        else {
+            return false;
+        };
         if full.len() != first.layout.keys.len() {
             return false;
         }
