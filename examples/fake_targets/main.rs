@@ -13,13 +13,17 @@
 //! OpenMetrics for `promtool tsdb create-blocks-from openmetrics` (see `history.rs`); a
 //! server started later with the same `--anchor-unix-ms` continues that past.
 //!
+//! With `--gzip`, a scrape that asks for gzip (`Accept-Encoding: gzip`) gets its body
+//! gzipped (at the fastest level, to keep the fake's CPU down), as engines behind Python's
+//! `prometheus_client` and Go's `promhttp` answer; without it every body is sent as is.
+//!
 //! `/stats` says, per target since start or the last `/stats/reset`, how often it was
 //! scraped and the longest gap between two scrapes: the ground truth for "every target
 //! was scraped every interval", measured outside the daemon.
 //!
 //! ```sh
 //! cargo run --release --example fake_targets -- --listen 127.0.0.1:19100 --targets 1000 \
-//!     --template scrape.prom [--threads 1] [--ramp 600] [--anchor-unix-ms MS]
+//!     --template scrape.prom [--threads 1] [--ramp 600] [--anchor-unix-ms MS] [--gzip]
 //! cargo run --release --example fake_targets -- --targets 20 --template scrape.prom \
 //!     --anchor-unix-ms MS --history-out past.om [--history-from-unix-ms MS] --history-to-unix-ms MS [--history-step-ms 5000] \
 //!     [--job fake] [--instance 127.0.0.1:19100]
@@ -30,7 +34,7 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -56,10 +60,11 @@ struct App {
     /// Unix ms at which every target's counters start from the template's values.
     anchor_ms: i64,
     ramp_s: f64,
+    gzip: bool,
     seen: Mutex<Vec<Seen>>,
 }
 
-async fn metrics(State(app): State<Arc<App>>, Path(i): Path<usize>) -> Response {
+async fn metrics(State(app): State<Arc<App>>, Path(i): Path<usize>, request: HeaderMap) -> Response {
     let now_ms = app.started.elapsed().as_millis() as u64;
     {
         let mut seen = app.seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -73,7 +78,20 @@ async fn metrics(State(app): State<Arc<App>>, Path(i): Path<usize>) -> Response 
         s.last_ms = Some(now_ms);
     }
     let body = app.template.render(factor(unix_ms() - app.anchor_ms, i, app.ramp_s));
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
+    let content_type = (header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+    let asks_gzip = request
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.split(',').any(|e| e.trim().starts_with("gzip"))));
+    if app.gzip && asks_gzip {
+        let mut out = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        if std::io::Write::write_all(&mut out, body.as_bytes()).is_ok()
+            && let Ok(gz) = out.finish()
+        {
+            return ([content_type, (header::CONTENT_ENCODING, "gzip")], gz).into_response();
+        }
+    }
+    ([content_type], body).into_response()
 }
 
 /// `targets N`, `scrapes`, `min_count`, `max_count`, `never_scraped`, `max_gap_ms`, one per line.
@@ -110,6 +128,7 @@ struct Args {
     history_step_ms: i64,
     job: String,
     instance: String,
+    gzip: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -126,6 +145,7 @@ fn parse_args() -> Result<Args, String> {
         history_step_ms: 5000,
         job: "fake".into(),
         instance: "127.0.0.1:19100".into(),
+        gzip: false,
     };
     let int = |flag: &str, v: String| v.parse::<i64>().map_err(|e| format!("{flag}: {e}"));
     let mut it = std::env::args().skip(1);
@@ -144,10 +164,11 @@ fn parse_args() -> Result<Args, String> {
             "--history-step-ms" => a.history_step_ms = int(&flag, value()?)?,
             "--job" => a.job = value()?,
             "--instance" => a.instance = value()?,
+            "--gzip" => a.gzip = true,
             other => {
                 return Err(format!(
                     "unknown flag {other}; expected --listen, --targets, --template, --threads, --ramp, \
-                     --anchor-unix-ms, --history-out, --history-from-unix-ms, --history-to-unix-ms, --history-step-ms, --job, --instance"
+                     --anchor-unix-ms, --history-out, --history-from-unix-ms, --history-to-unix-ms, --history-step-ms, --job, --instance, --gzip"
                 ));
             }
         }
@@ -189,6 +210,7 @@ fn main() {
         started: Instant::now(),
         anchor_ms: args.anchor_ms.unwrap_or_else(unix_ms),
         ramp_s: args.ramp_s,
+        gzip: args.gzip,
         seen: Mutex::new(vec![Seen::default(); args.targets]),
     });
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(args.threads).enable_all().build();

@@ -34,8 +34,12 @@
 # fleet of real engines, where with the default HOSTS=shared the pool holds one per
 # concurrent scrape (≈ 40 at 10 000 targets) to the one fake server's address.
 #
+# With GZIP=1 the fake server gzips a body when the scrape asks for it (goodput does unless
+# scrape.gzip is off), as engines behind prometheus_client and promhttp do; by default it
+# sends every body uncompressed.
+#
 # Env: WARMUP (s, default 30), DURATION (s, default 120), INTERVAL (s, default 5),
-#      HISTORY (s, default 0), SNAPSHOT (default 60s), SLO (0 or 1, default 0),
+#      HISTORY (s, default 0), SNAPSHOT (default 60s), SLO (0 or 1, default 0), GZIP (0 or 1),
 #      REQUESTS (the requests fill_state gives the request stores: none (default), tap, otlp),
 #      BIN, FAKE, FILL (binaries), PORT (daemon, 19465), FAKE_PORT (19100), FAKE_THREADS (1).
 set -euo pipefail
@@ -60,6 +64,8 @@ esac
 HISTORY=${HISTORY:-0}
 SNAPSHOT=${SNAPSHOT:-60s}
 SLO=${SLO:-0}
+GZIP=${GZIP:-0}
+FAKE_GZIP=(); [ "$GZIP" = 1 ] && FAKE_GZIP=(--gzip)
 REQUESTS=${REQUESTS:-none}
 FILL=${FILL:-target/release/examples/fill_state}
 require_bin "$BIN" "cargo build --release --bin goodput"
@@ -87,7 +93,7 @@ up_count() { awk '/^llm_slo_target_up\{/ && $2 == 1 { n++ } END { print n + 0 }'
 pct() { awk -v a="$1" -v b="$2" -v t0="$3" -v t1="$4" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / (t1 - t0) * 100 }'; }
 
 [ "$HISTORY" -eq 0 ] || require_bin "$FILL" "cargo build --release --example fill_state"
-echo "# nproc $(nproc), $(uname -sr), interval ${INTERVAL}s, warm-up ${WARMUP}s, measured ${DURATION}s, fake server threads $FAKE_THREADS, history ${HISTORY}s, slo $SLO, requests $REQUESTS, hosts $HOSTS"
+echo "# nproc $(nproc), $(uname -sr), interval ${INTERVAL}s, warm-up ${WARMUP}s, measured ${DURATION}s, fake server threads $FAKE_THREADS, history ${HISTORY}s, slo $SLO, requests $REQUESTS, hosts $HOSTS, gzip $GZIP"
 printf '%-5s %-5s %8s %8s %8s %8s %9s %6s %7s %6s %9s %9s %8s %-16s %-16s %s\n' \
   N ok cpu_pct fake_pct rss_mib hwm_mib min_scr max_gap up errors ticks report_s metrics_s load_start load_end \
   tick_med/p90/max,logged
@@ -117,7 +123,7 @@ for n in "${NS[@]}"; do
     echo "# $n: fill_state took $(awk -v a="$fill_t0" -v b="$(now_s)" 'BEGIN { printf "%.0f", b - a }') s," \
       "snapshot $(du -sm "$work/state" | cut -f1) MiB"
   fi
-  "$FAKE" --listen "$FAKE_LISTEN:$FAKE_PORT" --targets "$n" --template "$template" --threads "$FAKE_THREADS" \
+  "$FAKE" --listen "$FAKE_LISTEN:$FAKE_PORT" --targets "$n" --template "$template" --threads "$FAKE_THREADS" "${FAKE_GZIP[@]}" \
     --anchor-unix-ms "$anchor" >"$work/fake.log" 2>&1 &
   fake_pid=$!
   wait_http "http://127.0.0.1:$FAKE_PORT/stats"

@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::{HeaderMap, header};
 use axum::routing::get;
-use goodput::scrape::{ACCEPT, FetchSpec, Fetcher, HttpClient};
+use goodput::scrape::{ACCEPT, FetchSpec, Fetcher, HttpClient, READ_BUFFER};
 
 type Seen = Arc<Mutex<Vec<HeaderMap>>>;
 
@@ -134,6 +134,70 @@ async fn body_limit_counts_decoded_bytes() {
     let err = plain.fetch().await.unwrap_err();
     assert_eq!(err.reason(), "body_too_large");
     assert!(err.message().contains(&format!("{} bytes", body.len())), "{err}");
+}
+
+/// Serves `/metrics` with a `x-pad` header of `pad` bytes and `body` (sent as is, with
+/// `encoding` as its Content-Encoding when given).
+async fn raw_server(pad: usize, body: Vec<u8>, encoding: Option<&'static str>) -> std::net::SocketAddr {
+    let router = Router::new().route(
+        "/metrics",
+        get(move || {
+            let body = body.clone();
+            async move {
+                let mut headers = HeaderMap::new();
+                headers.insert("x-pad", "p".repeat(pad).parse().unwrap());
+                if let Some(e) = encoding {
+                    headers.insert(header::CONTENT_ENCODING, e.parse().unwrap());
+                }
+                (headers, body)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    addr
+}
+
+/// A connection reads through a buffer of READ_BUFFER bytes: a body many times that size
+/// arrives whole, a response head that fits is read, and one that does not is refused
+/// with the reason rather than read into an ever larger buffer.
+#[tokio::test]
+async fn a_connection_reads_through_a_fixed_buffer_and_refuses_a_head_larger_than_it() {
+    let body: Vec<u8> = (0..10_000).flat_map(|i| format!("x{{i=\"{i}\"}} {i}\n").into_bytes()).collect();
+    assert!(body.len() > 8 * READ_BUFFER, "the body spans many reads: {} bytes", body.len());
+    let fits = raw_server(READ_BUFFER / 2, body.clone(), None).await;
+    let fetcher = Fetcher::new(FetchSpec { gzip: false, ..spec(fits) }).unwrap();
+    for _ in 0..2 {
+        assert_eq!(fetcher.fetch().await.unwrap(), body, "the body arrives whole, on a fresh and a kept connection");
+    }
+
+    let too_big = raw_server(READ_BUFFER + 1024, body, None).await;
+    let err = Fetcher::new(FetchSpec { gzip: false, ..spec(too_big) }).unwrap().fetch().await.unwrap_err();
+    assert_eq!(err.reason(), "read_error", "{err}");
+    assert!(err.message().contains("too large"), "the reason is named: {err}");
+    assert!(err.message().contains(&too_big.to_string()), "the URL is named: {err}");
+}
+
+/// A gzip body of several members (as `cat a.gz b.gz` makes) decodes to all of them; one
+/// that is not gzip is a read error that says so; a body sent gzipped to a client that did
+/// not ask for it is not decoded.
+#[tokio::test]
+async fn gzip_members_are_all_decoded_and_a_corrupt_body_says_why() {
+    let (a, b) = ("x 1\n".repeat(100), "y 2\n".repeat(100));
+    let mut two = gzip_encode(a.as_bytes());
+    two.extend(gzip_encode(b.as_bytes()));
+    let members = raw_server(0, two.clone(), Some("gzip")).await;
+    assert_eq!(Fetcher::new(spec(members)).unwrap().fetch().await.unwrap(), format!("{a}{b}").into_bytes());
+    let unasked = Fetcher::new(FetchSpec { gzip: false, ..spec(members) }).unwrap();
+    assert_eq!(unasked.fetch().await.unwrap(), two, "not asked for, not decoded");
+
+    let corrupt = raw_server(0, b"not gzip at all".to_vec(), Some("gzip")).await;
+    let err = Fetcher::new(spec(corrupt)).unwrap().fetch().await.unwrap_err();
+    assert_eq!(err.reason(), "read_error", "{err}");
+    assert!(err.message().contains("gzip"), "{err}");
 }
 
 /// Serves `/metrics` and keeps, per request, the client's address (one per connection)

@@ -26,18 +26,17 @@ impl ScrapeError {
         &self.message
     }
 
-    /// Classifies a reqwest error by what went wrong on the wire.
-    pub(crate) fn from_reqwest(e: &reqwest::Error) -> Self {
-        let reason = if e.is_timeout() {
-            "timeout"
-        } else if e.is_connect() {
-            "connect"
-        } else {
-            "read_error"
-        };
-        // reqwest's Display omits the cause ("error sending request"); the chain says why.
-        // The message reaches logs and /api/v1/report, so any URL in it is redacted.
-        ScrapeError::new(reason, crate::redact::error_chain(e))
+    /// Classifies a failed request to `url` by what went wrong on the wire. The scrape's
+    /// deadline is kept outside the client ([`super::Fetcher::fetch`]), so no request error
+    /// is a timeout.
+    pub(crate) fn from_client(e: &hyper_util::client::legacy::Error, url: &url::Url) -> Self {
+        let reason = if e.is_connect() { "connect" } else { "read_error" };
+        // The client's Display is one word ("client error (Connect)"); the chain says why.
+        // The message reaches logs and /api/v1/report, so the URL is redacted.
+        ScrapeError::new(
+            reason,
+            format!("request to {} failed: {}", crate::redact::url(url), crate::redact::error_chain(e)),
+        )
     }
 }
 

@@ -1,22 +1,29 @@
-//! The HTTP side of a scrape: reqwest on rustls/ring, no proxy, with the whole request
-//! (connect, headers and body) under one deadline and the body read in chunks so that an
-//! oversized response is dropped as soon as it passes the limit.
+//! The HTTP side of a scrape, through the shared [`HttpClient`]: the whole request
+//! (connect, headers and body) under one deadline, the body read in chunks so that an
+//! oversized response is dropped as soon as it passes the limit, and a gzip body decoded
+//! with the limit applied to what it decodes to.
 //!
-//! Redirects are followed here rather than by reqwest, so that credentials (the bearer
+//! Redirects are followed here rather than by a client, so that credentials (the bearer
 //! token, every configured header, a URL's `user:password`) go only to the configured
 //! target's own origin, and a redirect to a link-local address (a cloud metadata service)
 //! is refused (docs/config.md, "Redirects").
 
+use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
-use std::sync::Once;
 use std::time::Duration;
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-
-use reqwest::header::{ACCEPT as ACCEPT_HEADER, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue, LOCATION};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::header::{
+    ACCEPT as ACCEPT_HEADER, ACCEPT_ENCODING, AUTHORIZATION, CONTENT_ENCODING, CONTENT_LENGTH, HeaderMap, HeaderName,
+    HeaderValue, LOCATION, USER_AGENT,
+};
+use hyper::{Request, Response, Uri};
 use url::{Host, Url};
 
 use super::ScrapeError;
+use super::client::{ClientError, HttpClient, Pool};
 use crate::redact::Secret;
 
 /// Like Prometheus: the classic text format first, OpenMetrics accepted (our parser reads both).
@@ -55,66 +62,13 @@ impl std::fmt::Debug for FetchSpec {
     }
 }
 
-/// Installs the ring crypto provider for rustls once per process. reqwest is built
-/// without a provider so that aws-lc-sys (a slow C build) stays out of the tree.
-pub fn install_crypto_provider() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // Err means another provider is already installed, which serves just as well.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
-/// The HTTP client scrapes go through: its connection pool and TLS setup, shared by every
-/// target of a daemon. A client per target kept a pool, a TLS verifier and idle
-/// connections with their read buffers per target, most of the per-target memory of an
-/// aggregator (docs/footprint.md#b-aggregator). The settings that differ between targets
-/// (timeout, headers, credentials) are set per request; only the gzip decoding, which is one
-/// setting for the whole config (`scrape.gzip`), is the client's.
-/// Why a target's HTTP client or request settings cannot be built: the target is not
-/// scraped, and the message says so in the log and in `goodput check`.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ClientError {
-    /// The TLS or connection pool setup failed (a shared error: every target sharing the
-    /// client reports it).
-    #[error("cannot build the HTTP client: {0}")]
-    Build(std::sync::Arc<reqwest::Error>),
-    /// A configured header's name or value is not valid HTTP.
-    #[error("header {name:?}: {why}")]
-    Header { name: String, why: String },
-}
-
-#[derive(Debug, Clone)]
-pub struct HttpClient {
-    client: reqwest::Client,
-    gzip: bool,
-}
-
-impl HttpClient {
-    /// A client that asks for and decodes gzip bodies when `gzip` is true.
-    pub fn new(gzip: bool) -> Result<HttpClient, ClientError> {
-        install_crypto_provider();
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .gzip(gzip)
-            .user_agent(concat!("goodput/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ClientError::Build(std::sync::Arc::new(e)))?;
-        Ok(HttpClient { client, gzip })
-    }
-
-    /// Whether this client asks for gzip bodies.
-    pub fn gzip(&self) -> bool {
-        self.gzip
-    }
-}
-
 /// How one target is fetched: its request settings and the client it goes through.
 #[derive(Debug, Clone)]
 pub struct Fetcher {
-    client: reqwest::Client,
-    /// Sent on every request: `Accept` and the scrape timeout.
+    client: Pool,
+    gzip: bool,
+    /// Sent on every request: `Accept`, `Accept-Encoding`, `User-Agent` and the scrape
+    /// timeout.
     headers: HeaderMap,
     /// The configured headers: sent only to the target's own origin.
     secret_headers: HeaderMap,
@@ -132,12 +86,16 @@ impl Fetcher {
     /// A fetcher going through `client`. A client whose gzip setting is not the spec's is
     /// not used: the fetcher gets one of its own, so that `spec.gzip` always holds.
     pub fn with_client(client: &HttpClient, spec: FetchSpec) -> Result<Fetcher, ClientError> {
-        let client = match client.gzip == spec.gzip {
-            true => client.client.clone(),
-            false => HttpClient::new(spec.gzip)?.client,
+        let client = match client.gzip() == spec.gzip {
+            true => client.pool.clone(),
+            false => HttpClient::new(spec.gzip)?.pool,
         };
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT_HEADER, HeaderValue::from_static(ACCEPT));
+        headers.insert(USER_AGENT, HeaderValue::from_static(concat!("goodput/", env!("CARGO_PKG_VERSION"))));
+        if spec.gzip {
+            headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
+        }
         let secs = format!("{}", spec.timeout.as_secs_f64());
         if let Ok(v) = HeaderValue::from_str(&secs) {
             headers.insert("x-prometheus-scrape-timeout-seconds", v);
@@ -151,7 +109,7 @@ impl Fetcher {
             value.set_sensitive(true);
             secret_headers.insert(name, value);
         }
-        Ok(Fetcher { client, headers, secret_headers, spec })
+        Ok(Fetcher { client, gzip: spec.gzip, headers, secret_headers, spec })
     }
 
     pub fn spec(&self) -> &FetchSpec {
@@ -190,16 +148,9 @@ impl Fetcher {
         let token = self.bearer_token().await?;
         let mut url = self.spec.url.clone();
         let mut hops = 0;
-        let mut resp = loop {
-            let mut req = self.client.get(url.clone()).timeout(self.spec.timeout).headers(self.headers.clone());
-            // Credentials stay with the origin they were configured for.
-            if url.origin() == self.spec.url.origin() {
-                req = req.headers(self.secret_headers.clone());
-                if let Some(t) = &token {
-                    req = req.header(AUTHORIZATION, t.clone());
-                }
-            }
-            let resp = req.send().await.map_err(|e| ScrapeError::from_reqwest(&e))?;
+        let resp = loop {
+            let req = self.request(&url, token.as_ref())?;
+            let resp = self.client.request(req).await.map_err(|e| ScrapeError::from_client(&e, &url))?;
             match self.redirect(&url, &resp, hops)? {
                 Some(next) => (url, hops) = (next, hops + 1),
                 None => break resp,
@@ -212,33 +163,98 @@ impl Fetcher {
         let limit = self.spec.body_limit;
         // Content-Length counts compressed bytes; only trust it when nothing is decoded.
         let headers = resp.headers();
-        let encoded = headers
-            .get(reqwest::header::CONTENT_ENCODING)
-            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
-        let declared = headers
-            .get(reqwest::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
-            .filter(|_| !encoded);
+        let encoding = headers.get(CONTENT_ENCODING).map(|v| v.as_bytes().trim_ascii());
+        let encoded = encoding.is_some_and(|v| !v.eq_ignore_ascii_case(b"identity"));
+        // Only a body asked for gzipped is decoded; any other encoding reaches the parser as
+        // sent, and fails there with the reason.
+        let gzipped =
+            self.gzip && encoding.is_some_and(|v| v.eq_ignore_ascii_case(b"gzip") || v.eq_ignore_ascii_case(b"x-gzip"));
+        let declared =
+            headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok()).filter(|_| !encoded);
         if let Some(len) = declared
             && len > limit as u64
         {
             return Err(too_large(limit, Some(len)));
         }
         let mut body = Vec::with_capacity(declared.map_or(64 << 10, |n| n as usize).min(limit));
-        while let Some(chunk) = resp.chunk().await.map_err(|e| ScrapeError::from_reqwest(&e))? {
+        let mut incoming = resp.into_body();
+        while let Some(frame) = incoming.frame().await {
+            let frame = frame.map_err(|e| ScrapeError::new("read_error", crate::redact::error_chain(&e)))?;
+            let Ok(chunk) = frame.into_data() else { continue };
+            // A gzip body is held compressed up to the limit too: it decodes to more.
             if body.len() + chunk.len() > limit {
                 return Err(too_large(limit, None));
             }
             body.extend_from_slice(&chunk);
         }
+        if gzipped {
+            return gunzip(&body, limit);
+        }
         Ok(body)
+    }
+
+    /// The request for `url`: the target's own headers, and its credentials only where
+    /// `url` is the configured target's origin.
+    fn request(&self, url: &Url, token: Option<&HeaderValue>) -> Result<Request<Empty<Bytes>>, ScrapeError> {
+        // A URL's `user:password` is sent as Basic credentials, not in the request line.
+        let mut bare = url.clone();
+        let userinfo = (!url.username().is_empty() || url.password().is_some()).then(|| basic_auth(url));
+        let _ = bare.set_username("");
+        let _ = bare.set_password(None);
+        let uri: Uri = bare.as_str().parse().map_err(|e| {
+            ScrapeError::new("connect", format!("{} is not a URL a request can go to: {e}", crate::redact::url(url)))
+        })?;
+        let mut req = Request::get(uri).body(Empty::new()).map_err(|e| ScrapeError::new("connect", e.to_string()))?;
+        let headers = req.headers_mut();
+        headers.extend(self.headers.clone());
+        if let Some(basic) = userinfo {
+            headers.insert(AUTHORIZATION, basic);
+        }
+        // Credentials stay with the origin they were configured for.
+        if url.origin() == self.spec.url.origin() {
+            headers.extend(self.secret_headers.clone());
+            if let Some(t) = token {
+                headers.insert(AUTHORIZATION, t.clone());
+            }
+        }
+        Ok(req)
+    }
+}
+
+/// `Authorization: Basic …` from a URL's user name and password (percent-decoded), marked
+/// sensitive so that no `Debug` of the request shows it.
+fn basic_auth(url: &Url) -> HeaderValue {
+    use base64::Engine as _;
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+    let mut pair = decode(url.username());
+    pair.push(b':');
+    pair.extend(decode(url.password().unwrap_or("")));
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&pair);
+    // Base64 is always a valid header value.
+    let mut value = HeaderValue::from_str(&format!("Basic {encoded}")).unwrap_or(HeaderValue::from_static("Basic"));
+    value.set_sensitive(true);
+    value
+}
+
+/// Decodes a gzip body (several members in a row too, as `gzip` concatenates them),
+/// refusing it as soon as it decodes to more than `limit` bytes.
+fn gunzip(body: &[u8], limit: usize) -> Result<Vec<u8>, ScrapeError> {
+    if body.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::with_capacity((body.len() * 8).min(limit));
+    let decoder = flate2::read::MultiGzDecoder::new(body);
+    match decoder.take(limit as u64 + 1).read_to_end(&mut out) {
+        Ok(n) if n > limit => Err(too_large(limit, None)),
+        Ok(_) => Ok(out),
+        Err(e) => Err(ScrapeError::new("read_error", format!("the gzip body does not decode: {e}"))),
     }
 }
 
 impl Fetcher {
     /// Where a redirect response sends the scrape next, `None` for any other response, or
     /// why it is not followed.
-    fn redirect(&self, from: &Url, resp: &reqwest::Response, hops: usize) -> Result<Option<Url>, ScrapeError> {
+    fn redirect<B>(&self, from: &Url, resp: &Response<B>, hops: usize) -> Result<Option<Url>, ScrapeError> {
         let status = resp.status();
         if !matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
             return Ok(None);
