@@ -10,9 +10,9 @@
 //! connection's read buffer. hyper's adaptive buffer grows to the largest read a body fills
 //! (≈ 64 KiB for a 45 KB scrape) and a kept-alive connection holds it until it closes; a
 //! fleet keeps a connection per target between scrapes, so at 10 000 targets that was about
-//! 0.6 GiB of buffers waiting for the next scrape (docs/footprint.md#10-000-targets). Every
-//! connection here reads through a buffer of [`READ_BUFFER`] bytes: a larger body is read in
-//! more pieces, at no measurable cost on the scrape path.
+//! 0.6 GiB of buffers waiting for the next scrape (docs/footprint.md, "10 000 targets at
+//! steady state"). Every connection here reads through a buffer of [`READ_BUFFER`] bytes:
+//! a larger body is read in more pieces.
 
 use std::sync::{Arc, Once};
 use std::time::Duration;
