@@ -179,7 +179,13 @@ impl Fetcher {
         let mut body = Vec::with_capacity(declared.map_or(64 << 10, |n| n as usize).min(limit));
         let mut incoming = resp.into_body();
         while let Some(frame) = incoming.frame().await {
-            let frame = frame.map_err(|e| ScrapeError::new("read_error", crate::redact::error_chain(&e)))?;
+            let frame = frame.map_err(|e| {
+                let why = crate::redact::error_chain(&e);
+                ScrapeError::new(
+                    "read_error",
+                    format!("reading the body from {} failed: {why}", crate::redact::url(&url)),
+                )
+            })?;
             let Ok(chunk) = frame.into_data() else { continue };
             // A gzip body is held compressed up to the limit too: it decodes to more.
             if body.len() + chunk.len() > limit {
