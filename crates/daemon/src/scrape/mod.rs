@@ -1,9 +1,10 @@
 //! Scraping one target: an HTTP fetch with every guard a hostile or broken endpoint
 //! needs (timeout, streaming size limit, gzip, auth), then parse and adapt.
 //!
-//! [`Fetcher`] is the I/O shell, through an [`HttpClient`] a daemon's targets share; [`ingest`] is pure, and [`ingest_reusing`] skips the
-//! adapter for a scrape whose series are the previous scrape's ([`Reuse`]). Every failure is a [`ScrapeError`]
-//! whose [`reason`](ScrapeError::reason) becomes the `reason` label of
+//! [`Fetcher`] is the I/O shell, going through the [`HttpClient`] a daemon's targets
+//! share; [`ingest`] is pure, and [`ingest_reusing`] skips the adapter for a scrape whose
+//! series are the previous scrape's ([`Reuse`]). Every failure is a [`ScrapeError`] whose
+//! [`reason`](ScrapeError::reason) becomes the `reason` label of
 //! `llm_slo_scrape_errors_total`.
 
 mod client;
