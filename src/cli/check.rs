@@ -69,7 +69,7 @@ pub fn probe(c: &Config) -> Result<Vec<String>, Box<dyn std::error::Error + Send
     let limits = limits_for(c);
     let results = rt.block_on(async {
         let mut tasks = tokio::task::JoinSet::new();
-        let client = HttpClient::new(c.scrape.gzip);
+        let client = HttpClient::new();
         for (i, t) in c.targets.iter().enumerate() {
             let fetcher = client.clone().and_then(|client| fetcher_for(c, t, &client));
             let url = crate::redact::url(&t.url);

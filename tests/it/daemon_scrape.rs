@@ -224,7 +224,7 @@ async fn peer_server() -> (std::net::SocketAddr, Arc<Mutex<Vec<(std::net::Socket
 #[tokio::test]
 async fn targets_sharing_a_client_reuse_its_connection_and_keep_their_own_headers() {
     let (addr, seen) = peer_server().await;
-    let client = HttpClient::new(true).unwrap();
+    let client = HttpClient::new().unwrap();
     let tenant = |t: &str| FetchSpec { headers: vec![("X-Tenant".into(), t.into())], ..spec(addr) };
     let a = Fetcher::with_client(&client, tenant("a")).unwrap();
     let b = Fetcher::with_client(&client, FetchSpec { timeout: Duration::from_secs(3), ..tenant("b") }).unwrap();
@@ -234,7 +234,7 @@ async fn targets_sharing_a_client_reuse_its_connection_and_keep_their_own_header
     // A fetcher with a client of its own opens its own connection.
     let own = Fetcher::new(tenant("c")).unwrap();
     own.fetch().await.unwrap();
-    // A spec whose gzip setting is not the shared client's gets a client that honours it.
+    // Whether a scrape asks for gzip is its request's: a target without it shares the pool.
     let plain = Fetcher::with_client(&client, FetchSpec { gzip: false, ..tenant("d") }).unwrap();
     plain.fetch().await.unwrap();
 
@@ -244,6 +244,7 @@ async fn targets_sharing_a_client_reuse_its_connection_and_keep_their_own_header
     assert_eq!(seen[0].0, seen[1].0, "the second target reused the first one's connection");
     assert_eq!(seen[0].0, seen[2].0);
     assert_ne!(seen[3].0, seen[0].0, "a separate client, a separate connection");
+    assert_eq!(seen[4].0, seen[0].0, "a target without gzip went through the shared connection");
     assert_eq!(seen[0].1["x-prometheus-scrape-timeout-seconds"], "2");
     assert_eq!(seen[1].1["x-prometheus-scrape-timeout-seconds"], "3");
     assert!(seen[0].1["accept-encoding"].to_str().unwrap().contains("gzip"));

@@ -77,7 +77,7 @@ impl Fleet {
             changed,
             roster,
             clock,
-            client: HttpClient::new(config.scrape.gzip),
+            client: HttpClient::new(),
             scrapes: JoinSet::new(),
             admission: Admission::default(),
             stats,
@@ -137,7 +137,6 @@ impl Fleet {
         }
         self.config = config;
         if refetch {
-            self.client = HttpClient::new(self.config.scrape.gzip);
             for (k, m) in self.members.values_mut().filter(|m| m.gone.is_none()).enumerate() {
                 let first = first_scrape_after(k);
                 m.stop = spawn(&self.config, &self.client, &mut self.scrapes, &self.clock, m.rt.clone(), first);

@@ -200,7 +200,7 @@ async fn a_first_scrape_waits_its_turn_and_a_stop_ends_the_wait() {
     assert_eq!(first_scrape_after(10_000), Duration::from_secs(10));
 
     let c = config::from_str("targets: [{name: a, url: 'http://127.0.0.1:1/metrics'}]", "t.yaml").unwrap().config;
-    let client = crate::scrape::HttpClient::new(false).unwrap();
+    let client = crate::scrape::HttpClient::new().unwrap();
     let start = |rt: &Arc<TargetRuntime>, first_after: Duration| {
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let fetcher = fetcher_for(&c, &rt.config, &client).unwrap();

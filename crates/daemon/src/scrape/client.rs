@@ -10,7 +10,7 @@
 //! connection's read buffer. hyper's adaptive buffer grows to the largest read a body fills
 //! (≈ 64 KiB for a 45 KB scrape) and a kept-alive connection holds it until it closes; a
 //! fleet keeps a connection per target between scrapes, so at 10 000 targets that was about
-//! 0.6 GiB of buffers waiting for the next scrape (docs/footprint.md, "10 000 targets at
+//! 0.5 GiB of buffers waiting for the next scrape (docs/footprint.md, "10 000 targets at
 //! steady state"). Every connection here reads through a buffer of [`READ_BUFFER`] bytes:
 //! a larger body is read in more pieces.
 
@@ -60,16 +60,15 @@ pub enum ClientError {
     Header { name: String, why: String },
 }
 
-/// The client and its pool of connections (module docs).
+/// The client and its pool of connections (module docs). Whether a scrape asks for gzip is
+/// the request's, so targets with and without it share one pool.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     pub(super) pool: Pool,
-    gzip: bool,
 }
 
 impl HttpClient {
-    /// A client that asks for and decodes gzip bodies when `gzip` is true.
-    pub fn new(gzip: bool) -> Result<HttpClient, ClientError> {
+    pub fn new() -> Result<HttpClient, ClientError> {
         install_crypto_provider();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         // ALPN (http/1.1) is set by the connector builder.
@@ -92,11 +91,6 @@ impl HttpClient {
             .pool_idle_timeout(POOL_IDLE)
             .http1_read_buf_exact_size(READ_BUFFER)
             .build(connector);
-        Ok(HttpClient { pool, gzip })
-    }
-
-    /// Whether this client asks for gzip bodies.
-    pub fn gzip(&self) -> bool {
-        self.gzip
+        Ok(HttpClient { pool })
     }
 }

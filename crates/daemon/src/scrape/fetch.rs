@@ -66,7 +66,6 @@ impl std::fmt::Debug for FetchSpec {
 #[derive(Debug, Clone)]
 pub struct Fetcher {
     client: Pool,
-    gzip: bool,
     /// Sent on every request: `Accept`, `Accept-Encoding`, `User-Agent` and the scrape
     /// timeout.
     headers: HeaderMap,
@@ -79,17 +78,12 @@ impl Fetcher {
     /// A fetcher with a client of its own, for a one-off scrape (`goodput record`, a GPU
     /// exporter). A daemon's targets share one through [`Fetcher::with_client`].
     pub fn new(spec: FetchSpec) -> Result<Fetcher, ClientError> {
-        let client = HttpClient::new(spec.gzip)?;
-        Fetcher::with_client(&client, spec)
+        Fetcher::with_client(&HttpClient::new()?, spec)
     }
 
-    /// A fetcher going through `client`. A client whose gzip setting is not the spec's is
-    /// not used: the fetcher gets one of its own, so that `spec.gzip` always holds.
+    /// A fetcher going through `client`.
     pub fn with_client(client: &HttpClient, spec: FetchSpec) -> Result<Fetcher, ClientError> {
-        let client = match client.gzip() == spec.gzip {
-            true => client.pool.clone(),
-            false => HttpClient::new(spec.gzip)?.pool,
-        };
+        let client = client.pool.clone();
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT_HEADER, HeaderValue::from_static(ACCEPT));
         headers.insert(USER_AGENT, HeaderValue::from_static(concat!("goodput/", env!("CARGO_PKG_VERSION"))));
@@ -109,7 +103,7 @@ impl Fetcher {
             value.set_sensitive(true);
             secret_headers.insert(name, value);
         }
-        Ok(Fetcher { client, gzip: spec.gzip, headers, secret_headers, spec })
+        Ok(Fetcher { client, headers, secret_headers, spec })
     }
 
     pub fn spec(&self) -> &FetchSpec {
@@ -167,8 +161,8 @@ impl Fetcher {
         let encoded = encoding.is_some_and(|v| !v.eq_ignore_ascii_case(b"identity"));
         // Only a body asked for gzipped is decoded; any other encoding reaches the parser as
         // sent, and fails there with the reason.
-        let gzipped =
-            self.gzip && encoding.is_some_and(|v| v.eq_ignore_ascii_case(b"gzip") || v.eq_ignore_ascii_case(b"x-gzip"));
+        let gzipped = self.spec.gzip
+            && encoding.is_some_and(|v| v.eq_ignore_ascii_case(b"gzip") || v.eq_ignore_ascii_case(b"x-gzip"));
         let declared =
             headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok()).filter(|_| !encoded);
         if let Some(len) = declared
