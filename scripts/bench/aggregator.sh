@@ -20,7 +20,9 @@
 #
 # With HISTORY > 0, examples/fill_state writes a state_dir snapshot of the fake targets' past
 # (ingested as live scrapes are) and the daemon restores it: its windows are full from the
-# start. The snapshot is then written every SNAPSHOT (default 60s, the config's default), and
+# start. The snapshot ends where the fill began, so the daemon starts as after a restart as
+# long as the fill took (printed): its first ticks take that gap's points out of every
+# window, which at a day of history (a fill of 7–9 minutes) holds them past the half-interval. The snapshot is then written every SNAPSHOT (default 60s, the config's default), and
 # state_max_size is raised to fit the fleet.
 #
 # With SLO=1 the config has one SLO (TTFT 500 ms and TPOT 50 ms for 99 %): SLO brackets,
@@ -127,6 +129,11 @@ for n in "${NS[@]}"; do
     --anchor-unix-ms "$anchor" >"$work/fake.log" 2>&1 &
   fake_pid=$!
   wait_http "http://127.0.0.1:$FAKE_PORT/stats"
+  if [ "$HISTORY" -gt 0 ]; then
+    # The snapshot ends where fill_state began (`now`): the daemon's first ticks take the
+    # points of that gap out of every window at once, as after a restart that long.
+    echo "# $n: the snapshot ends $(awk -v a="$now" -v b="$(date +%s%3N)" 'BEGIN { printf "%.0f", (b - a) / 1000 }') s before the daemon starts"
+  fi
   RUST_LOG=${RUST_LOG:-info,goodput::tick=debug} "$BIN" run --config "$work/config.yaml" >"$work/daemon.log" 2>&1 &
   daemon_pid=$!
   wait_http "http://127.0.0.1:$PORT/healthz" 600
