@@ -71,7 +71,31 @@ pub struct Fetcher {
     headers: HeaderMap,
     /// The configured headers: sent only to the target's own origin.
     secret_headers: HeaderMap,
+    /// The configured URL as a request goes to it, made once rather than every scrape;
+    /// `None` when it is not one (each scrape then says why).
+    target: Option<Bare>,
     spec: FetchSpec,
+}
+
+/// A URL without its `user:password`, and those as Basic credentials.
+#[derive(Debug, Clone)]
+struct Bare {
+    uri: Uri,
+    basic: Option<HeaderValue>,
+}
+
+impl Bare {
+    fn of(url: &Url) -> Result<Bare, ScrapeError> {
+        // A URL's `user:password` is sent as Basic credentials, not in the request line.
+        let mut bare = url.clone();
+        let basic = (!url.username().is_empty() || url.password().is_some()).then(|| basic_auth(url));
+        let _ = bare.set_username("");
+        let _ = bare.set_password(None);
+        let uri = bare.as_str().parse().map_err(|e| {
+            ScrapeError::new("connect", format!("{} is not a URL a request can go to: {e}", crate::redact::url(url)))
+        })?;
+        Ok(Bare { uri, basic })
+    }
 }
 
 impl Fetcher {
@@ -103,7 +127,8 @@ impl Fetcher {
             value.set_sensitive(true);
             secret_headers.insert(name, value);
         }
-        Ok(Fetcher { client, headers, secret_headers, spec })
+        let target = Bare::of(&spec.url).ok();
+        Ok(Fetcher { client, headers, secret_headers, target, spec })
     }
 
     pub fn spec(&self) -> &FetchSpec {
@@ -196,22 +221,19 @@ impl Fetcher {
     /// The request for `url`: the target's own headers, and its credentials only where
     /// `url` is the configured target's origin.
     fn request(&self, url: &Url, token: Option<&HeaderValue>) -> Result<Request<Empty<Bytes>>, ScrapeError> {
-        // A URL's `user:password` is sent as Basic credentials, not in the request line.
-        let mut bare = url.clone();
-        let userinfo = (!url.username().is_empty() || url.password().is_some()).then(|| basic_auth(url));
-        let _ = bare.set_username("");
-        let _ = bare.set_password(None);
-        let uri: Uri = bare.as_str().parse().map_err(|e| {
-            ScrapeError::new("connect", format!("{} is not a URL a request can go to: {e}", crate::redact::url(url)))
-        })?;
+        let configured = *url == self.spec.url;
+        let Bare { uri, basic } = match &self.target {
+            Some(t) if configured => t.clone(),
+            _ => Bare::of(url)?,
+        };
         let mut req = Request::get(uri).body(Empty::new()).map_err(|e| ScrapeError::new("connect", e.to_string()))?;
         let headers = req.headers_mut();
-        headers.extend(self.headers.clone());
-        if let Some(basic) = userinfo {
+        *headers = self.headers.clone();
+        if let Some(basic) = basic {
             headers.insert(AUTHORIZATION, basic);
         }
         // Credentials stay with the origin they were configured for.
-        if url.origin() == self.spec.url.origin() {
+        if configured || url.origin() == self.spec.url.origin() {
             headers.extend(self.secret_headers.clone());
             if let Some(t) = token {
                 headers.insert(AUTHORIZATION, t.clone());
