@@ -100,6 +100,7 @@ fn tick() -> Report {
     let mut store = RequestStore::new(StoreConfig {
         targets: vec!["llama".into()],
         windows: windows().to_vec(),
+        arrival_window: windows().iter().min().copied(),
         quantiles: vec![0.5, 0.99],
         slos: vec![slo()],
         max_records_per_series: 1000,

@@ -115,6 +115,7 @@ fn enrich(report: &mut Report, models: &[ModelReport]) {
     let windows: Vec<Window> = models[0].windows.iter().map(|w| w.window).collect();
     let mut store = RequestStore::new(StoreConfig {
         targets: vec![t0.clone()],
+        arrival_window: windows.iter().min().copied(),
         windows,
         quantiles: vec![0.5, 0.99],
         slos: goodput::config::from_str(CONFIG, "config").unwrap().config.slos,

@@ -47,6 +47,7 @@ fn samples_after(history_ms: i64) -> usize {
     let mut store = RequestStore::new(StoreConfig {
         targets: vec!["t".into()],
         windows: windows.clone(),
+        arrival_window: windows.iter().min().copied(),
         quantiles: vec![0.5, 0.99],
         slos: vec![slo()],
         max_records_per_series: 65_536,

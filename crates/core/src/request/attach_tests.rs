@@ -82,6 +82,7 @@ fn store(w: Window) -> RequestStore {
     RequestStore::new(StoreConfig {
         targets: vec!["t".into()],
         windows: vec![w],
+        arrival_window: Some(w),
         quantiles: vec![0.5, 0.99],
         slos: vec![slo()],
         max_records_per_series: 1000,

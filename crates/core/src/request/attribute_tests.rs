@@ -16,6 +16,7 @@ fn store(cap: usize) -> RequestStore {
     RequestStore::new(StoreConfig {
         targets: vec!["t".into()],
         windows: vec![Window::from_secs(60)],
+        arrival_window: Some(Window::from_secs(60)),
         quantiles: vec![0.5],
         slos: vec![Slo {
             name: "fast".into(),

@@ -110,10 +110,14 @@ fn window(
     let mut latency = Vec::new();
     let (basis, from, to, tally, by_arrival) = if lo >= s.complete_after {
         let hi = edge(now_ms);
+        // Only the window the capacity book reads keeps its requests by arrival: copied
+        // into the report at every tick, another window's cells (as many as its length
+        // holds arrival and finish slots) would be work and memory growing with it.
+        let cells = cfg.arrival_window == Some(w) && !slos.is_empty();
         let running = &mut s.running[i];
-        let slid = running.as_mut().is_some_and(|r| r.slide(&s.raw, lo, hi, slos, work));
+        let slid = running.as_mut().is_some_and(|r| r.keeps_cells() == cells && r.slide(&s.raw, lo, hi, slos, work));
         if !slid {
-            *running = Some(Running::build(&s.raw, lo, hi, slos, &cfg.quantiles, work));
+            *running = Some(Running::build(&s.raw, (lo, hi), slos, &cfg.quantiles, cells, work));
         }
         let r = running.as_ref().expect("built");
         for (k, kind) in LATENCY_HISTOGRAMS.iter().enumerate() {
@@ -128,7 +132,12 @@ fn window(
             };
             latency.extend(nearest(*kind, values, &cfg.quantiles));
         }
-        let by_arrival: Vec<Vec<ArrivalCell>> = r.by_arrival.iter().map(|c| c.values().copied().collect()).collect();
+        let by_arrival: Vec<Vec<ArrivalCell>> = if cells {
+            work.cells += r.by_arrival.iter().map(|c| c.len() as u64).sum::<u64>();
+            r.by_arrival.iter().map(|c| c.values().copied().collect()).collect()
+        } else {
+            vec![Vec::new(); slos.len()]
+        };
         (Basis::Records, lo, hi, r.tally.clone(), by_arrival)
     } else {
         // The slots serve this window now; its running sums would go stale.

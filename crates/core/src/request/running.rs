@@ -20,6 +20,9 @@ use super::tally::Tally;
 use crate::report::request::{ARRIVAL_SLOT_MS, ArrivalCell, FINISH_SLOT_MS};
 use crate::slo::Slo;
 
+#[cfg(doc)]
+use super::store::StoreConfig;
+
 /// The work of the store's ticks, counted rather than timed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Work {
@@ -29,6 +32,8 @@ pub struct Work {
     pub steps: u64,
     /// Time slots merged into windows: at most each window's slot count per evaluation.
     pub slots: u64,
+    /// Arrival cells copied into the report: only the capacity book's window's.
+    pub cells: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -37,27 +42,29 @@ pub struct Running {
     pub lo: f64,
     pub hi: f64,
     pub tally: Tally,
-    /// Per SLO of the series: the cells of arrival and finish slots.
+    /// Per SLO of the series: the cells of arrival and finish slots; none (an empty list)
+    /// in a window that does not keep them ([`StoreConfig::arrival_window`]).
     pub by_arrival: Vec<BTreeMap<(i64, i64), ArrivalCell>>,
     /// TTFT, TPOT and E2E of the records counted.
     pub values: [Ranked; 3],
 }
 
 impl Running {
-    /// The sums over `raw`'s records in `(lo, hi]`; adds the records read to `work`.
+    /// The sums over `raw`'s records in `(lo, hi]`, with the arrival cells if `cells`; adds
+    /// the records read to `work`.
     pub fn build(
         raw: &VecDeque<Compact>,
-        lo: f64,
-        hi: f64,
+        (lo, hi): (f64, f64),
         slos: &[&Slo],
         quantiles: &[f64],
+        cells: bool,
         work: &mut Work,
     ) -> Running {
         let mut r = Running {
             lo,
             hi,
             tally: Tally::new(slos.len()),
-            by_arrival: vec![BTreeMap::new(); slos.len()],
+            by_arrival: if cells { vec![BTreeMap::new(); slos.len()] } else { Vec::new() },
             values: [Ranked::new(quantiles), Ranked::new(quantiles), Ranked::new(quantiles)],
         };
         let (start, end) = (raw.partition_point(|c| c.finished <= lo), raw.partition_point(|c| c.finished <= hi));
@@ -89,6 +96,11 @@ impl Running {
         }
         (self.lo, self.hi) = (lo, hi);
         true
+    }
+
+    /// Whether the sums keep the arrival cells of each SLO.
+    pub fn keeps_cells(&self) -> bool {
+        !self.by_arrival.is_empty()
     }
 
     /// Whether a record finishing at `finished` is counted.

@@ -45,6 +45,11 @@ pub struct StoreConfig {
     /// The configured targets' names: records for others are refused.
     pub targets: Vec<String>,
     pub windows: Vec<Window>,
+    /// The window whose records the report lists by arrival
+    /// ([`RequestSlo::by_arrival`](crate::report::request::RequestSlo::by_arrival)):
+    /// the one the capacity book reads, the shortest configured (not alert-only) window.
+    /// `None`: no window lists them.
+    pub arrival_window: Option<Window>,
     pub quantiles: Vec<f64>,
     /// Every configured SLO; each series judges those whose scope covers it.
     pub slos: Vec<Slo>,

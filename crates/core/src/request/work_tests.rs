@@ -15,6 +15,7 @@ fn config(cap: usize) -> StoreConfig {
     StoreConfig {
         targets: vec!["t".into()],
         windows: WINDOWS.iter().map(|&s| Window::from_secs(s)).collect(),
+        arrival_window: WINDOWS.iter().min().map(|&s| Window::from_secs(s)),
         quantiles: vec![0.5, 0.9, 0.99],
         slos: vec![Slo {
             name: "chat".into(),
@@ -115,6 +116,7 @@ fn a_minute_after(history_ms: i64, cap: usize, source: Source) -> Minute {
         records: after.records - before.records,
         steps: after.steps - before.steps,
         slots: after.slots - before.slots,
+        cells: after.cells - before.cells,
     };
     Minute { work, records_held: store.records_held(), evaluations }
 }
@@ -149,6 +151,10 @@ fn a_tick_after_a_day_of_requests_takes_the_work_of_a_tick_after_a_minute() {
             day.work,
             minute.work
         );
+        // The report lists the requests by arrival of the capacity book's window only, the
+        // minute: as many cells after a day as after a minute.
+        assert!(minute.work.cells >= 12 * 50, "{:?}: the minute's cells are not counted", minute.work);
+        assert!(day.work.cells <= minute.work.cells + minute.work.cells / 4, "{:?} vs {:?}", day.work, minute.work);
         // The slots merged are bounded by the windows' slot counts, whatever the history.
         for m in [&minute, &full, &day] {
             assert!(m.work.slots <= m.evaluations * SLOTS_PER_WINDOW as u64, "{:?}", m.work);

@@ -147,6 +147,7 @@ proptest! {
         let mut store = RequestStore::new(StoreConfig {
             targets: vec!["t".into()],
             windows: vec![window()],
+            arrival_window: Some(window()),
             quantiles: vec![0.5, 0.99],
             slos: vec![slo.clone()],
             max_records_per_series: 100_000,

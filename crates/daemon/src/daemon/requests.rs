@@ -105,6 +105,8 @@ pub fn store_config(config: &Config) -> StoreConfig {
     StoreConfig {
         targets: config.targets.iter().map(|t| t.name.clone()).collect(),
         windows: config.eval_windows(),
+        // The capacity book's window (capacity::feed), the shortest of the report's own.
+        arrival_window: config.windows.iter().min().copied(),
         quantiles: config.eval_quantiles(),
         slos: config.slos.clone(),
         max_records_per_series: DEFAULT_MAX_RECORDS_PER_SERIES,

@@ -77,6 +77,7 @@ impl VirtualDaemon {
         windows.dedup();
         self.requests = Some(RequestStore::new(StoreConfig {
             targets: self.targets.iter().map(|t| t.name.clone()).collect(),
+            arrival_window: self.cfg.windows.iter().min().copied(),
             windows,
             quantiles: self.cfg.quantiles.clone(),
             slos: self.cfg.slos.clone(),

@@ -46,6 +46,7 @@ fn world(yaml: &str) -> World {
     let store = RequestStore::new(StoreConfig {
         targets: names,
         windows: config.eval_windows(),
+        arrival_window: config.windows.iter().min().copied(),
         quantiles: config.eval_quantiles(),
         slos: config.slos.clone(),
         max_records_per_series: 1000,
