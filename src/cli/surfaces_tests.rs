@@ -101,6 +101,7 @@ fn tick() -> Report {
         targets: vec!["llama".into()],
         windows: windows().to_vec(),
         arrival_window: windows().iter().min().copied(),
+        alert_only: Vec::new(),
         quantiles: vec![0.5, 0.99],
         slos: vec![slo()],
         max_records_per_series: 1000,

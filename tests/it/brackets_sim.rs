@@ -92,6 +92,7 @@ fn spans_of_the_histograms_requests_lie_inside_the_bracket_at_every_tick() {
                     targets: vec![TARGET.into()],
                     windows: vec![Window::from_secs(window_s)],
                     arrival_window: Some(Window::from_secs(window_s)),
+                    alert_only: Vec::new(),
                     quantiles: vec![0.5],
                     slos: slos(),
                     max_records_per_series: 1_000_000,

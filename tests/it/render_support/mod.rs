@@ -116,6 +116,7 @@ fn enrich(report: &mut Report, models: &[ModelReport]) {
     let mut store = RequestStore::new(StoreConfig {
         targets: vec![t0.clone()],
         arrival_window: windows.iter().min().copied(),
+        alert_only: Vec::new(),
         windows,
         quantiles: vec![0.5, 0.99],
         slos: goodput::config::from_str(CONFIG, "config").unwrap().config.slos,

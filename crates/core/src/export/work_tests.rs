@@ -48,6 +48,7 @@ fn samples_after(history_ms: i64) -> usize {
         targets: vec!["t".into()],
         windows: windows.clone(),
         arrival_window: windows.iter().min().copied(),
+        alert_only: Vec::new(),
         quantiles: vec![0.5, 0.99],
         slos: vec![slo()],
         max_records_per_series: 65_536,

@@ -83,6 +83,7 @@ fn store(w: Window) -> RequestStore {
         targets: vec!["t".into()],
         windows: vec![w],
         arrival_window: Some(w),
+        alert_only: Vec::new(),
         quantiles: vec![0.5, 0.99],
         slos: vec![slo()],
         max_records_per_series: 1000,

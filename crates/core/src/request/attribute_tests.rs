@@ -17,6 +17,7 @@ fn store(cap: usize) -> RequestStore {
         targets: vec!["t".into()],
         windows: vec![Window::from_secs(60)],
         arrival_window: Some(Window::from_secs(60)),
+        alert_only: Vec::new(),
         quantiles: vec![0.5],
         slos: vec![Slo {
             name: "fast".into(),

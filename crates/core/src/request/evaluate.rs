@@ -107,6 +107,7 @@ fn window(
 ) -> RequestWindow {
     let lo = edge(now_ms - w.millis());
     let sketch = QuantileMethod::Sketch { relative_error: RELATIVE_ERROR };
+    let quantiles = cfg.quantiles_at(w);
     let mut latency = Vec::new();
     let (basis, from, to, tally, by_arrival) = if lo >= s.complete_after {
         let hi = edge(now_ms);
@@ -117,20 +118,21 @@ fn window(
         let running = &mut s.running[i];
         let slid = running.as_mut().is_some_and(|r| r.keeps_cells() == cells && r.slide(&s.raw, lo, hi, slos, work));
         if !slid {
-            *running = Some(Running::build(&s.raw, (lo, hi), slos, &cfg.quantiles, cells, work));
+            *running = Some(Running::build(&s.raw, (lo, hi), slos, quantiles, cells, work));
         }
         let r = running.as_ref().expect("built");
         for (k, kind) in LATENCY_HISTOGRAMS.iter().enumerate() {
-            let values = match kind {
-                HistogramKind::Ttft => &r.values[0],
-                HistogramKind::Tpot => &r.values[1],
-                HistogramKind::E2e => &r.values[2],
+            let values = match (kind, &r.values) {
+                (HistogramKind::Ttft, Some(v)) => &v[0],
+                (HistogramKind::Tpot, Some(v)) => &v[1],
+                (HistogramKind::E2e, Some(v)) => &v[2],
+                (HistogramKind::Ttft | HistogramKind::Tpot | HistogramKind::E2e, None) => continue,
                 _ => {
-                    latency.extend(from_sketch(*kind, &slots.sketches[k], &cfg.quantiles, sketch));
+                    latency.extend(from_sketch(*kind, &slots.sketches[k], quantiles, sketch));
                     continue;
                 }
             };
-            latency.extend(nearest(*kind, values, &cfg.quantiles));
+            latency.extend(nearest(*kind, values, quantiles));
         }
         let by_arrival: Vec<Vec<ArrivalCell>> = if cells {
             work.cells += r.by_arrival.iter().map(|c| c.len() as u64).sum::<u64>();
@@ -142,7 +144,7 @@ fn window(
     } else {
         // The slots serve this window now; its running sums would go stale.
         s.running[i] = None;
-        latency.extend(sketch_quantiles(&slots.sketches, &cfg.quantiles));
+        latency.extend(sketch_quantiles(&slots.sketches, quantiles));
         let slot_seconds = s.rings[i].width_ms() as f64 / 1000.0;
         (
             Basis::Slots { slot_seconds },

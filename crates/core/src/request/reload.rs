@@ -113,6 +113,7 @@ mod tests {
             targets: vec!["t".into()],
             windows: windows.iter().map(|&s| Window::from_secs(s)).collect(),
             arrival_window: windows.iter().min().map(|&s| Window::from_secs(s)),
+            alert_only: Vec::new(),
             quantiles: vec![0.5],
             slos,
             max_records_per_series: 1000,

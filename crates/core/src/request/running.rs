@@ -20,9 +20,6 @@ use super::tally::Tally;
 use crate::report::request::{ARRIVAL_SLOT_MS, ArrivalCell, FINISH_SLOT_MS};
 use crate::slo::Slo;
 
-#[cfg(doc)]
-use super::store::StoreConfig;
-
 /// The work of the store's ticks, counted rather than timed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Work {
@@ -43,10 +40,11 @@ pub struct Running {
     pub hi: f64,
     pub tally: Tally,
     /// Per SLO of the series: the cells of arrival and finish slots; none (an empty list)
-    /// in a window that does not keep them ([`StoreConfig::arrival_window`]).
+    /// in a window that does not keep them (`StoreConfig::arrival_window`).
     pub by_arrival: Vec<BTreeMap<(i64, i64), ArrivalCell>>,
-    /// TTFT, TPOT and E2E of the records counted.
-    pub values: [Ranked; 3],
+    /// TTFT, TPOT and E2E of the records counted; `None` in a window that reports no
+    /// latency quantile (`StoreConfig::alert_only`).
+    pub values: Option<[Ranked; 3]>,
 }
 
 impl Running {
@@ -65,7 +63,8 @@ impl Running {
             hi,
             tally: Tally::new(slos.len()),
             by_arrival: if cells { vec![BTreeMap::new(); slos.len()] } else { Vec::new() },
-            values: [Ranked::new(quantiles), Ranked::new(quantiles), Ranked::new(quantiles)],
+            values: (!quantiles.is_empty())
+                .then(|| [Ranked::new(quantiles), Ranked::new(quantiles), Ranked::new(quantiles)]),
         };
         let (start, end) = (raw.partition_point(|c| c.finished <= lo), raw.partition_point(|c| c.finished <= hi));
         for c in raw.range(start..end) {
@@ -120,7 +119,7 @@ impl Running {
             count_arrival(cells, c, j.joint, enter);
         }
         work.records += 1;
-        for (set, v) in self.values.iter_mut().zip([c.ttft(), c.tpot(), Some(c.e2e)]) {
+        for (set, v) in self.values.iter_mut().flatten().zip([c.ttft(), c.tpot(), Some(c.e2e)]) {
             if let Some(v) = v {
                 work.steps += if enter { set.insert(v) } else { set.remove(v) };
             }
@@ -130,7 +129,7 @@ impl Running {
     /// Bytes held beyond the struct, estimated.
     pub fn heap_bytes(&self) -> usize {
         let cells: usize = self.by_arrival.iter().map(|c| c.len() * (16 + std::mem::size_of::<ArrivalCell>())).sum();
-        self.tally.heap_bytes() + cells + self.values.iter().map(Ranked::heap_bytes).sum::<usize>()
+        self.tally.heap_bytes() + cells + self.values.iter().flatten().map(Ranked::heap_bytes).sum::<usize>()
     }
 }
 

@@ -50,12 +50,25 @@ pub struct StoreConfig {
     /// the one the capacity book reads, the shortest configured (not alert-only) window.
     /// `None`: no window lists them.
     pub arrival_window: Option<Window>,
+    /// The latency quantiles reported for each window, but those of `alert_only`.
     pub quantiles: Vec<f64>,
+    /// The windows evaluated only for the alert rules, each with the quantiles the rules
+    /// read of it (none unless a latency rule does): no others are reported there, as for
+    /// the histograms' alert-only windows (docs/metrics.md#alert-only-windows), and a
+    /// window without any keeps no latencies in its running sums.
+    pub alert_only: Vec<(Window, Vec<f64>)>,
     /// Every configured SLO; each series judges those whose scope covers it.
     pub slos: Vec<Slo>,
     pub max_records_per_series: usize,
     /// Series per target besides those of `model=""`; past it the least recently seen goes.
     pub max_series_per_target: usize,
+}
+
+impl StoreConfig {
+    /// The latency quantiles window `w` reports.
+    pub fn quantiles_at(&self, w: Window) -> &[f64] {
+        self.alert_only.iter().find(|(a, _)| *a == w).map_or(&self.quantiles, |(_, q)| q)
+    }
 }
 
 /// One target, model and source.

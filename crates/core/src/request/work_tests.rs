@@ -16,6 +16,7 @@ fn config(cap: usize) -> StoreConfig {
         targets: vec!["t".into()],
         windows: WINDOWS.iter().map(|&s| Window::from_secs(s)).collect(),
         arrival_window: WINDOWS.iter().min().map(|&s| Window::from_secs(s)),
+        alert_only: Vec::new(),
         quantiles: vec![0.5, 0.9, 0.99],
         slos: vec![Slo {
             name: "chat".into(),
@@ -227,4 +228,45 @@ fn a_series_at_its_cap_holds_what_the_docs_say() {
         "a series at its cap: records {records} B (raw tier, capacity {} B), slots and sketches {slots_and_sketches} B, running sums {running} B",
         store.bytes_held() - slots_and_sketches
     );
+}
+
+/// A window only the alert rules read, none of them a latency rule (the 6 h of the slow
+/// burn-rate pair), reports its counts as the same window configured does, and no latency
+/// quantile, as the histograms' alert-only windows do; its running sums keep no latencies.
+#[test]
+fn an_alert_only_window_reports_its_counts_and_keeps_no_latencies() {
+    let six_hours = Window::from_secs(21_600);
+    let alert_only =
+        StoreConfig { alert_only: vec![(six_hours, Vec::new())], ..config(DEFAULT_MAX_RECORDS_PER_SERIES) };
+    let (mut configured, mut alerting) =
+        (RequestStore::new(config(DEFAULT_MAX_RECORDS_PER_SERIES)), RequestStore::new(alert_only));
+    let ticks = 7 * 720;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for k in 0..ticks {
+        let now = T0_MS + k * 5_000;
+        let records: Vec<RequestRecord> =
+            (0..5).map(|j| record((k * 5 + j) as u64, now - 5_000 + j * 1_000 + 500)).collect();
+        configured.ingest(records.clone(), now);
+        alerting.ingest(records, now);
+        if k % 120 == 0 || k >= ticks - 2 {
+            (a, b) = (configured.evaluate(now), alerting.evaluate(now));
+        }
+    }
+    let (with, without) = (&a[0].windows[3], &b[0].windows[3]);
+    assert_eq!(with.0, six_hours);
+    assert!(with.1.requests > 20_000, "{} requests in 6 h", with.1.requests);
+    assert_eq!(with.1.requests, without.1.requests);
+    assert_eq!(with.1.basis, without.1.basis);
+    assert_eq!(with.1.slos[0].counts, without.1.slos[0].counts);
+    assert!(!with.1.latency.is_empty(), "the configured window has its quantiles");
+    assert!(without.1.latency.is_empty(), "{:?}", without.1.latency);
+    // The shorter windows, configured in both, are the same.
+    for i in 0..3 {
+        assert_eq!(a[0].windows[i].1.latency, b[0].windows[i].1.latency, "window {i}");
+    }
+    // The 6 h window's 21 600 records are most of the latencies held: three B-tree entries
+    // each, against the 1 h window's 3 600.
+    let (held, kept) = (configured.running_bytes(), alerting.running_bytes());
+    assert!(kept * 3 < held, "running sums: {kept} B against {held} B");
+    eprintln!("running sums with the 6 h window configured: {held} B; alert-only: {kept} B");
 }

@@ -148,6 +148,7 @@ proptest! {
             targets: vec!["t".into()],
             windows: vec![window()],
             arrival_window: Some(window()),
+            alert_only: Vec::new(),
             quantiles: vec![0.5, 0.99],
             slos: vec![slo.clone()],
             max_records_per_series: 100_000,

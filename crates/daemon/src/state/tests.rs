@@ -47,6 +47,7 @@ fn world(yaml: &str) -> World {
         targets: names,
         windows: config.eval_windows(),
         arrival_window: config.windows.iter().min().copied(),
+        alert_only: Vec::new(),
         quantiles: config.eval_quantiles(),
         slos: config.slos.clone(),
         max_records_per_series: 1000,
