@@ -100,7 +100,6 @@ fn tick() -> Report {
     let mut store = RequestStore::new(StoreConfig {
         targets: vec!["llama".into()],
         windows: windows().to_vec(),
-        arrival_window: windows().iter().min().copied(),
         alert_only: Vec::new(),
         quantiles: vec![0.5, 0.99],
         slos: vec![slo()],

@@ -91,7 +91,6 @@ fn spans_of_the_histograms_requests_lie_inside_the_bracket_at_every_tick() {
                 let mut store = RequestStore::new(StoreConfig {
                     targets: vec![TARGET.into()],
                     windows: vec![Window::from_secs(window_s)],
-                    arrival_window: Some(Window::from_secs(window_s)),
                     alert_only: Vec::new(),
                     quantiles: vec![0.5],
                     slos: slos(),

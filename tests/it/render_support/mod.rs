@@ -115,7 +115,6 @@ fn enrich(report: &mut Report, models: &[ModelReport]) {
     let windows: Vec<Window> = models[0].windows.iter().map(|w| w.window).collect();
     let mut store = RequestStore::new(StoreConfig {
         targets: vec![t0.clone()],
-        arrival_window: windows.iter().min().copied(),
         alert_only: Vec::new(),
         windows,
         quantiles: vec![0.5, 0.99],

@@ -47,7 +47,6 @@ fn samples_after(history_ms: i64) -> usize {
     let mut store = RequestStore::new(StoreConfig {
         targets: vec!["t".into()],
         windows: windows.clone(),
-        arrival_window: windows.iter().min().copied(),
         alert_only: Vec::new(),
         quantiles: vec![0.5, 0.99],
         slos: vec![slo()],

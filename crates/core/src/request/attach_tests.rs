@@ -82,7 +82,6 @@ fn store(w: Window) -> RequestStore {
     RequestStore::new(StoreConfig {
         targets: vec!["t".into()],
         windows: vec![w],
-        arrival_window: Some(w),
         alert_only: Vec::new(),
         quantiles: vec![0.5, 0.99],
         slos: vec![slo()],

@@ -16,7 +16,6 @@ fn store(cap: usize) -> RequestStore {
     RequestStore::new(StoreConfig {
         targets: vec!["t".into()],
         windows: vec![Window::from_secs(60)],
-        arrival_window: Some(Window::from_secs(60)),
         alert_only: Vec::new(),
         quantiles: vec![0.5],
         slos: vec![Slo {

@@ -114,7 +114,7 @@ fn window(
         // Only the window the capacity book reads keeps its requests by arrival: copied
         // into the report at every tick, another window's cells (as many as its length
         // holds arrival and finish slots) would be work and memory growing with it.
-        let cells = cfg.arrival_window == Some(w) && !slos.is_empty();
+        let cells = cfg.arrival_window() == Some(w) && !slos.is_empty();
         let running = &mut s.running[i];
         let slid = running.as_mut().is_some_and(|r| r.keeps_cells() == cells && r.slide(&s.raw, lo, hi, slos, work));
         if !slid {

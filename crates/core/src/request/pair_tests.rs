@@ -121,7 +121,6 @@ fn the_store_pairs_what_it_takes_under_the_series_it_joined() {
     let mut st = RequestStore::new(StoreConfig {
         targets: vec!["t".into()],
         windows: vec![crate::duration::Window::from_secs(60)],
-        arrival_window: Some(crate::duration::Window::from_secs(60)),
         alert_only: Vec::new(),
         quantiles: vec![0.99],
         slos: Vec::new(),

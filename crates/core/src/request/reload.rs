@@ -112,7 +112,6 @@ mod tests {
         StoreConfig {
             targets: vec!["t".into()],
             windows: windows.iter().map(|&s| Window::from_secs(s)).collect(),
-            arrival_window: windows.iter().min().map(|&s| Window::from_secs(s)),
             alert_only: Vec::new(),
             quantiles: vec![0.5],
             slos,

@@ -45,11 +45,6 @@ pub struct StoreConfig {
     /// The configured targets' names: records for others are refused.
     pub targets: Vec<String>,
     pub windows: Vec<Window>,
-    /// The window whose records the report lists by arrival
-    /// ([`RequestSlo::by_arrival`](crate::report::request::RequestSlo::by_arrival)):
-    /// the one the capacity book reads, the shortest configured (not alert-only) window.
-    /// `None`: no window lists them.
-    pub arrival_window: Option<Window>,
     /// The latency quantiles reported for each window, but those of `alert_only`.
     pub quantiles: Vec<f64>,
     /// The windows evaluated only for the alert rules, each with the quantiles the rules
@@ -65,6 +60,14 @@ pub struct StoreConfig {
 }
 
 impl StoreConfig {
+    /// The window whose records the report lists by arrival
+    /// ([`RequestSlo::by_arrival`](crate::report::request::RequestSlo::by_arrival)): the one
+    /// the capacity book reads (`capacity::feed`), the shortest that is not alert-only.
+    /// `None` when every window is.
+    pub fn arrival_window(&self) -> Option<Window> {
+        self.windows.iter().filter(|w| !self.alert_only.iter().any(|(a, _)| a == *w)).min().copied()
+    }
+
     /// The latency quantiles window `w` reports.
     pub fn quantiles_at(&self, w: Window) -> &[f64] {
         self.alert_only.iter().find(|(a, _)| *a == w).map_or(&self.quantiles, |(_, q)| q)

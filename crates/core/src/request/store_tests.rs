@@ -30,7 +30,6 @@ fn config(windows: &[u64], cap: usize, slos: Vec<Slo>) -> StoreConfig {
     StoreConfig {
         targets: vec!["t".into()],
         windows: windows.iter().map(|&s| Window::from_secs(s)).collect(),
-        arrival_window: windows.iter().min().map(|&s| Window::from_secs(s)),
         alert_only: Vec::new(),
         quantiles: vec![0.5, 0.9, 0.99],
         slos,

@@ -15,7 +15,6 @@ fn config(cap: usize) -> StoreConfig {
     StoreConfig {
         targets: vec!["t".into()],
         windows: WINDOWS.iter().map(|&s| Window::from_secs(s)).collect(),
-        arrival_window: WINDOWS.iter().min().map(|&s| Window::from_secs(s)),
         alert_only: Vec::new(),
         quantiles: vec![0.5, 0.9, 0.99],
         slos: vec![Slo {

@@ -147,7 +147,6 @@ proptest! {
         let mut store = RequestStore::new(StoreConfig {
             targets: vec!["t".into()],
             windows: vec![window()],
-            arrival_window: Some(window()),
             alert_only: Vec::new(),
             quantiles: vec![0.5, 0.99],
             slos: vec![slo.clone()],

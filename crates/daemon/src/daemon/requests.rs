@@ -105,8 +105,6 @@ pub fn store_config(config: &Config) -> StoreConfig {
     StoreConfig {
         targets: config.targets.iter().map(|t| t.name.clone()).collect(),
         windows: config.eval_windows(),
-        // The capacity book's window (capacity::feed), the shortest of the report's own.
-        arrival_window: config.windows.iter().min().copied(),
         alert_only: config.alert_only_windows().into_iter().map(|a| (a.window, a.quantiles)).collect(),
         quantiles: config.eval_quantiles(),
         slos: config.slos.clone(),

@@ -77,8 +77,6 @@ impl VirtualDaemon {
         windows.dedup();
         self.requests = Some(RequestStore::new(StoreConfig {
             targets: self.targets.iter().map(|t| t.name.clone()).collect(),
-            // The capacity book's window: the shortest the rules are not alone to read.
-            arrival_window: self.cfg.windows.iter().filter(|w| self.cfg.alert_window(**w).is_none()).min().copied(),
             alert_only: self.cfg.alert_only.iter().map(|a| (a.window, a.quantiles.clone())).collect(),
             windows,
             quantiles: self.cfg.quantiles.clone(),

@@ -46,7 +46,6 @@ fn world(yaml: &str) -> World {
     let store = RequestStore::new(StoreConfig {
         targets: names,
         windows: config.eval_windows(),
-        arrival_window: config.windows.iter().min().copied(),
         alert_only: Vec::new(),
         quantiles: config.eval_quantiles(),
         slos: config.slos.clone(),
