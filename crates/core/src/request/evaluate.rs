@@ -15,7 +15,7 @@ use super::judge::{CLAUSES, ClauseCounts, SloCounts};
 use super::ranked::Ranked;
 use super::record::Source;
 use super::reject::Reject;
-use super::ring::{Sketches, SlotWindow, edge};
+use super::ring::{Reads, Sketches, SlotWindow, edge};
 use super::running::{Running, Work};
 use super::sketch::{RELATIVE_ERROR, Sketch};
 use super::store::{RequestStore, Series, SeriesKey, StoreConfig};
@@ -50,9 +50,7 @@ impl RequestStore {
             }
             let mut windows = Vec::with_capacity(cfg.windows.len());
             for (i, &w) in cfg.windows.iter().enumerate() {
-                let slots = s.rings[i].window(now_ms, slos.len());
-                work.slots += slots.merged as u64;
-                let mut rw = window(cfg, s, &slos, slots, key.source.into(), (i, w), now_ms, work);
+                let mut rw = window(cfg, s, &slos, key.source.into(), (i, w), now_ms, work);
                 if key.source == Source::Tap {
                     let q = &cfg.quantiles;
                     let (gap, (moved, steps)) = pairs.window(&key.target, &key.model, i, (rw.from_unix, rw.to_unix), q);
@@ -92,14 +90,11 @@ impl RequestStore {
     }
 }
 
-/// Window `i` (of length `w`) of series `s` at `now_ms`, its slots summed in `slots`; adds
-/// the work it took to `work`.
-#[allow(clippy::too_many_arguments)]
+/// Window `i` (of length `w`) of series `s` at `now_ms`; adds the work it took to `work`.
 fn window(
     cfg: &StoreConfig,
     s: &mut Series,
     slos: &[&Slo],
-    slots: SlotWindow,
     source: DataSource,
     (i, w): (usize, Window),
     now_ms: i64,
@@ -109,7 +104,21 @@ fn window(
     let sketch = QuantileMethod::Sketch { relative_error: RELATIVE_ERROR };
     let quantiles = cfg.quantiles_at(w);
     let mut latency = Vec::new();
-    let (basis, from, to, tally, by_arrival) = if lo >= s.complete_after {
+    let from_records = lo >= s.complete_after;
+    // What the window reads of its slots: all of them when the records no longer cover it;
+    // else only the sketches of what the records do not keep (ITL's gaps); none without a
+    // quantile to report.
+    let reads = Reads {
+        tally: !from_records,
+        sketches: std::array::from_fn(|k| {
+            let kept = matches!(LATENCY_HISTOGRAMS[k], HistogramKind::Ttft | HistogramKind::Tpot | HistogramKind::E2e);
+            !quantiles.is_empty() && !(from_records && kept)
+        }),
+    };
+    let slots: SlotWindow = s.rings[i].window(now_ms, slos.len(), reads);
+    work.slots += slots.merged as u64;
+    work.sketches += slots.sketches_merged as u64;
+    let (basis, from, to, tally, by_arrival) = if from_records {
         let hi = edge(now_ms);
         // Only the window the capacity book reads keeps its requests by arrival: copied
         // into the report at every tick, another window's cells (as many as its length

@@ -48,8 +48,18 @@ pub struct SlotWindow {
     pub to_ms: i64,
     pub tally: Tally,
     pub sketches: Sketches,
-    /// Slots merged into it (at most the window's slot count): the work it took.
+    /// Slots read (at most the window's slot count) and the sketches merged from them:
+    /// the work it took.
     pub merged: usize,
+    pub sketches_merged: usize,
+}
+
+/// What a window reads of its slots ([`Ring::window`]): their tally, and which latency
+/// sketches, in [`Sketches`] order. What it does not read is left empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reads {
+    pub tally: bool,
+    pub sketches: [bool; 4],
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -145,21 +155,30 @@ impl Ring {
         self.slots = self.slots.split_off(&oldest);
     }
 
-    /// The window's whole slots at `now_ms`, summed.
-    pub fn window(&self, now_ms: i64, slos: usize) -> SlotWindow {
+    /// The window's whole slots at `now_ms`, summed: only what `reads` names, so that a
+    /// window the records cover merges its ITL sketches alone, and one reporting no latency
+    /// quantile no sketch (each merge of a slot's sketch is a pass over its bins).
+    pub fn window(&self, now_ms: i64, slos: usize, reads: Reads) -> SlotWindow {
         let e = now_ms.div_euclid(self.width_ms);
         let mut tally = Tally::new(slos);
         let mut sketches = Sketches::default();
-        let mut merged = 0;
-        for slot in self.slots.range(e - self.n..e).map(|(_, s)| s) {
-            merged += 1;
-            tally.merge(&slot.tally);
-            for (a, b) in sketches.iter_mut().zip(&slot.sketches) {
-                a.merge(b);
+        let (mut merged, mut sketches_merged) = (0, 0);
+        if reads.tally || reads.sketches.contains(&true) {
+            for slot in self.slots.range(e - self.n..e).map(|(_, s)| s) {
+                merged += 1;
+                if reads.tally {
+                    tally.merge(&slot.tally);
+                }
+                for ((a, b), read) in sketches.iter_mut().zip(&slot.sketches).zip(reads.sketches) {
+                    if read {
+                        a.merge(b);
+                        sketches_merged += 1;
+                    }
+                }
             }
         }
         let to_ms = e * self.width_ms;
-        SlotWindow { from_ms: to_ms - self.window_ms, to_ms, tally, sketches, merged }
+        SlotWindow { from_ms: to_ms - self.window_ms, to_ms, tally, sketches, merged, sketches_merged }
     }
 
     /// Slots held, and the bytes they take (an estimate: map nodes are not counted).

@@ -27,8 +27,10 @@ pub struct Work {
     pub records: u64,
     /// Map steps: the quantile cursors' moves and the binary searches for the edges.
     pub steps: u64,
-    /// Time slots merged into windows: at most each window's slot count per evaluation.
+    /// Time slots read into windows: at most each window's slot count per evaluation.
     pub slots: u64,
+    /// Latency sketches merged from those slots: only those a window reports from them.
+    pub sketches: u64,
     /// Arrival cells copied into the report: only the capacity book's window's.
     pub cells: u64,
 }

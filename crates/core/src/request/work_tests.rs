@@ -116,6 +116,7 @@ fn a_minute_after(history_ms: i64, cap: usize, source: Source) -> Minute {
         records: after.records - before.records,
         steps: after.steps - before.steps,
         slots: after.slots - before.slots,
+        sketches: after.sketches - before.sketches,
         cells: after.cells - before.cells,
     };
     Minute { work, records_held: store.records_held(), evaluations }
@@ -158,6 +159,13 @@ fn a_tick_after_a_day_of_requests_takes_the_work_of_a_tick_after_a_minute() {
         // The slots merged are bounded by the windows' slot counts, whatever the history.
         for m in [&minute, &full, &day] {
             assert!(m.work.slots <= m.evaluations * SLOTS_PER_WINDOW as u64, "{:?}", m.work);
+        }
+        // A window the records cover merges only its slots' ITL sketches (the records
+        // rank the other latencies); one past them merges all four.
+        if cap == DEFAULT_MAX_RECORDS_PER_SERIES {
+            assert!(day.work.slots > 0 && day.work.sketches == day.work.slots, "{:?}", day.work);
+        } else {
+            assert!(day.work.sketches > day.work.slots && day.work.sketches <= 4 * day.work.slots, "{:?}", day.work);
         }
         eprintln!(
             "request store, cap {cap}, {source:?}: a minute of ticks after a minute {:?}, after 7 h {:?}, after a day {:?} ({} records held)",
@@ -266,6 +274,9 @@ fn an_alert_only_window_reports_its_counts_and_keeps_no_latencies() {
     // The 6 h window's 21 600 records are most of the latencies held: three B-tree entries
     // each, against the 1 h window's 3 600.
     let (held, kept) = (configured.running_bytes(), alerting.running_bytes());
+    // Nor does it merge its slots' sketches: the ITL quantiles it would give are not reported.
+    let (with, without) = (configured.work(), alerting.work());
+    assert!(with.sketches - without.sketches >= 20 * SLOTS_PER_WINDOW as u64, "{with:?} vs {without:?}");
     assert!(kept * 3 < held, "running sums: {kept} B against {held} B");
     eprintln!("running sums with the 6 h window configured: {held} B; alert-only: {kept} B");
 }
