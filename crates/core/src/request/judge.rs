@@ -173,6 +173,14 @@ impl ClauseCounts {
         self.good_upper += o.good_upper;
         self.unobservable += o.unobservable;
     }
+
+    /// Takes out counts [`ClauseCounts::merge`] added.
+    pub fn subtract(&mut self, o: &ClauseCounts) {
+        self.population -= o.population;
+        self.good_lower -= o.good_lower;
+        self.good_upper -= o.good_upper;
+        self.unobservable -= o.unobservable;
+    }
 }
 
 /// One SLO over a window: per clause, jointly, and the output tokens of the good requests.
@@ -228,6 +236,16 @@ impl SloCounts {
         self.joint.merge(&o.joint);
         self.good_tokens_lower += o.good_tokens_lower;
         self.good_tokens_upper += o.good_tokens_upper;
+    }
+
+    /// Takes out counts [`SloCounts::merge`] added.
+    pub fn subtract(&mut self, o: &SloCounts) {
+        for (a, b) in self.clauses.iter_mut().zip(&o.clauses) {
+            a.subtract(b);
+        }
+        self.joint.subtract(&o.joint);
+        self.good_tokens_lower -= o.good_tokens_lower;
+        self.good_tokens_upper -= o.good_tokens_upper;
     }
 }
 

@@ -5,7 +5,8 @@
 //! A cursor sits on a value `at` and knows how many values lie strictly below it. The rank a
 //! quantile asks for ([`nearest_rank`]) moves by at most one per insert or removal, and so
 //! does the count below the cursor, so the cursor walks at most a step or two to the value
-//! of that rank: a map lookup each.
+//! of that rank: a map lookup each. The cursor also keeps the count of its own value, so
+//! that a change which leaves it in place costs no lookup at all.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -29,6 +30,8 @@ struct Cursor {
     at: Option<u64>,
     /// Values strictly below `at`.
     below: u64,
+    /// Values equal to `at`.
+    here: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -40,7 +43,7 @@ pub struct Ranked {
 
 impl Ranked {
     pub fn new(quantiles: &[f64]) -> Ranked {
-        let cursors = quantiles.iter().map(|&quantile| Cursor { quantile, at: None, below: 0 }).collect();
+        let cursors = quantiles.iter().map(|&quantile| Cursor { quantile, at: None, below: 0, here: 0 }).collect();
         Ranked { counts: BTreeMap::new(), n: 0, cursors }
     }
 
@@ -54,8 +57,10 @@ impl Ranked {
         *self.counts.entry(k).or_default() += 1;
         self.n += 1;
         for c in &mut self.cursors {
-            if c.at.is_some_and(|at| k < at) {
-                c.below += 1;
+            match c.at {
+                Some(at) if k < at => c.below += 1,
+                Some(at) if k == at => c.here += 1,
+                _ => {}
             }
         }
         1 + self.settle()
@@ -74,43 +79,49 @@ impl Ranked {
         }
         self.n -= 1;
         for c in &mut self.cursors {
-            if c.at.is_some_and(|at| k < at) {
-                c.below -= 1;
+            match c.at {
+                Some(at) if k < at => c.below -= 1,
+                Some(at) if k == at => c.here -= 1,
+                _ => {}
             }
         }
         1 + self.settle()
     }
 
-    /// Moves each cursor to the value of its rank; returns the steps taken.
+    /// Moves each cursor to the value of its rank; returns the map steps taken.
     fn settle(&mut self) -> u64 {
         let mut steps = 0;
         for c in &mut self.cursors {
             if self.n == 0 {
-                (c.at, c.below) = (None, 0);
+                (c.at, c.below, c.here) = (None, 0, 0);
                 continue;
             }
             let rank = nearest_rank(c.quantile, self.n);
             let mut at = match c.at {
                 Some(at) => at,
                 None => {
-                    c.below = 0;
-                    *self.counts.keys().next().expect("not empty")
+                    steps += 1;
+                    let (&k, &n) = self.counts.iter().next().expect("not empty");
+                    (c.below, c.here) = (0, u64::from(n));
+                    k
                 }
             };
             loop {
-                steps += 1;
-                let here = u64::from(self.counts.get(&at).copied().unwrap_or(0));
                 if rank <= c.below {
                     let (&k, &n) = self.counts.range(..at).next_back().expect("values below the cursor");
                     at = k;
-                    c.below -= u64::from(n);
-                } else if rank > c.below + here {
-                    c.below += here;
-                    let next = self.counts.range((Bound::Excluded(at), Bound::Unbounded)).next();
-                    at = *next.expect("values above the cursor").0;
+                    c.here = u64::from(n);
+                    c.below -= c.here;
+                } else if rank > c.below + c.here {
+                    c.below += c.here;
+                    let (&k, &n) =
+                        self.counts.range((Bound::Excluded(at), Bound::Unbounded)).next().expect("values above the cursor");
+                    at = k;
+                    c.here = u64::from(n);
                 } else {
                     break;
                 }
+                steps += 1;
             }
             c.at = Some(at);
         }

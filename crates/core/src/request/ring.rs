@@ -7,12 +7,18 @@
 //! `(k·s, (k+1)·s]`, slot edges on the Unix epoch's grid. Evaluated at `t`, the window is
 //! the last `n` whole slots, `(E − w, E]` with `E = ⌊t/s⌋·s`: the counts over it are
 //! exact, and it ends at most one slot (`w/120`) before `t`.
+//!
+//! The ring keeps that sum as the window moves ([`Summed`]): a tick adds the slots that
+//! became whole and takes out those that left, rather than merging all `n` again, and a
+//! late request joins the sum with its slot. Sketch bins are summed without collapsing
+//! ([`SketchSum`]) so that a slot can be taken out exactly.
 
 use std::collections::BTreeMap;
 
 use super::compact::Compact;
 use super::judge::Judgement;
-use super::sketch::Sketch;
+use super::sketch;
+use super::sketch::{Sketch, SketchSum};
 use super::tally::Tally;
 use crate::duration::Window;
 
@@ -48,8 +54,8 @@ pub struct SlotWindow {
     pub to_ms: i64,
     pub tally: Tally,
     pub sketches: Sketches,
-    /// Slots read (at most the window's slot count) and the sketches merged from them:
-    /// the work it took.
+    /// Slots added to or taken out of the sum (at most the window's slot count) and the
+    /// sketches among them: the work it took.
     pub merged: usize,
     pub sketches_merged: usize,
 }
@@ -68,6 +74,45 @@ pub struct Ring {
     width_ms: i64,
     n: i64,
     slots: BTreeMap<i64, Slot>,
+    /// The window's slots summed at its last evaluation; not saved, summed again from the
+    /// slots at the first evaluation after a restore.
+    #[serde(skip)]
+    summed: Option<Summed>,
+}
+
+/// What the ring holds of the slots with keys in `[lo, hi)`, summed: the parts `reads` names.
+#[derive(Debug, Clone)]
+struct Summed {
+    lo: i64,
+    hi: i64,
+    reads: Reads,
+    tally: Tally,
+    sketches: [SketchSum; 4],
+}
+
+impl Summed {
+    /// Adds (`enter`) or takes out one slot; returns the sketches that took.
+    fn change(&mut self, slot: &Slot, enter: bool) -> usize {
+        if self.reads.tally {
+            if enter {
+                self.tally.merge(&slot.tally);
+            } else {
+                self.tally.subtract(&slot.tally);
+            }
+        }
+        let mut n = 0;
+        for ((sum, s), read) in self.sketches.iter_mut().zip(&slot.sketches).zip(self.reads.sketches) {
+            if read {
+                if enter {
+                    sum.add(s);
+                } else {
+                    sum.subtract(s);
+                }
+                n += 1;
+            }
+        }
+        n
+    }
 }
 
 /// How many slots a window of `w_ms` is cut into (see the module doc).
@@ -95,7 +140,7 @@ impl Ring {
     pub fn new(window: Window) -> Ring {
         let window_ms = window.millis().max(1);
         let n = slots_for(window_ms);
-        Ring { window_ms, width_ms: window_ms / n, n, slots: BTreeMap::new() }
+        Ring { window_ms, width_ms: window_ms / n, n, slots: BTreeMap::new(), summed: None }
     }
 
     pub fn width_ms(&self) -> i64 {
@@ -147,44 +192,100 @@ impl Ring {
         for &(key, n) in itl {
             itl_sketch.add_key(key, n);
         }
+        // A late request, into a slot the window has summed already.
+        if let Some(sum) = self.summed.as_mut().filter(|s| (s.lo..s.hi).contains(&k)) {
+            if sum.reads.tally {
+                sum.tally.add(r, judgements);
+            }
+            let [ttft, tpot, itl_sum, e2e] = &mut sum.sketches;
+            let read = sum.reads.sketches;
+            for (read, sum, v) in [(read[0], ttft, r.ttft()), (read[1], tpot, r.tpot()), (read[3], e2e, Some(r.e2e))] {
+                if let Some(v) = v.filter(|_| read) {
+                    sum.add_key(sketch::key(v), 1);
+                }
+            }
+            if read[2] {
+                for &(key, n) in itl {
+                    itl_sum.add_key(key, n);
+                }
+            }
+        }
     }
 
-    /// Drops the slots no window from `now_ms` on reads.
+    /// Drops the slots no window from `now_ms` on reads, taking out of the sum those it holds.
     pub fn evict(&mut self, now_ms: i64) {
         let oldest = self.oldest(now_ms);
+        if let Some(sum) = self.summed.as_mut().filter(|s| s.lo < oldest) {
+            let to = oldest.min(sum.hi);
+            if sum.lo < to {
+                for slot in self.slots.range(sum.lo..to).map(|(_, s)| s) {
+                    sum.change(slot, false);
+                }
+            }
+            sum.lo = oldest;
+            sum.hi = sum.hi.max(oldest);
+        }
         self.slots = self.slots.split_off(&oldest);
     }
 
     /// The window's whole slots at `now_ms`, summed: only what `reads` names, so that a
-    /// window the records cover merges its ITL sketches alone, and one reporting no latency
-    /// quantile no sketch (each merge of a slot's sketch is a pass over its bins).
-    pub fn window(&self, now_ms: i64, slos: usize, reads: Reads) -> SlotWindow {
+    /// window the records cover sums its ITL sketches alone, and one reporting no latency
+    /// quantile no sketch. The sum of the last evaluation is moved (module doc) when it has
+    /// the same parts and the window has not moved back; else it is summed afresh.
+    pub fn window(&mut self, now_ms: i64, slos: usize, reads: Reads) -> SlotWindow {
         let e = now_ms.div_euclid(self.width_ms);
-        let mut tally = Tally::new(slos);
-        let mut sketches = Sketches::default();
+        let (lo, hi) = (e - self.n, e);
+        let to_ms = e * self.width_ms;
+        let from_ms = to_ms - self.window_ms;
+        if !reads.tally && !reads.sketches.contains(&true) {
+            self.summed = None;
+            let (tally, sketches) = (Tally::new(slos), Sketches::default());
+            return SlotWindow { from_ms, to_ms, tally, sketches, merged: 0, sketches_merged: 0 };
+        }
+        let fresh = || Summed { lo, hi: lo, reads, tally: Tally::new(slos), sketches: Default::default() };
+        let sum = match self.summed.take() {
+            // Moved, when that takes fewer slots than summing afresh.
+            Some(s)
+                if s.reads == reads
+                    && s.tally.slos.len() == slos
+                    && s.lo <= lo
+                    && s.hi <= hi
+                    && (lo - s.lo) + (hi - s.hi) < self.n =>
+            {
+                s
+            }
+            _ => fresh(),
+        };
+        let sum = self.summed.insert(sum);
         let (mut merged, mut sketches_merged) = (0, 0);
-        if reads.tally || reads.sketches.contains(&true) {
-            for slot in self.slots.range(e - self.n..e).map(|(_, s)| s) {
-                merged += 1;
-                if reads.tally {
-                    tally.merge(&slot.tally);
-                }
-                for ((a, b), read) in sketches.iter_mut().zip(&slot.sketches).zip(reads.sketches) {
-                    if read {
-                        a.merge(b);
-                        sketches_merged += 1;
-                    }
+        // Out: what the lower edge passed; in: what the upper edge reached.
+        for (from, to, enter) in [(sum.lo, lo.min(sum.hi), false), (sum.hi.max(lo), hi, true)] {
+            if from < to {
+                for slot in self.slots.range(from..to).map(|(_, s)| s) {
+                    merged += 1;
+                    sketches_merged += sum.change(slot, enter);
                 }
             }
         }
-        let to_ms = e * self.width_ms;
-        SlotWindow { from_ms: to_ms - self.window_ms, to_ms, tally, sketches, merged, sketches_merged }
+        (sum.lo, sum.hi) = (lo, hi);
+        let tally = if reads.tally { sum.tally.clone() } else { Tally::new(slos) };
+        let sketches = std::array::from_fn(|k| if reads.sketches[k] { sum.sketches[k].sketch() } else { Sketch::default() });
+        SlotWindow { from_ms, to_ms, tally, sketches, merged, sketches_merged }
+    }
+
+    /// Forgets the sum, so that the next evaluation sums the slots afresh.
+    #[cfg(test)]
+    pub(super) fn forget_sum(&mut self) {
+        self.summed = None;
     }
 
     /// Slots held, and the bytes they take (an estimate: map nodes are not counted).
     pub fn footprint(&self) -> (usize, usize) {
         let per = std::mem::size_of::<(i64, Slot)>();
-        (self.slots.len(), self.slots.values().map(|s| per + s.heap_bytes()).sum())
+        let sum = self.summed.as_ref().map_or(0, |s| {
+            std::mem::size_of::<Summed>() + s.tally.heap_bytes() + s.sketches.iter().map(SketchSum::heap_bytes).sum::<usize>()
+        });
+        (self.slots.len(), self.slots.values().map(|s| per + s.heap_bytes()).sum::<usize>() + sum)
     }
 }
 

@@ -9,6 +9,8 @@
 //! lowest ones are merged upwards, which spares the high quantiles and needs a spread of
 //! more than γ^256 ≈ 27,000× (1 ms to 27 s) among one slot's values.
 
+use std::collections::BTreeMap;
+
 /// α: every answer is within this share of the true nearest-rank value.
 pub const RELATIVE_ERROR: f64 = 0.02;
 /// Bins kept per sketch: 8 bytes each, so at most 2 KiB.
@@ -137,6 +139,64 @@ impl Sketch {
     }
 }
 
+/// Sketches added up without collapsing, so that one can be taken out again exactly: a
+/// window's slots summed as the window moves, a slot entering at one end and one leaving at
+/// the other ([`super::ring`]). [`SketchSum::sketch`] gives what merging the sketches summed
+/// one by one gives: merging keeps the highest [`MAX_BINS`] keys seen and folds every lower
+/// bin into the lowest kept, whatever the order, and so does one collapse of the sum.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SketchSum {
+    zeros: u64,
+    count: u64,
+    bins: BTreeMap<i32, u64>,
+}
+
+impl SketchSum {
+    pub fn add(&mut self, s: &Sketch) {
+        self.zeros += s.zeros;
+        self.count += s.count;
+        for &(k, n) in &s.bins {
+            *self.bins.entry(k).or_default() += u64::from(n);
+        }
+    }
+
+    /// Takes out a sketch [`SketchSum::add`] added.
+    pub fn subtract(&mut self, s: &Sketch) {
+        self.zeros -= s.zeros;
+        self.count -= s.count;
+        for &(k, n) in &s.bins {
+            if let Some(c) = self.bins.get_mut(&k) {
+                *c -= u64::from(n);
+                if *c == 0 {
+                    self.bins.remove(&k);
+                }
+            }
+        }
+    }
+
+    /// Adds `n` values of bin `k` (`None`: the zero bin), as [`Sketch::add_key`] does.
+    pub fn add_key(&mut self, k: Option<i32>, n: u32) {
+        self.count += u64::from(n);
+        match k {
+            Some(k) => *self.bins.entry(k).or_default() += u64::from(n),
+            None => self.zeros += u64::from(n),
+        }
+    }
+
+    /// The sum as one sketch, collapsed to at most [`MAX_BINS`] bins.
+    pub fn sketch(&self) -> Sketch {
+        let bins = self.bins.iter().map(|(&k, &n)| (k, u32::try_from(n).unwrap_or(u32::MAX))).collect();
+        let mut s = Sketch { zeros: self.zeros, bins, count: self.count };
+        s.collapse();
+        s
+    }
+
+    /// Bytes held beyond the struct itself, estimated (a B-tree entry and its share of a node).
+    pub fn heap_bytes(&self) -> usize {
+        self.bins.len() * 2 * std::mem::size_of::<(i32, u64)>()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -190,6 +250,31 @@ mod tests {
             let want = exact(&mut all, q);
             let got = sa.quantile(q).unwrap();
             prop_assert!((got - want).abs() <= RELATIVE_ERROR * want * (1.0 + 1e-9), "{} vs {}", got, want);
+        }
+
+        /// Sketches of values spread over more than MAX_BINS bins (so that a large one
+        /// collapses, and so does their merge), some zeros: their sum, with one taken out
+        /// again, is what merging the others one by one gives.
+        #[test]
+        fn a_sum_is_the_merge_of_what_it_holds(
+            parts in proptest::collection::vec(proptest::collection::vec(-40i32..400, 0..400), 1..12),
+            out in 0usize..12,
+        ) {
+            let sketches: Vec<Sketch> = parts
+                .iter()
+                .map(|p| {
+                    let mut s = Sketch::default();
+                    p.iter().for_each(|&e| s.insert(if e < 0 { 0.0 } else { 1e-5 * 1.05f64.powi(e) }));
+                    s
+                })
+                .collect();
+            let out = out % sketches.len();
+            let mut sum = SketchSum::default();
+            sketches.iter().for_each(|s| sum.add(s));
+            sum.subtract(&sketches[out]);
+            let mut merged = Sketch::default();
+            sketches.iter().enumerate().filter(|(i, _)| *i != out).for_each(|(_, s)| merged.merge(s));
+            prop_assert_eq!(sum.sketch(), merged);
         }
     }
 }

@@ -73,6 +73,20 @@ impl Tally {
         }
     }
 
+    /// Takes out a tally [`Tally::merge`] added.
+    pub fn subtract(&mut self, o: &Tally) {
+        self.finished -= o.finished;
+        self.failed -= o.failed;
+        self.output_tokens -= o.output_tokens;
+        self.inexact_tokens -= o.inexact_tokens;
+        self.ttft_count -= o.ttft_count;
+        // Exact zero once empty, whatever rounding the merges and subtractions left.
+        self.ttft_sum = if self.ttft_count == 0 { 0.0 } else { self.ttft_sum - o.ttft_sum };
+        for (a, b) in self.slos.iter_mut().zip(&o.slos) {
+            a.subtract(b);
+        }
+    }
+
     pub fn mean_ttft(&self) -> Option<f64> {
         (self.ttft_count > 0).then(|| self.ttft_sum / self.ttft_count as f64)
     }
