@@ -1,4 +1,4 @@
-//! The request store's cost per tick at steady state (docs/footprint.md#the-request-stores-tick):
+//! The request store's cost per tick at steady state (docs/footprint.md#budgets-and-requests-at-steady-state):
 //! 20 targets behind a tap, each finishing 4 requests a second with 30 ITL gaps and the
 //! engine's times (so that each pairs for its TTFT gap), the default windows (1m, 5m, 15m,
 //! 1h) and the two the default alert rules alone read (30m, 6h, counts only), the default

@@ -52,7 +52,9 @@ impl RequestStore {
             for (i, &w) in cfg.windows.iter().enumerate() {
                 let mut rw = window(cfg, s, &slos, key.source.into(), (i, w), now_ms, work);
                 if key.source == Source::Tap {
-                    let q = &cfg.quantiles;
+                    // The gap's values are latencies: a window reporting none keeps its
+                    // counts alone, as its latency families do.
+                    let q = cfg.quantiles_at(w);
                     let (gap, (moved, steps)) = pairs.window(&key.target, &key.model, i, (rw.from_unix, rw.to_unix), q);
                     work.records += moved;
                     work.steps += steps;
@@ -111,8 +113,10 @@ fn window(
     let reads = Reads {
         tally: !from_records,
         sketches: std::array::from_fn(|k| {
-            let kept = matches!(LATENCY_HISTOGRAMS[k], HistogramKind::Ttft | HistogramKind::Tpot | HistogramKind::E2e);
-            !quantiles.is_empty() && !(from_records && kept)
+            let ranked =
+                matches!(LATENCY_HISTOGRAMS[k], HistogramKind::Ttft | HistogramKind::Tpot | HistogramKind::E2e);
+            let reported = !quantiles.is_empty();
+            reported && !(from_records && ranked)
         }),
     };
     let slots: SlotWindow = s.rings[i].window(now_ms, slos.len(), reads);

@@ -90,7 +90,9 @@ struct GapRun {
     lo: f64,
     hi: f64,
     quantiles: Vec<f64>,
-    gaps: Ranked,
+    /// The gaps ranked, for their quantiles, least and mean; `None` in a window that reports
+    /// no latency quantile (`StoreConfig::alert_only`), which then reports its counts alone.
+    gaps: Option<Ranked>,
     /// The gaps' sum in units of 2⁻⁶⁴ s: an integer, so that a gap leaving takes back
     /// exactly what it added, however long the window runs (a gap of a quarter
     /// millisecond or more converts without losing a bit).
@@ -114,7 +116,7 @@ impl GapRun {
             lo,
             hi,
             quantiles: quantiles.to_vec(),
-            gaps: Ranked::new(quantiles),
+            gaps: (!quantiles.is_empty()).then(|| Ranked::new(quantiles)),
             sum: 0,
             partners: [0; 2],
             unpaired: [0; 3],
@@ -131,11 +133,11 @@ impl GapRun {
         if enter {
             self.sum += fixed(gap);
             *slot += 1;
-            self.gaps.insert(gap)
+            self.gaps.as_mut().map_or(0, |g| g.insert(gap))
         } else {
             self.sum -= fixed(gap);
             *slot -= 1;
-            self.gaps.remove(gap)
+            self.gaps.as_mut().map_or(0, |g| g.remove(gap))
         }
     }
 
@@ -151,13 +153,14 @@ impl GapRun {
     /// The mean gap. Converting the sum back rounds, and the mean of equal gaps could land
     /// an ulp outside them; the true mean lies between the least and the greatest gap.
     fn mean(&self) -> Option<f64> {
-        let (min, max) = (self.gaps.min()?, self.gaps.max()?);
-        Some((self.sum as f64 / SUM_SCALE / self.gaps.len() as f64).clamp(min, max))
+        let gaps = self.gaps.as_ref()?;
+        let (min, max) = (gaps.min()?, gaps.max()?);
+        Some((self.sum as f64 / SUM_SCALE / gaps.len() as f64).clamp(min, max))
     }
 
     /// The window's gap; `None` when the tap measured no TTFT in it, paired or not.
     fn report(&self) -> Option<TtftGap> {
-        let n = self.gaps.len();
+        let n = self.partners.iter().sum::<u64>();
         if n == 0 && self.unpaired.iter().all(|u| *u == 0) {
             return None;
         }
@@ -181,11 +184,10 @@ impl GapRun {
             reference,
             paired: n,
             mean: self.mean(),
-            min: self.gaps.min(),
-            quantiles: if n == 0 {
-                Vec::new()
-            } else {
-                self.quantiles.iter().copied().zip(self.gaps.quantiles()).collect()
+            min: self.gaps.as_ref().and_then(Ranked::min),
+            quantiles: match &self.gaps {
+                Some(gaps) if n > 0 => self.quantiles.iter().copied().zip(gaps.quantiles()).collect(),
+                _ => Vec::new(),
             },
             unpaired,
             absent,

@@ -114,8 +114,11 @@ impl Ranked {
                     c.below -= c.here;
                 } else if rank > c.below + c.here {
                     c.below += c.here;
-                    let (&k, &n) =
-                        self.counts.range((Bound::Excluded(at), Bound::Unbounded)).next().expect("values above the cursor");
+                    let (&k, &n) = self
+                        .counts
+                        .range((Bound::Excluded(at), Bound::Unbounded))
+                        .next()
+                        .expect("values above the cursor");
                     at = k;
                     c.here = u64::from(n);
                 } else {

@@ -269,7 +269,8 @@ impl Ring {
         }
         (sum.lo, sum.hi) = (lo, hi);
         let tally = if reads.tally { sum.tally.clone() } else { Tally::new(slos) };
-        let sketches = std::array::from_fn(|k| if reads.sketches[k] { sum.sketches[k].sketch() } else { Sketch::default() });
+        let sketches =
+            std::array::from_fn(|k| if reads.sketches[k] { sum.sketches[k].sketch() } else { Sketch::default() });
         SlotWindow { from_ms, to_ms, tally, sketches, merged, sketches_merged }
     }
 
@@ -283,7 +284,9 @@ impl Ring {
     pub fn footprint(&self) -> (usize, usize) {
         let per = std::mem::size_of::<(i64, Slot)>();
         let sum = self.summed.as_ref().map_or(0, |s| {
-            std::mem::size_of::<Summed>() + s.tally.heap_bytes() + s.sketches.iter().map(SketchSum::heap_bytes).sum::<usize>()
+            std::mem::size_of::<Summed>()
+                + s.tally.heap_bytes()
+                + s.sketches.iter().map(SketchSum::heap_bytes).sum::<usize>()
         });
         (self.slots.len(), self.slots.values().map(|s| per + s.heap_bytes()).sum::<usize>() + sum)
     }

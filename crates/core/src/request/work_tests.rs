@@ -287,3 +287,40 @@ fn an_alert_only_window_reports_its_counts_and_keeps_no_latencies() {
     assert!(kept * 3 < held, "running sums: {kept} B against {held} B");
     eprintln!("running sums with the 6 h window configured: {held} B; alert-only: {kept} B");
 }
+
+/// A tap's TTFT gap in a window only the alert rules read: its counts (paired, and why not)
+/// as in the same window configured, but no gap values, which are latencies: the window
+/// ranks none of its gaps.
+#[test]
+fn an_alert_only_window_counts_the_ttft_gap_and_ranks_no_gaps() {
+    let six_hours = Window::from_secs(21_600);
+    let alert_only =
+        StoreConfig { alert_only: vec![(six_hours, Vec::new())], ..config(DEFAULT_MAX_RECORDS_PER_SERIES) };
+    let (mut configured, mut alerting) =
+        (RequestStore::new(config(DEFAULT_MAX_RECORDS_PER_SERIES)), RequestStore::new(alert_only));
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let ticks = 7 * 720;
+    for k in 0..ticks {
+        let now = T0_MS + k * 5_000;
+        let records: Vec<RequestRecord> =
+            (0..5).map(|j| record_from(Source::Tap, (k * 5 + j) as u64, now - 5_000 + j * 1_000 + 500)).collect();
+        configured.ingest(records.clone(), now);
+        alerting.ingest(records, now);
+        if k % 120 == 0 || k >= ticks - 2 {
+            (a, b) = (configured.evaluate(now), alerting.evaluate(now));
+        }
+    }
+    let with = a[0].windows[3].1.ttft_gap.as_ref().expect("the configured 6 h window's gap");
+    let without = b[0].windows[3].1.ttft_gap.as_ref().expect("the alert-only 6 h window's gap");
+    assert!(with.paired > 20_000, "{} paired in 6 h", with.paired);
+    assert_eq!((with.paired, &with.unpaired, with.reference), (without.paired, &without.unpaired, without.reference));
+    assert!(with.mean.is_some() && with.min.is_some() && !with.quantiles.is_empty(), "{with:?}");
+    assert_eq!((without.mean, without.min, without.quantiles.len()), (None, None, 0));
+    // The shorter windows, configured in both, are the same.
+    for i in 0..3 {
+        assert_eq!(a[0].windows[i].1.ttft_gap, b[0].windows[i].1.ttft_gap, "window {i}");
+    }
+    // Ranking the 6 h window's latencies and gaps took over a quarter of the map steps.
+    let (with, without) = (configured.work(), alerting.work());
+    assert!(without.steps * 4 < with.steps * 3, "{with:?} vs {without:?}");
+}
