@@ -30,7 +30,7 @@ impl CapacityBook {
                 .take_while(|((target, _), _)| *target == t.target)
                 .count();
             for m in t.models.iter() {
-                let Some(w) = m.windows.iter().filter(|w| !w.alert_only).min_by_key(|w| w.window) else { continue };
+                let Some(w) = m.primary_window() else { continue };
                 let key = (t.target.clone(), m.model.clone());
                 if !self.series.contains_key(&key) && known >= MAX_MODELS_PER_TARGET {
                     continue;

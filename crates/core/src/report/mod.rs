@@ -169,6 +169,16 @@ pub struct ModelReport {
     pub windows: Vec<WindowReport>,
 }
 
+impl ModelReport {
+    /// The shortest window that reports everything (not one only the alert rules read):
+    /// what the capacity book and the status page's history read, and the one whose
+    /// request windows list their requests by arrival (`request::StoreConfig::arrival_window`
+    /// picks the same from the config).
+    pub fn primary_window(&self) -> Option<&WindowReport> {
+        self.windows.iter().filter(|w| !w.alert_only).min_by_key(|w| w.window)
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct WindowReport {
     #[serde(serialize_with = "serialize_window")]

@@ -62,8 +62,8 @@ pub struct StoreConfig {
 impl StoreConfig {
     /// The window whose records the report lists by arrival
     /// ([`RequestSlo::by_arrival`](crate::report::request::RequestSlo::by_arrival)): the one
-    /// the capacity book reads (`capacity::feed`), the shortest that is not alert-only.
-    /// `None` when every window is.
+    /// the capacity book reads ([`ModelReport::primary_window`](crate::report::ModelReport::primary_window)),
+    /// the shortest that is not alert-only. `None` when every window is.
     pub fn arrival_window(&self) -> Option<Window> {
         self.windows.iter().filter(|w| !self.alert_only.iter().any(|(a, _)| a == *w)).min().copied()
     }

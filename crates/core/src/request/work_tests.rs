@@ -324,3 +324,29 @@ fn an_alert_only_window_counts_the_ttft_gap_and_ranks_no_gaps() {
     let (with, without) = (configured.work(), alerting.work());
     assert!(without.steps * 4 < with.steps * 3, "{with:?} vs {without:?}");
 }
+
+/// The store lists by arrival the requests of the window the capacity book reads: the
+/// report's primary window, from a config where the shortest window is alert-only.
+#[test]
+fn the_arrival_window_is_the_reports_primary_window() {
+    use crate::report::{ModelReport, WindowReport};
+    let w = Window::from_secs;
+    let cfg = StoreConfig {
+        windows: vec![w(30), w(60), w(300), w(21_600)],
+        alert_only: vec![(w(30), Vec::new()), (w(21_600), Vec::new())],
+        ..config(DEFAULT_MAX_RECORDS_PER_SERIES)
+    };
+    let report = ModelReport {
+        model: "m".into(),
+        windows: cfg
+            .windows
+            .iter()
+            .map(|&window| WindowReport {
+                alert_only: cfg.alert_only.iter().any(|(a, _)| *a == window),
+                ..WindowReport::empty(window)
+            })
+            .collect(),
+    };
+    assert_eq!(cfg.arrival_window(), Some(w(60)));
+    assert_eq!(report.primary_window().map(|r| r.window), cfg.arrival_window());
+}

@@ -101,8 +101,7 @@ impl History {
             report.capacity.iter().map(|c| ((c.target.as_str(), c.model.as_str()), c)).collect();
         for t in &report.targets {
             for m in t.models.iter() {
-                // The shortest window that reports everything (not one only the alert rules read).
-                let Some(w) = m.windows.iter().filter(|w| !w.alert_only).min_by_key(|w| w.window) else { continue };
+                let Some(w) = m.primary_window() else { continue };
                 let key = (t.target.clone(), m.model.clone());
                 let s = self.series.entry(key.clone()).or_default();
                 push_point(s, cap, report.t_ms, w);
