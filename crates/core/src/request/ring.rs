@@ -17,8 +17,7 @@ use std::collections::BTreeMap;
 
 use super::compact::Compact;
 use super::judge::Judgement;
-use super::sketch;
-use super::sketch::{Sketch, SketchSum};
+use super::sketch::{self, Sketch, SketchSum};
 use super::tally::Tally;
 use crate::duration::Window;
 
@@ -28,6 +27,14 @@ pub const SLOTS_PER_WINDOW: i64 = 120;
 /// The latency sketches of a slot, in [`crate::window::LATENCY_HISTOGRAMS`] order
 /// (TTFT, TPOT, ITL, E2E).
 pub type Sketches = [Sketch; 4];
+
+/// What one request adds to its slot's latency sketches: (index in [`Sketches`], bin, count)
+/// for its TTFT, TPOT and E2E, and its ITL gaps already binned (`itl`).
+fn sketch_bins<'a>(r: &Compact, itl: &'a [(Option<i32>, u32)]) -> impl Iterator<Item = (usize, Option<i32>, u32)> + 'a {
+    let one = [(0, r.ttft()), (1, r.tpot()), (3, Some(r.e2e))];
+    let values = one.into_iter().filter_map(|(i, v)| v.map(|v| (i, sketch::key(v), 1)));
+    values.chain(itl.iter().map(|&(key, n)| (2, key, n)))
+}
 
 /// A window edge in Unix seconds. Raw-record windows and slot edges both use it, so a
 /// record exactly on an edge falls on the same side in both.
@@ -181,33 +188,16 @@ impl Ring {
         let slot =
             self.slots.entry(k).or_insert_with(|| Slot { tally: Tally::new(judgements.len()), ..Slot::default() });
         slot.tally.add(r, judgements);
-        let [ttft, tpot, itl_sketch, e2e] = &mut slot.sketches;
-        if let Some(v) = r.ttft() {
-            ttft.insert(v);
-        }
-        if let Some(v) = r.tpot() {
-            tpot.insert(v);
-        }
-        e2e.insert(r.e2e);
-        for &(key, n) in itl {
-            itl_sketch.add_key(key, n);
+        for (i, key, n) in sketch_bins(r, itl) {
+            slot.sketches[i].add_key(key, n);
         }
         // A late request, into a slot the window has summed already.
         if let Some(sum) = self.summed.as_mut().filter(|s| (s.lo..s.hi).contains(&k)) {
             if sum.reads.tally {
                 sum.tally.add(r, judgements);
             }
-            let [ttft, tpot, itl_sum, e2e] = &mut sum.sketches;
-            let read = sum.reads.sketches;
-            for (read, sum, v) in [(read[0], ttft, r.ttft()), (read[1], tpot, r.tpot()), (read[3], e2e, Some(r.e2e))] {
-                if let Some(v) = v.filter(|_| read) {
-                    sum.add_key(sketch::key(v), 1);
-                }
-            }
-            if read[2] {
-                for &(key, n) in itl {
-                    itl_sum.add_key(key, n);
-                }
+            for (i, key, n) in sketch_bins(r, itl).filter(|(i, _, _)| sum.reads.sketches[*i]) {
+                sum.sketches[i].add_key(key, n);
             }
         }
     }
