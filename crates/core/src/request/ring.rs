@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use super::compact::Compact;
 use super::judge::Judgement;
-use super::sketch::{self, Sketch, SketchSum};
+use super::sketch::{self, MAX_BINS, Sketch, SketchSum};
 use super::tally::Tally;
 use crate::duration::Window;
 
@@ -35,6 +35,9 @@ fn sketch_bins<'a>(r: &Compact, itl: &'a [(Option<i32>, u32)]) -> impl Iterator<
     let values = one.into_iter().filter_map(|(i, v)| v.map(|v| (i, sketch::key(v), 1)));
     values.chain(itl.iter().map(|&(key, n)| (2, key, n)))
 }
+
+/// Bins a window's summed sketch keeps between evaluations, at most: four sketches' worth.
+pub const MAX_SUM_BINS: usize = 4 * MAX_BINS;
 
 /// A window edge in Unix seconds. Raw-record windows and slot edges both use it, so a
 /// record exactly on an edge falls on the same side in both.
@@ -261,6 +264,12 @@ impl Ring {
         let tally = if reads.tally { sum.tally.clone() } else { Tally::new(slos) };
         let sketches =
             std::array::from_fn(|k| if reads.sketches[k] { sum.sketches[k].sketch() } else { Sketch::default() });
+        // A sum does not collapse, so it holds every bin its slots hold: values spread over
+        // more than MAX_SUM_BINS bins (only a producer's wild numbers do that) are summed
+        // afresh at each evaluation instead, so the memory kept stays bounded.
+        if sum.sketches.iter().any(|s| s.bins() > MAX_SUM_BINS) {
+            self.summed = None;
+        }
         SlotWindow { from_ms, to_ms, tally, sketches, merged, sketches_merged }
     }
 
@@ -302,6 +311,51 @@ mod tests {
     fn a_slot_is_as_big_as_documented() {
         assert_eq!(std::mem::size_of::<(i64, Slot)>(), 240);
         assert_eq!(std::mem::size_of::<crate::request::SloCounts>(), 144);
+    }
+
+    /// Wild values (1 ns to 10^290 s) spread a window's slots over thousands of bins: the
+    /// window is summed afresh at each evaluation rather than keeping a sum that large, and
+    /// reads what merging its slots one by one gives, as a moved sum does.
+    #[test]
+    fn a_sum_past_its_bins_is_not_kept() {
+        use crate::request::{RequestRecord, Source, Status};
+        let all = Reads { tally: true, sketches: [true; 4] };
+        let record = |finished: f64, ttft: f64| {
+            let r = RequestRecord {
+                source: Source::Otlp,
+                target: "t".into(),
+                model: "m".into(),
+                status: Status::Ok,
+                finished_unix: finished,
+                e2e_s: 1.0,
+                ttft_s: Some(ttft),
+                tpot_s: None,
+                prompt_tokens: None,
+                output_tokens: None,
+                itl: Vec::new(),
+                engine: None,
+                request_id: None,
+            };
+            Compact::of(&r).unwrap()
+        };
+        for (spread, kept) in [(1.0, true), (300.0, false)] {
+            let mut ring = Ring::new(Window::from_secs(60));
+            let t0 = 1_700_000_000_000_i64;
+            for j in 0..130 {
+                for v in 0..40 {
+                    let exp = -9.0 + spread * ((j * 40 + v) % 4000) as f64 / 4000.0;
+                    ring.add(&record((t0 + j * 500 + 250) as f64 / 1000.0, 10f64.powf(exp)), &[], &[], t0 + j * 500);
+                }
+            }
+            let now = t0 + 130 * 500;
+            let got = ring.window(now, 0, all);
+            assert_eq!(ring.summed.is_some(), kept, "spread 10^{spread}");
+            let mut merged = Sketch::default();
+            let e = now.div_euclid(ring.width_ms);
+            ring.slots.range(e - ring.n..e).for_each(|(_, s)| merged.merge(&s.sketches[0]));
+            assert_eq!(got.sketches[0], merged, "spread 10^{spread}");
+            assert_eq!(got.tally.finished, 120 * 40);
+        }
     }
 
     #[test]

@@ -191,6 +191,11 @@ impl SketchSum {
         s
     }
 
+    /// Distinct bins held (the zero bin aside).
+    pub fn bins(&self) -> usize {
+        self.bins.len()
+    }
+
     /// Bytes held beyond the struct itself, estimated (a B-tree entry and its share of a node).
     pub fn heap_bytes(&self) -> usize {
         self.bins.len() * 2 * std::mem::size_of::<(i32, u64)>()
