@@ -243,28 +243,39 @@ fn a_series_at_its_cap_holds_what_the_docs_say() {
     );
 }
 
-/// A window only the alert rules read, none of them a latency rule (the 6 h of the slow
-/// burn-rate pair), reports its counts as the same window configured does, and no latency
-/// quantile, as the histograms' alert-only windows do; its running sums keep no latencies.
-#[test]
-fn an_alert_only_window_reports_its_counts_and_keeps_no_latencies() {
+/// Two stores fed the same seven hours of requests from `source`, one a second: one with
+/// the 6 h window configured, one with it alert-only and read by no latency rule; each with
+/// its evaluation at the last tick.
+fn six_hours_configured_and_alert_only(
+    source: Source,
+) -> (RequestStore, Vec<SeriesWindows>, RequestStore, Vec<SeriesWindows>) {
     let six_hours = Window::from_secs(21_600);
     let alert_only =
         StoreConfig { alert_only: vec![(six_hours, Vec::new())], ..config(DEFAULT_MAX_RECORDS_PER_SERIES) };
     let (mut configured, mut alerting) =
         (RequestStore::new(config(DEFAULT_MAX_RECORDS_PER_SERIES)), RequestStore::new(alert_only));
-    let ticks = 7 * 720;
     let (mut a, mut b) = (Vec::new(), Vec::new());
+    let ticks = 7 * 720;
     for k in 0..ticks {
         let now = T0_MS + k * 5_000;
         let records: Vec<RequestRecord> =
-            (0..5).map(|j| record((k * 5 + j) as u64, now - 5_000 + j * 1_000 + 500)).collect();
+            (0..5).map(|j| record_from(source, (k * 5 + j) as u64, now - 5_000 + j * 1_000 + 500)).collect();
         configured.ingest(records.clone(), now);
         alerting.ingest(records, now);
         if k % 120 == 0 || k >= ticks - 2 {
             (a, b) = (configured.evaluate(now), alerting.evaluate(now));
         }
     }
+    (configured, a, alerting, b)
+}
+
+/// A window only the alert rules read, none of them a latency rule (the 6 h of the slow
+/// burn-rate pair), reports its counts as the same window configured does, and no latency
+/// quantile, as the histograms' alert-only windows do; its running sums keep no latencies.
+#[test]
+fn an_alert_only_window_reports_its_counts_and_keeps_no_latencies() {
+    let six_hours = Window::from_secs(21_600);
+    let (configured, a, alerting, b) = six_hours_configured_and_alert_only(Source::Otlp);
     let (with, without) = (&a[0].windows[3], &b[0].windows[3]);
     assert_eq!(with.0, six_hours);
     assert!(with.1.requests > 20_000, "{} requests in 6 h", with.1.requests);
@@ -293,23 +304,7 @@ fn an_alert_only_window_reports_its_counts_and_keeps_no_latencies() {
 /// ranks none of its gaps.
 #[test]
 fn an_alert_only_window_counts_the_ttft_gap_and_ranks_no_gaps() {
-    let six_hours = Window::from_secs(21_600);
-    let alert_only =
-        StoreConfig { alert_only: vec![(six_hours, Vec::new())], ..config(DEFAULT_MAX_RECORDS_PER_SERIES) };
-    let (mut configured, mut alerting) =
-        (RequestStore::new(config(DEFAULT_MAX_RECORDS_PER_SERIES)), RequestStore::new(alert_only));
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    let ticks = 7 * 720;
-    for k in 0..ticks {
-        let now = T0_MS + k * 5_000;
-        let records: Vec<RequestRecord> =
-            (0..5).map(|j| record_from(Source::Tap, (k * 5 + j) as u64, now - 5_000 + j * 1_000 + 500)).collect();
-        configured.ingest(records.clone(), now);
-        alerting.ingest(records, now);
-        if k % 120 == 0 || k >= ticks - 2 {
-            (a, b) = (configured.evaluate(now), alerting.evaluate(now));
-        }
-    }
+    let (configured, a, alerting, b) = six_hours_configured_and_alert_only(Source::Tap);
     let with = a[0].windows[3].1.ttft_gap.as_ref().expect("the configured 6 h window's gap");
     let without = b[0].windows[3].1.ttft_gap.as_ref().expect("the alert-only 6 h window's gap");
     assert!(with.paired > 20_000, "{} paired in 6 h", with.paired);
