@@ -27,9 +27,11 @@ pub struct Work {
     pub records: u64,
     /// Map steps: the quantile cursors' moves and the binary searches for the edges.
     pub steps: u64,
-    /// Time slots read into windows: at most each window's slot count per evaluation.
+    /// Time slots added to or taken out of the windows' slot sums: at most each window's
+    /// slot count per evaluation, the slots that entered or left it once its sum is kept.
     pub slots: u64,
-    /// Latency sketches merged from those slots: only those a window reports from them.
+    /// Latency sketches added or taken out with those slots: only those a window reports
+    /// from its slots.
     pub sketches: u64,
     /// Arrival cells copied into the report: only the capacity book's window's.
     pub cells: u64,
