@@ -6,7 +6,7 @@
 //! the longest window: from then on it holds what it holds after a day, since nothing
 //! older is kept. One iteration is one 5 s tick: the 400 requests that finished since the
 //! last, taken in, then every series' windows evaluated. The work of a tick (records moved,
-//! map steps, slots read, sketches merged) is printed beside the time.
+//! map steps, slots and sketches into or out of the windows' sums) is printed beside the time.
 //!
 //! ```sh
 //! cargo bench --bench requests
@@ -98,7 +98,7 @@ fn bench(c: &mut Criterion) {
     g.finish();
     let (after, ticks) = (store.work(), (k - filled) as u64);
     println!(
-        "request store, per tick after 7 h: {} records held, {:.0} records moved, {:.0} map steps, {:.0} slots read, {:.0} sketches merged ({ticks} ticks)",
+        "request store, per tick after 7 h: {} records held, {:.0} records moved, {:.0} map steps, {:.0} slots into or out of the sums, {:.0} sketches ({ticks} ticks)",
         store.records_held(),
         (after.records - before.records) as f64 / ticks as f64,
         (after.steps - before.steps) as f64 / ticks as f64,
