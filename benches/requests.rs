@@ -7,6 +7,7 @@
 //! older is kept. One iteration is one 5 s tick: the 400 requests that finished since the
 //! last, taken in, then every series' windows evaluated. The work of a tick (records moved,
 //! map steps, slots and sketches into or out of the windows' sums) is printed beside the time.
+//! A second group encodes every series as a state snapshot does, from the filled store.
 //!
 //! ```sh
 //! cargo bench --bench requests
@@ -96,6 +97,22 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+    // What a state snapshot does with the request stores: every target's series encoded
+    // under the store's lock, as `state::capture` does.
+    let encode = |store: &RequestStore| {
+        (0..TARGETS)
+            .map(|t| {
+                let saved = store.saved_ref(&format!("t{t}"));
+                postcard::to_extend(&saved, Vec::with_capacity(saved.encoded_len_hint())).unwrap().len()
+            })
+            .sum::<usize>()
+    };
+    let mut g = c.benchmark_group("request_store_snapshot");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(10));
+    g.bench_function("20_targets_7h", |b| b.iter(|| black_box(encode(&store))));
+    g.finish();
+    println!("request store snapshot: {} bytes for {} records", encode(&store), store.records_held());
     let (after, ticks) = (store.work(), (k - filled) as u64);
     println!(
         "request store, per tick after 7 h: {} records held, {:.0} records moved, {:.0} map steps, {:.0} slots into or out of the sums, {:.0} sketches ({ticks} ticks)",

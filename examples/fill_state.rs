@@ -283,7 +283,9 @@ fn main() {
         .chain(alerts.into_iter().map(|(t, a)| frame(t, Part::Alerts(a))))
         .chain(each().filter(|(_, p)| !p.budgets.is_empty()).map(|(t, p)| frame(t, Part::Budgets(p.budgets.clone()))))
         .chain(
-            each().filter(|(_, p)| !p.requests.is_empty()).map(|(t, p)| frame(t, Part::Requests(p.requests.clone()))),
+            each()
+                .filter(|(_, p)| !p.requests.is_empty())
+                .map(|(t, p)| frame(t, Part::RequestRecords(p.requests.clone()))),
         )
         .chain(each().flat_map(|(t, p)| {
             let evaluation = p.evaluation.clone().map(|e| frame(t, Part::Evaluation(Some(e))));

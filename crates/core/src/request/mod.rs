@@ -70,7 +70,7 @@ pub use reload::Rebuilt;
 pub use ring::{SLOTS_PER_WINDOW, slots_for};
 pub use route::Route;
 pub use running::Work;
-pub use saved::SavedRequests;
+pub use saved::{LegacySavedRequests, SavedRequests, SavedRequestsRef};
 pub use sketch::{MAX_BINS, RELATIVE_ERROR, Sketch, nearest_rank};
 pub use span::{AttrValue, NotRecorded, SpanInput, record_from_span};
 pub use store::{

@@ -86,7 +86,8 @@ pub struct SeriesKey {
 pub(super) struct Series {
     /// Indices into [`StoreConfig::slos`] of the SLOs that apply, in config order.
     pub slos: Vec<usize>,
-    /// Sorted by `finished`.
+    /// Sorted by `finished`. Saved as packed bytes ([`super::compact::packed`]).
+    #[serde(with = "super::compact::packed")]
     pub raw: VecDeque<Compact>,
     /// The latest finish time of a record the cap pushed out: windows starting at or after
     /// it are whole in `raw`.

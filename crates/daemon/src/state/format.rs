@@ -27,7 +27,7 @@ use crate::alert::saved::SavedAlert;
 use crate::budget::saved::SavedBudgets;
 use crate::capacity::saved::SavedCapacity;
 use crate::evaluate::incremental::saved::SavedEvaluation;
-use crate::request::SavedRequests;
+use crate::request::{LegacySavedRequests, SavedRequests, SavedRequestsRef};
 use crate::window::saved::SavedWindows;
 
 pub const MAGIC: &[u8; 8] = b"GPSTATE\0";
@@ -51,7 +51,9 @@ pub struct Section {
 pub enum Part {
     Windows(SavedWindows),
     Budgets(SavedBudgets),
-    Requests(SavedRequests),
+    /// The request series of one target as goodput wrote them before their records were
+    /// packed: read, never written ([`Part::RequestRecords`] is).
+    Requests(LegacySavedRequests),
     Alerts(Vec<SavedAlert>),
     /// What the sections after this one are, in order: written first, so that it survives
     /// whatever cuts the file short. Its own section has no target.
@@ -65,6 +67,10 @@ pub enum Part {
     /// Written for a target evaluated at least once; `None` if its state could not be
     /// saved with the store after all (the list of sections is written before them).
     Evaluation(Option<SavedEvaluation>),
+    /// The request series of one target, their records packed
+    /// (`goodput_core::request::compact::packed`): encoded straight from the store by
+    /// [`frame_requests`].
+    RequestRecords(SavedRequests),
 }
 
 /// One section as [`Part::Contents`] lists it.
@@ -80,7 +86,7 @@ impl Part {
         match self {
             Part::Windows(_) => "windows",
             Part::Budgets(_) => "budgets",
-            Part::Requests(_) => "requests",
+            Part::Requests(_) | Part::RequestRecords(_) => "requests",
             Part::Alerts(_) => "alerts",
             Part::Contents(_) => "contents",
             Part::Capacity(_) => "capacity",
@@ -99,9 +105,41 @@ pub fn header(saved_at_ms: i64) -> Vec<u8> {
 
 /// A section with its frame; `None` if it cannot be encoded (a section over 4 GiB).
 pub fn frame(section: &Section) -> Option<Vec<u8>> {
+    frame_into(section, 0)
+}
+
+/// The frame of `target`'s [`Part::RequestRecords`], encoded from the store as it stands:
+/// the bytes [`frame`] writes for a copy of them, without the copy (up to 3 MiB of records
+/// a series, every snapshot).
+pub fn frame_requests(target: &str, identity: u32, saved: &SavedRequestsRef<'_>) -> Option<Vec<u8>> {
+    /// [`Section`] with its part borrowed.
+    #[derive(Serialize)]
+    struct Borrowed<'a> {
+        target: &'a str,
+        identity: u32,
+        part: RequestRecords<'a>,
+    }
+    struct RequestRecords<'a>(&'a SavedRequestsRef<'a>);
+    impl Serialize for RequestRecords<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_newtype_variant("Part", REQUEST_RECORDS, "RequestRecords", self.0)
+        }
+    }
+    frame_into(&Borrowed { target, identity, part: RequestRecords(saved) }, saved.encoded_len_hint())
+}
+
+/// [`Part::RequestRecords`]'s index, which postcard writes for the variant
+/// (`tests::requests::a_request_section_encoded_from_the_store_is_the_bytes_of_its_copy`
+/// checks it).
+const REQUEST_RECORDS: u32 = 7;
+
+/// `section` framed, encoded into a buffer with room for `hint` bytes of it.
+fn frame_into(section: &impl Serialize, hint: usize) -> Option<Vec<u8>> {
     // Encoded after room for the frame, which is filled in once the body's length and
     // checksum are known: a window store's section is most of the snapshot, not copied twice.
-    let mut out = postcard::to_extend(section, vec![0u8; FRAME_LEN]).ok()?;
+    let mut out = Vec::with_capacity(FRAME_LEN + hint);
+    out.extend_from_slice(&[0u8; FRAME_LEN]);
+    let mut out = postcard::to_extend(section, out).ok()?;
     let body = &out[FRAME_LEN..];
     let len = u32::try_from(body.len()).ok()?;
     let crc = crc32fast::hash(body);

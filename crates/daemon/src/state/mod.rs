@@ -330,10 +330,12 @@ fn capture<'a>(
         let windows = framed(&section(name, Part::Windows(SavedWindows::save(&windows))));
         std::iter::once(windows).chain(evaluation.map(|e| framed(&section(name, Part::Evaluation(e)))))
     });
+    // Encoded under the store's lock, which only the evaluator also takes (the tap and the
+    // OTLP receiver queue into the inbox): it waits at most one target's encoding.
     let store = &sources.store;
     let requests = requests.into_iter().map(move |t| {
-        let saved = store.lock().unwrap_or_else(|e| e.into_inner()).saved(&t);
-        framed(&section(&t, Part::Requests(saved)))
+        let store = store.lock().unwrap_or_else(|e| e.into_inner());
+        format::frame_requests(&t, ids[&t], &store.saved_ref(&t)).unwrap_or_else(|| format::LEFT_OUT.to_vec())
     });
     let book = &sources.capacity;
     let capacity = capacity.into_iter().map(move |t| {

@@ -427,7 +427,8 @@ fn restore_part(
             Ok(())
         }
         Part::Budgets(b) => partial(sources.book.lock().unwrap_or_else(|e| e.into_inner()).restore(target, b)),
-        Part::Requests(r) => partial(sources.store.lock().unwrap_or_else(|e| e.into_inner()).restore(target, r)),
+        Part::Requests(r) => partial(sources.store.lock().unwrap_or_else(|e| e.into_inner()).restore(target, r.into())),
+        Part::RequestRecords(r) => partial(sources.store.lock().unwrap_or_else(|e| e.into_inner()).restore(target, r)),
         Part::Alerts(a) => {
             // Only alerts of this target: a section cannot speak for another.
             let own = a.into_iter().filter(|a| a.labels.get("target").is_some_and(|t| t == target));

@@ -9,9 +9,10 @@ use std::time::Duration;
 mod capacity;
 mod evaluation;
 mod files;
+mod requests;
 
 use super::format;
-use super::metrics::{RestorePart, RestoreResult::*};
+use super::metrics::{RestorePart, RestoreResult, RestoreResult::*};
 use super::restore::{Lost, Outcome, Why, apply};
 use super::{Sources, capture, identity};
 use crate::alert::{AlertEngine, AlertInput};
