@@ -137,44 +137,89 @@ impl Compact {
     }
 }
 
-/// A series' records as a snapshot keeps them: one byte string of [`PACKED_LEN`] bytes a
-/// record, not a sequence of structs. A store holds up to 65 536 records a series, most of
-/// a snapshot's bytes; written field by field they cost ≈ 100 ns a record to encode, which
-/// made the snapshot the largest periodic cost of a daemon with a tap's requests
-/// (docs/footprint.md#budgets-and-requests-at-steady-state).
+/// A series' records as a snapshot keeps them: byte strings of up to [`packed::CHUNK`]
+/// records of [`PACKED_LEN`] bytes each, not a sequence of structs. A store holds up to
+/// 65 536 records a series, most of a snapshot's bytes; written field by field they cost
+/// ≈ 100 ns a record to encode, which made the snapshot the largest periodic cost of a
+/// daemon with a tap's requests (docs/footprint.md#budgets-and-requests-at-steady-state).
+/// Chunks, not one string, so that packing needs one small buffer (40 KiB, reused), not
+/// one of megabytes that the allocator would map afresh, page by page, at every snapshot.
 pub mod packed {
     use std::collections::VecDeque;
 
-    use serde::de::{Deserializer, Error, Visitor};
-    use serde::ser::Serializer;
+    use serde::de::{Deserializer, Error, SeqAccess, Visitor};
+    use serde::ser::{SerializeSeq, Serializer};
 
     use super::{Compact, PACKED_LEN};
 
-    pub fn serialize<S: Serializer>(records: &VecDeque<Compact>, s: S) -> Result<S::Ok, S::Error> {
-        let mut out = vec![0u8; records.len() * PACKED_LEN];
-        for (r, b) in records.iter().zip(out.chunks_exact_mut(PACKED_LEN)) {
-            r.pack(b);
+    /// Records a chunk holds at most.
+    pub const CHUNK: usize = 1_024;
+
+    struct Bytes<'a>(&'a [u8]);
+
+    impl serde::Serialize for Bytes<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(self.0)
         }
-        s.serialize_bytes(&out)
+    }
+
+    pub fn serialize<S: Serializer>(records: &VecDeque<Compact>, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(records.len().div_ceil(CHUNK)))?;
+        let mut buf = vec![0u8; records.len().min(CHUNK) * PACKED_LEN];
+        let (front, back) = records.as_slices();
+        // A chunk may span the deque's two halves: walk the records, not the halves.
+        let mut all = front.iter().chain(back);
+        let mut left = records.len();
+        while left > 0 {
+            let n = left.min(CHUNK);
+            for (r, b) in all.by_ref().take(n).zip(buf.chunks_exact_mut(PACKED_LEN)) {
+                r.pack(b);
+            }
+            seq.serialize_element(&Bytes(&buf[..n * PACKED_LEN]))?;
+            left -= n;
+        }
+        seq.end()
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VecDeque<Compact>, D::Error> {
-        struct Records;
-        impl Visitor<'_> for Records {
-            type Value = VecDeque<Compact>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                write!(f, "a byte string of {PACKED_LEN}-byte records")
+        struct Chunk(Vec<Compact>);
+        impl<'de> serde::Deserialize<'de> for Chunk {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Chunk, D::Error> {
+                d.deserialize_bytes(ChunkVisitor)
             }
-            fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Self::Value, E> {
-                if !v.len().is_multiple_of(PACKED_LEN) {
+        }
+        struct ChunkVisitor;
+        impl Visitor<'_> for ChunkVisitor {
+            type Value = Chunk;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a byte string of at most {CHUNK} records of {PACKED_LEN} bytes")
+            }
+            fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Chunk, E> {
+                if !v.len().is_multiple_of(PACKED_LEN) || v.len() > CHUNK * PACKED_LEN {
                     return Err(E::invalid_length(v.len(), &self));
                 }
                 v.chunks_exact(PACKED_LEN)
                     .map(|b| Compact::unpack(b).ok_or_else(|| E::custom("a record with an unknown status")))
-                    .collect()
+                    .collect::<Result<_, _>>()
+                    .map(Chunk)
             }
         }
-        d.deserialize_bytes(Records)
+        struct Records;
+        impl<'de> Visitor<'de> for Records {
+            type Value = VecDeque<Compact>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("chunks of packed records")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                // The chunk count comes from the file: bound what it may reserve.
+                let mut out = VecDeque::with_capacity(seq.size_hint().unwrap_or(0).min(64) * CHUNK);
+                while let Some(Chunk(c)) = seq.next_element()? {
+                    out.extend(c);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(Records)
     }
 }
 
@@ -223,18 +268,21 @@ mod tests {
             Status::UpstreamReset,
             Status::Truncated,
         ];
-        let records: VecDeque<Compact> = statuses
-            .iter()
-            .enumerate()
-            .map(|(i, &status)| {
+        // Past two chunks, and wrapped around the deque's buffer (two halves).
+        let mut records: VecDeque<Compact> = (0..2_500usize)
+            .map(|i| {
                 let tokens =
                     i.is_multiple_of(2).then_some(TokenCount { value: 7 * i as u32, exact: i.is_multiple_of(4) });
-                let r = RequestRecord { status, ttft_s: (i != 3).then_some(0.25), output_tokens: tokens, ..record() };
+                let ttft_s = (!i.is_multiple_of(3)).then_some(0.25 + i as f64 / 1e4);
+                let r = RequestRecord { status: statuses[i % 6], ttft_s, output_tokens: tokens, ..record() };
                 Compact::of(&RequestRecord { finished_unix: 100.0 + i as f64, ..r }).unwrap()
             })
             .collect();
+        records.rotate_left(700);
+        assert!(!records.as_slices().1.is_empty(), "two halves");
         let bytes = postcard::to_allocvec(&Held(records.clone())).unwrap();
-        assert_eq!(bytes.len(), 2 + records.len() * PACKED_LEN, "a length (240, two bytes), then the records");
+        // Three chunks (one byte), each a length (three bytes) and its records.
+        assert_eq!(bytes.len(), 1 + 3 * 3 + records.len() * PACKED_LEN);
         let back = postcard::from_bytes::<Held>(&bytes).unwrap().0;
         // NaN (a missing latency) is not equal to itself: compare the bits.
         let bits = |c: &Compact| (c.finished.to_bits(), c.e2e.to_bits(), c.ttft.to_bits(), c.tpot.to_bits());
@@ -242,10 +290,14 @@ mod tests {
         let rest = |c: &Compact| (c.output_tokens, c.status, c.flags);
         assert_eq!(back.iter().map(rest).collect::<Vec<_>>(), records.iter().map(rest).collect::<Vec<_>>());
         let mut bad = bytes.clone();
-        bad[2 + 36] = 9;
+        bad[1 + 3 + 36] = 9;
         assert!(postcard::from_bytes::<Held>(&bad).is_err(), "an unknown status is refused");
-        let short = postcard::to_allocvec(&serde_bytes_of(&bytes[2..bytes.len() - 1])).unwrap();
-        assert!(postcard::from_bytes::<Held>(&short).is_err(), "a cut record is refused");
+        let cut = postcard::to_allocvec(&vec![serde_bytes_of(&bytes[4..4 + 39])]).unwrap();
+        assert!(postcard::from_bytes::<Held>(&cut).is_err(), "a cut record is refused");
+        let whole = postcard::to_allocvec(&vec![serde_bytes_of(&bytes[4..4 + 40])]).unwrap();
+        assert_eq!(postcard::from_bytes::<Held>(&whole).unwrap().0.len(), 1);
+        let empty = postcard::to_allocvec(&Held(VecDeque::new())).unwrap();
+        assert_eq!((empty.len(), postcard::from_bytes::<Held>(&empty).unwrap().0.len()), (1, 0));
     }
 
     fn serde_bytes_of(b: &[u8]) -> impl serde::Serialize + '_ {
