@@ -260,21 +260,13 @@ mod tests {
         use std::collections::VecDeque;
         #[derive(serde::Serialize, serde::Deserialize)]
         struct Held(#[serde(with = "packed")] VecDeque<Compact>);
-        let statuses = [
-            Status::Ok,
-            Status::HttpError(503),
-            Status::StreamError,
-            Status::ClientAbort,
-            Status::UpstreamReset,
-            Status::Truncated,
-        ];
         // Past two chunks, and wrapped around the deque's buffer (two halves).
         let mut records: VecDeque<Compact> = (0..2_500usize)
             .map(|i| {
                 let tokens =
                     i.is_multiple_of(2).then_some(TokenCount { value: 7 * i as u32, exact: i.is_multiple_of(4) });
                 let ttft_s = (!i.is_multiple_of(3)).then_some(0.25 + i as f64 / 1e4);
-                let r = RequestRecord { status: statuses[i % 6], ttft_s, output_tokens: tokens, ..record() };
+                let r = RequestRecord { status: Status::EACH[i % 6], ttft_s, output_tokens: tokens, ..record() };
                 Compact::of(&RequestRecord { finished_unix: 100.0 + i as f64, ..r }).unwrap()
             })
             .collect();

@@ -28,6 +28,17 @@ pub enum Status {
 }
 
 impl Status {
+    /// One of each variant (the HTTP error a 503), for tests that cover them all.
+    #[cfg(test)]
+    pub(crate) const EACH: [Status; 6] = [
+        Status::Ok,
+        Status::HttpError(503),
+        Status::StreamError,
+        Status::ClientAbort,
+        Status::UpstreamReset,
+        Status::Truncated,
+    ];
+
     pub fn is_ok(self) -> bool {
         self == Status::Ok
     }

@@ -213,14 +213,6 @@ mod tests {
             max_records_per_series: 50,
             max_series_per_target: 4,
         });
-        let statuses = [
-            Status::Ok,
-            Status::HttpError(503),
-            Status::StreamError,
-            Status::ClientAbort,
-            Status::UpstreamReset,
-            Status::Truncated,
-        ];
         for k in 1..=24i64 {
             let now = T0_MS + k * 5_000;
             let records = (0..4i64).map(|j| {
@@ -229,7 +221,7 @@ mod tests {
                     source: if n.is_multiple_of(3) { Source::Otlp } else { Source::Tap },
                     target: "t".into(),
                     model: "m".into(),
-                    status: statuses[n % 6],
+                    status: Status::EACH[n % 6],
                     finished_unix: (now - 5_000 + j * 1_200) as f64 / 1000.0,
                     e2e_s: 0.5 + 0.01 * n as f64,
                     ttft_s: (!n.is_multiple_of(5)).then_some(0.02 * (n % 17) as f64),
