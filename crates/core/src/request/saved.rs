@@ -54,10 +54,6 @@ impl SavedRequests {
 }
 
 impl SavedRequestsRef<'_> {
-    pub fn is_empty(&self) -> bool {
-        self.series.is_empty()
-    }
-
     /// About the bytes the series encode to (the records exactly, their windows' slots
     /// roughly): room to encode into without growing a buffer of megabytes step by step.
     pub fn encoded_len_hint(&self) -> usize {
