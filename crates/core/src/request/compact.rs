@@ -155,7 +155,8 @@ pub mod packed {
     /// Records a chunk holds at most.
     pub const CHUNK: usize = 1_024;
 
-    struct Bytes<'a>(&'a [u8]);
+    /// One byte string, as a chunk is written (also by tests writing damaged chunks).
+    pub(super) struct Bytes<'a>(pub(super) &'a [u8]);
 
     impl serde::Serialize for Bytes<'_> {
         fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -284,22 +285,12 @@ mod tests {
         let mut bad = bytes.clone();
         bad[1 + 3 + 36] = 9;
         assert!(postcard::from_bytes::<Held>(&bad).is_err(), "an unknown status is refused");
-        let cut = postcard::to_allocvec(&vec![serde_bytes_of(&bytes[4..4 + 39])]).unwrap();
+        let cut = postcard::to_allocvec(&vec![packed::Bytes(&bytes[4..4 + 39])]).unwrap();
         assert!(postcard::from_bytes::<Held>(&cut).is_err(), "a cut record is refused");
-        let whole = postcard::to_allocvec(&vec![serde_bytes_of(&bytes[4..4 + 40])]).unwrap();
+        let whole = postcard::to_allocvec(&vec![packed::Bytes(&bytes[4..4 + 40])]).unwrap();
         assert_eq!(postcard::from_bytes::<Held>(&whole).unwrap().0.len(), 1);
         let empty = postcard::to_allocvec(&Held(VecDeque::new())).unwrap();
         assert_eq!((empty.len(), postcard::from_bytes::<Held>(&empty).unwrap().0.len()), (1, 0));
-    }
-
-    fn serde_bytes_of(b: &[u8]) -> impl serde::Serialize + '_ {
-        struct B<'a>(&'a [u8]);
-        impl serde::Serialize for B<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_bytes(self.0)
-            }
-        }
-        B(b)
     }
 
     #[test]
