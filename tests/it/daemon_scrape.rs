@@ -200,6 +200,87 @@ async fn gzip_members_are_all_decoded_and_a_corrupt_body_says_why() {
     assert!(err.message().contains("gzip"), "{err}");
 }
 
+/// What a hand-written server does with a connection after its first answer.
+#[derive(Clone, Copy, Debug)]
+enum After {
+    /// Closes it at once, without having said so.
+    Close,
+    /// Closes it when the next request arrives, unanswered: the race of a server closing
+    /// an idle keep-alive connection just as the client sends on it.
+    CloseOnNextRequest,
+    /// Said `Connection: close` in the answer, but keeps answering whatever comes.
+    SaidClose,
+    /// Keeps answering.
+    KeepAlive,
+}
+
+/// A server answering every request with `x 1`, treating connections as `after` says;
+/// counts the connections it accepted.
+async fn hand_server(after: After) -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    async fn read_head(s: &mut tokio::net::TcpStream) -> bool {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if !matches!(s.read(&mut byte).await, Ok(1)) {
+                return false;
+            }
+            head.push(byte[0]);
+        }
+        true
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let close = if matches!(after, After::SaidClose) { "Connection: close\r\n" } else { "" };
+                let answer = format!("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n{close}\r\nx 1\n");
+                let mut answered = 0;
+                while read_head(&mut s).await {
+                    if answered > 0 && matches!(after, After::CloseOnNextRequest) {
+                        return;
+                    }
+                    if s.write_all(answer.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    answered += 1;
+                    if matches!(after, After::Close) {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+/// A connection is kept for the next scrape only while the server keeps it: one closed by
+/// the server between scrapes, or as the next request goes out, costs the scrape nothing
+/// (it goes out again on a new connection), and one the server said it closes is not used
+/// again.
+#[tokio::test]
+async fn a_kept_connection_the_server_closed_costs_no_scrape() {
+    use std::sync::atomic::Ordering;
+    for (after, connections) in
+        [(After::KeepAlive, 1), (After::Close, 3), (After::CloseOnNextRequest, 3), (After::SaidClose, 3)]
+    {
+        let (addr, accepted) = hand_server(after).await;
+        let fetcher = Fetcher::new(FetchSpec { gzip: false, ..spec(addr) }).unwrap();
+        for i in 0..3 {
+            let body = fetcher.fetch().await.unwrap_or_else(|e| panic!("{after:?}, scrape {i}: {e}"));
+            assert_eq!(body, b"x 1\n", "{after:?}");
+            // Long enough for a close to arrive before the next scrape.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), connections, "{after:?}: connections opened for 3 scrapes");
+    }
+}
+
 /// Serves `/metrics` and keeps, per request, the client's address (one per connection)
 /// and the request headers.
 async fn peer_server() -> (std::net::SocketAddr, Arc<Mutex<Vec<(std::net::SocketAddr, HeaderMap)>>>) {

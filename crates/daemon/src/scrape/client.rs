@@ -1,40 +1,40 @@
-//! The HTTP client scrapes go through: hyper's HTTP/1.1 client and connection pool
-//! (hyper-util), rustls on ring with the platform's certificate verifier, no proxy.
+//! The HTTP client scrapes go through: hyper's HTTP/1.1 client connection over TCP, or
+//! rustls on ring with the platform's certificate verifier, no proxy; the connections it
+//! keeps between scrapes are sockets ([`super::idle`]), and each exchange is driven by the
+//! scrape's own task ([`super::exchange`]).
 //!
 //! One client is shared by every target of a daemon. A client per target kept a pool, a TLS
 //! verifier and idle connections per target, most of the per-target memory of an aggregator
 //! (docs/footprint.md#b-aggregator). The settings that differ between targets (timeout,
 //! headers, credentials) are set per request ([`super::Fetcher`]).
 //!
-//! It is hyper rather than reqwest for one setting reqwest does not expose: the size of a
-//! connection's read buffer. hyper's adaptive buffer grows to the largest read a body fills
-//! (≈ 64 KiB for a 45 KB scrape) and a kept-alive connection holds it until it closes; a
-//! fleet keeps a connection per target between scrapes, so at 10 000 targets that was about
-//! 0.5 GiB of buffers waiting for the next scrape (docs/footprint.md, "10 000 targets at
-//! steady state"). Every connection here reads through a buffer of [`READ_BUFFER`] bytes:
-//! a larger body is read in more pieces.
+//! It is hyper's connection rather than a pooled client (reqwest, hyper-util's) for what a
+//! fleet keeps between scrapes. Those pools keep each idle connection as hyper's task with
+//! its buffers: ≈ 84 KiB through reqwest (hyper's adaptive read buffer grows to the largest
+//! read a 45 KB scrape fills, and stays), ≈ 35 KiB through hyper-util with the read buffer
+//! fixed; a fleet keeps a connection per target, so at 10 000 targets that was 0.35–0.8 GiB
+//! waiting for the next scrape (docs/footprint.md, "10 000 targets at steady state"). Here
+//! an idle connection is its socket, and a response is read through a buffer of
+//! [`READ_BUFFER`] bytes that exists while it is read.
 
 use std::sync::{Arc, Once};
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Empty;
-use hyper_util::client::legacy::Client;
+use hyper::client::conn::http1::Builder;
+use hyper::header::{HOST, HeaderValue};
+use hyper::{Request, Response, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls_platform_verifier::BuilderVerifierExt;
+
+use super::exchange::{self, ScrapeBody};
+use super::idle::{Idle, Origin};
 
 /// Bytes a connection reads into at a time, and the largest response head (status line and
 /// headers) a target may send: a /metrics response's head is a few hundred bytes.
 pub const READ_BUFFER: usize = 16 << 10;
 
-/// How long an idle connection is kept for the next scrape: longer than any sensible scrape
-/// interval, as Go's HTTP client (Prometheus) keeps one for 90 s.
-const POOL_IDLE: Duration = Duration::from_secs(90);
-
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
-/// The pooled client requests go through; a scrape sends no body.
-pub(super) type Pool = Client<Connector, Empty<Bytes>>;
 
 /// Installs the ring crypto provider for rustls once per process. Nothing in the build
 /// brings a default provider, so that aws-lc-sys (a slow C build) stays out of the tree;
@@ -60,11 +60,30 @@ pub enum ClientError {
     Header { name: String, why: String },
 }
 
-/// The client and its pool of connections (module docs). Whether a scrape asks for gzip is
-/// the request's, so targets with and without it share one pool.
-#[derive(Debug, Clone)]
+/// The client and its idle connections (module docs). Whether a scrape asks for gzip is
+/// the request's, so targets with and without it share connections.
+#[derive(Clone)]
 pub struct HttpClient {
-    pub(super) pool: Pool,
+    connector: Connector,
+    http1: Builder,
+    idle: Arc<Idle>,
+}
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient").finish_non_exhaustive()
+    }
+}
+
+/// Why a request got no response.
+#[derive(Debug)]
+pub(super) enum RequestError {
+    /// No connection to the target could be opened (refused, no route, DNS, TLS).
+    Connect(Box<dyn std::error::Error + Send + Sync>),
+    /// The connection failed or the response was not HTTP.
+    Http(hyper::Error),
+    /// The URI names no host to connect to.
+    NoOrigin,
 }
 
 impl HttpClient {
@@ -86,11 +105,63 @@ impl HttpClient {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
-        let pool = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(POOL_IDLE)
-            .http1_read_buf_exact_size(READ_BUFFER)
-            .build(connector);
-        Ok(HttpClient { pool })
+        let mut http1 = Builder::new();
+        http1.read_buf_exact_size(Some(READ_BUFFER));
+        Ok(HttpClient { connector, http1, idle: Arc::default() })
     }
+
+    /// Sends `req` (its URI absolute) on a kept connection to its origin, or a new one, and
+    /// returns the response. A request that fails on a kept connection is sent once more on
+    /// a new one: the peer may have closed it as the request went out, and a scrape's GET is
+    /// safe to repeat.
+    pub(super) async fn send(&self, req: Request<Empty<Bytes>>) -> Result<Response<ScrapeBody>, RequestError> {
+        let uri = req.uri().clone();
+        let origin = Origin::of(&uri).ok_or(RequestError::NoOrigin)?;
+        let req = origin_form(req, &uri);
+        if let Some(io) = self.idle.take(&origin) {
+            let again = copy(&req);
+            match exchange::send(&self.http1, io, req, origin.clone(), self.idle.clone()).await {
+                Ok(resp) => return Ok(resp),
+                Err(e) => {
+                    tracing::debug!(%origin, error = %e, "a kept connection failed; sending the scrape again on a new one")
+                }
+            }
+            return self.send_fresh(uri, again, origin).await;
+        }
+        self.send_fresh(uri, req, origin).await
+    }
+
+    async fn send_fresh(
+        &self,
+        uri: Uri,
+        req: Request<Empty<Bytes>>,
+        origin: Origin,
+    ) -> Result<Response<ScrapeBody>, RequestError> {
+        use tower_service::Service;
+        let mut connector = self.connector.clone();
+        std::future::poll_fn(|cx| connector.poll_ready(cx)).await.map_err(RequestError::Connect)?;
+        let io = connector.call(uri).await.map_err(RequestError::Connect)?;
+        exchange::send(&self.http1, io, req, origin, self.idle.clone()).await.map_err(RequestError::Http)
+    }
+}
+
+/// `req` as a server expects it from a client that is not a proxy: the path and query in
+/// the request line, the host in `Host`.
+fn origin_form(req: Request<Empty<Bytes>>, uri: &Uri) -> Request<Empty<Bytes>> {
+    let (mut parts, body) = req.into_parts();
+    parts.uri = uri.path_and_query().map_or_else(|| Uri::from_static("/"), |pq| Uri::from(pq.clone()));
+    if let Some(host) = uri.authority().and_then(|a| HeaderValue::from_str(a.as_str()).ok()) {
+        parts.headers.entry(HOST).or_insert(host);
+    }
+    Request::from_parts(parts, body)
+}
+
+/// A request like `req`, to send again.
+fn copy(req: &Request<Empty<Bytes>>) -> Request<Empty<Bytes>> {
+    let mut r = Request::new(Empty::new());
+    *r.method_mut() = req.method().clone();
+    *r.uri_mut() = req.uri().clone();
+    *r.version_mut() = req.version();
+    *r.headers_mut() = req.headers().clone();
+    r
 }

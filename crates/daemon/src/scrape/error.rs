@@ -29,14 +29,15 @@ impl ScrapeError {
     /// Classifies a failed request to `url` by what went wrong on the wire. The scrape's
     /// deadline is kept outside the client ([`super::Fetcher::fetch`]), so no request error
     /// is a timeout.
-    pub(crate) fn from_client(e: &hyper_util::client::legacy::Error, url: &url::Url) -> Self {
-        let reason = if e.is_connect() { "connect" } else { "read_error" };
-        // The client's Display is one word ("client error (Connect)"); the chain says why.
+    pub(super) fn from_request(e: &super::client::RequestError, url: &url::Url) -> Self {
+        use super::client::RequestError;
+        let (reason, why) = match e {
+            RequestError::Connect(e) => ("connect", crate::redact::error_chain(e.as_ref())),
+            RequestError::Http(e) => ("read_error", crate::redact::error_chain(e)),
+            RequestError::NoOrigin => ("connect", "the URL names no host".to_string()),
+        };
         // The message reaches logs and /api/v1/report, so the URL is redacted.
-        ScrapeError::new(
-            reason,
-            format!("request to {} failed: {}", crate::redact::url(url), crate::redact::error_chain(e)),
-        )
+        ScrapeError::new(reason, format!("request to {} failed: {why}", crate::redact::url(url)))
     }
 }
 

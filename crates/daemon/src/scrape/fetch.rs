@@ -23,7 +23,7 @@ use hyper::{Request, Response, Uri};
 use url::{Host, Url};
 
 use super::ScrapeError;
-use super::client::{ClientError, HttpClient, Pool};
+use super::client::{ClientError, HttpClient};
 use crate::redact::Secret;
 
 /// Like Prometheus: the classic text format first, OpenMetrics accepted (our parser reads both).
@@ -65,7 +65,7 @@ impl std::fmt::Debug for FetchSpec {
 /// How one target is fetched: its request settings and the client it goes through.
 #[derive(Debug, Clone)]
 pub struct Fetcher {
-    client: Pool,
+    client: HttpClient,
     /// Sent on every request: `Accept`, `Accept-Encoding`, `User-Agent` and the scrape
     /// timeout.
     headers: HeaderMap,
@@ -107,7 +107,7 @@ impl Fetcher {
 
     /// A fetcher going through `client`.
     pub fn with_client(client: &HttpClient, spec: FetchSpec) -> Result<Fetcher, ClientError> {
-        let client = client.pool.clone();
+        let client = client.clone();
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT_HEADER, HeaderValue::from_static(ACCEPT));
         headers.insert(USER_AGENT, HeaderValue::from_static(concat!("goodput/", env!("CARGO_PKG_VERSION"))));
@@ -169,7 +169,7 @@ impl Fetcher {
         let mut hops = 0;
         let resp = loop {
             let req = self.request(&url, token.as_ref())?;
-            let resp = self.client.request(req).await.map_err(|e| ScrapeError::from_client(&e, &url))?;
+            let resp = self.client.send(req).await.map_err(|e| ScrapeError::from_request(&e, &url))?;
             match self.redirect(&url, &resp, hops)? {
                 Some(next) => (url, hops) = (next, hops + 1),
                 None => break resp,
@@ -212,6 +212,7 @@ impl Fetcher {
             }
             body.extend_from_slice(&chunk);
         }
+        incoming.finish();
         if gzipped {
             return gunzip(&body, limit);
         }

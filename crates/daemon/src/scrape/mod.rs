@@ -9,7 +9,9 @@
 
 mod client;
 mod error;
+mod exchange;
 mod fetch;
+mod idle;
 mod ingest;
 mod reuse;
 
