@@ -14,6 +14,7 @@
 //! tap (proxy in front of an engine's API, [core] request::meter) ─► inbox::Inbox
 //! ```
 //!
+//! Scrapes and the tap's upstream requests go over [`http1`]'s client connections.
 //! [`daemon`] drives the flow live on a clock; [`replay`] drives the same core in virtual
 //! time over a recording; [`promql_rules`] writes the same SLOs and alerts as PromQL for
 //! Prometheus. The core's modules are re-exported under their own names, so
@@ -26,6 +27,7 @@ pub use goodput_core::{
 
 pub mod config;
 pub mod discovery;
+pub mod http1;
 pub mod scrape;
 
 pub mod inbox;

@@ -1,7 +1,7 @@
 //! The HTTP client scrapes go through: hyper's HTTP/1.1 client connection over TCP, or
 //! rustls on ring with the platform's certificate verifier, no proxy; the connections it
-//! keeps between scrapes are sockets ([`super::idle`]), and each exchange is driven by the
-//! scrape's own task ([`super::exchange`]).
+//! keeps between scrapes are sockets, and each exchange is driven by the scrape's own task
+//! ([`crate::http1`]).
 //!
 //! One client is shared by every target of a daemon. A client per target kept a pool, a TLS
 //! verifier and idle connections per target, most of the per-target memory of an aggregator
@@ -22,19 +22,61 @@ use std::sync::{Arc, Once};
 use bytes::Bytes;
 use http_body_util::Empty;
 use hyper::client::conn::http1::Builder;
-use hyper::header::{HOST, HeaderValue};
 use hyper::{Request, Response, Uri};
+use hyper_rustls::MaybeHttpsStream;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioIo;
 use rustls_platform_verifier::BuilderVerifierExt;
+use tokio::net::TcpStream;
 
-use super::exchange::{self, ScrapeBody};
-use super::idle::{Idle, Origin};
+use crate::http1::{Driven, Idle, Keep, Origin, exchange, idle, origin_form};
 
 /// Bytes a connection reads into at a time, and the largest response head (status line and
 /// headers) a target may send: a /metrics response's head is a few hundred bytes.
 pub const READ_BUFFER: usize = 16 << 10;
 
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+
+/// A connection to a target: plain TCP or TLS over it.
+type Io = MaybeHttpsStream<TokioIo<TcpStream>>;
+
+/// A response as a scrape reads it.
+pub(super) type ScrapeBody = Driven<Io, Empty<Bytes>>;
+
+/// An [`Io`] as it waits for the next scrape: a TLS connection's state (≈ 1.1 KiB) boxed,
+/// so that the plain connections of a fleet are not each the size of one.
+enum Kept {
+    Tcp(TokioIo<TcpStream>),
+    Tls(Box<Io>),
+}
+
+impl Kept {
+    fn of(io: Io) -> Kept {
+        match io {
+            MaybeHttpsStream::Http(tcp) => Kept::Tcp(tcp),
+            tls => Kept::Tls(Box::new(tls)),
+        }
+    }
+
+    fn into_io(self) -> Io {
+        match self {
+            Kept::Tcp(tcp) => MaybeHttpsStream::Http(tcp),
+            Kept::Tls(tls) => *tls,
+        }
+    }
+}
+
+impl Keep for Kept {
+    /// A TLS connection is taken as open: the peer may send TLS records between requests
+    /// (session tickets), and one it closed fails its request, which then goes out again on
+    /// a new connection ([`HttpClient::send`]).
+    fn open(&self) -> bool {
+        match self {
+            Kept::Tcp(tcp) => idle::tcp_open(tcp.inner()),
+            Kept::Tls(_) => true,
+        }
+    }
+}
 
 /// Installs the ring crypto provider for rustls once per process. Nothing in the build
 /// brings a default provider, so that aws-lc-sys (a slow C build) stays out of the tree;
@@ -66,7 +108,7 @@ pub enum ClientError {
 pub struct HttpClient {
     connector: Connector,
     http1: Builder,
-    idle: Arc<Idle>,
+    idle: Arc<Idle<Kept>>,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -107,7 +149,8 @@ impl HttpClient {
             .wrap_connector(http);
         let mut http1 = Builder::new();
         http1.read_buf_exact_size(Some(READ_BUFFER));
-        Ok(HttpClient { connector, http1, idle: Arc::default() })
+        // Any number per origin: targets sharing an address each keep their own.
+        Ok(HttpClient { connector, http1, idle: Arc::new(Idle::new(usize::MAX)) })
     }
 
     /// Sends `req` (its URI absolute) on a kept connection to its origin, or a new one, and
@@ -117,10 +160,10 @@ impl HttpClient {
     pub(super) async fn send(&self, req: Request<Empty<Bytes>>) -> Result<Response<ScrapeBody>, RequestError> {
         let uri = req.uri().clone();
         let origin = Origin::of(&uri).ok_or(RequestError::NoOrigin)?;
-        let req = origin_form(req, &uri);
-        if let Some(io) = self.idle.take(&origin) {
+        let req = origin_form(req);
+        if let Some(kept) = self.idle.take(&origin) {
             let again = copy(&req);
-            match exchange::send(&self.http1, io, req, origin.clone(), self.idle.clone()).await {
+            match exchange::send(&self.http1, kept.into_io(), req, Some(self.home(origin.clone()))).await {
                 Ok(resp) => return Ok(resp),
                 Err(e) => {
                     tracing::debug!(%origin, error = %e, "a kept connection failed; sending the scrape again on a new one")
@@ -141,19 +184,14 @@ impl HttpClient {
         let mut connector = self.connector.clone();
         std::future::poll_fn(|cx| connector.poll_ready(cx)).await.map_err(RequestError::Connect)?;
         let io = connector.call(uri).await.map_err(RequestError::Connect)?;
-        exchange::send(&self.http1, io, req, origin, self.idle.clone()).await.map_err(RequestError::Http)
+        exchange::send(&self.http1, io, req, Some(self.home(origin))).await.map_err(RequestError::Http)
     }
-}
 
-/// `req` as a server expects it from a client that is not a proxy: the path and query in
-/// the request line, the host in `Host`.
-fn origin_form(req: Request<Empty<Bytes>>, uri: &Uri) -> Request<Empty<Bytes>> {
-    let (mut parts, body) = req.into_parts();
-    parts.uri = uri.path_and_query().map_or_else(|| Uri::from_static("/"), |pq| Uri::from(pq.clone()));
-    if let Some(host) = uri.authority().and_then(|a| HeaderValue::from_str(a.as_str()).ok()) {
-        parts.headers.entry(HOST).or_insert(host);
+    /// Where a connection to `origin` goes after its exchange.
+    fn home(&self, origin: Origin) -> crate::http1::Home<Io> {
+        let idle = self.idle.clone();
+        Box::new(move |io| idle.put(origin, Kept::of(io)))
     }
-    Request::from_parts(parts, body)
 }
 
 /// A request like `req`, to send again.

@@ -212,7 +212,6 @@ impl Fetcher {
             }
             body.extend_from_slice(&chunk);
         }
-        incoming.finish();
         if gzipped {
             return gunzip(&body, limit);
         }

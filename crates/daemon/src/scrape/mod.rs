@@ -9,9 +9,7 @@
 
 mod client;
 mod error;
-mod exchange;
 mod fetch;
-mod idle;
 mod ingest;
 mod reuse;
 

@@ -17,9 +17,10 @@ use goodput_core::request::End;
 use goodput_core::request::body::MAX_REQUEST_BODY;
 use goodput_core::request::sse::MAX_EVENT_BYTES;
 use goodput_core::request::strip::{Forward, UsageStripper};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::oneshot;
 
+use super::conn::UpstreamBody;
 use super::measure::Measure;
 use crate::listen::paced::{BodyError, ClientBody};
 
@@ -242,7 +243,7 @@ impl Body for RequestBody {
 
 /// The upstream's response body on its way to the client.
 pub(super) struct ResponseBody {
-    inner: Incoming,
+    inner: UpstreamBody,
     measure: Option<Arc<Measure>>,
     /// With `inject_usage`: removes the usage event the tap caused.
     strip: Option<UsageStripper>,
@@ -256,7 +257,7 @@ pub(super) struct ResponseBody {
 }
 
 impl ResponseBody {
-    pub fn new(inner: Incoming, measure: Option<Arc<Measure>>, strip: Option<UsageStripper>) -> ResponseBody {
+    pub fn new(inner: UpstreamBody, measure: Option<Arc<Measure>>, strip: Option<UsageStripper>) -> ResponseBody {
         ResponseBody { inner, measure, strip, fed: 0, sent: 0, failed: None, flushed: false, done: false }
     }
 
@@ -409,6 +410,9 @@ impl Drop for ResponseBody {
 }
 
 /// What the tap answers a client with: the upstream's body, or one of its own.
+// One per response, made once and polled in place: boxing the upstream's body would add
+// an allocation to every request for the rare answer of the tap's own.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum TapBody {
     Upstream(ResponseBody),
     Own(Option<Bytes>),

@@ -1,9 +1,12 @@
-//! The tap's upstream connections, each counting the responses it carried and the bytes read
-//! since its request in flight went out, so that a request that failed on a connection the
-//! pool reused, before any byte of an answer, can be told from every other failure
-//! (docs/request-path.md#connections). Only that one may be sent again: the peer closing an
-//! idle keep-alive connection just as the next request goes out is a race of the
-//! connection, not an answer about the request.
+//! The tap's upstream connections ([`Upstream`]), each counting the responses it carried
+//! and the bytes read since its request in flight went out, so that a request that failed
+//! on a connection kept from an earlier request, before any byte of an answer, can be told
+//! from every other failure (docs/request-path.md#connections). Only that one may be sent
+//! again: the peer closing an idle keep-alive connection just as the next request goes out
+//! is a race of the connection, not an answer about the request.
+//!
+//! Each exchange runs in the task of the client connection it serves ([`crate::http1`]):
+//! a token goes from the upstream's socket to the client's in one poll of that task.
 
 use std::io;
 use std::pin::Pin;
@@ -11,11 +14,100 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
-use hyper::Uri;
-use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper::client::conn::http1::Builder;
+use hyper::{Request, Response, Uri};
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tower_service::Service;
+
+use super::body::RequestBody;
+use crate::http1::{Driven, Home, Idle, Keep, Origin, exchange, idle, origin_form};
+
+/// The tap's connections to its upstream: new ones through [`Connector`], idle ones kept as
+/// sockets, at most as many as the tap has client connections (each counts against the
+/// tap's descriptors).
+pub(super) struct Upstream {
+    connector: Connector,
+    http1: Builder,
+    idle: Arc<Idle<Conn>>,
+    origin: Origin,
+}
+
+/// An upstream response's body, driving its connection as the client's connection reads it.
+pub(super) type UpstreamBody = Driven<Conn, RequestBody>;
+
+/// Why an upstream request got no answer.
+#[derive(Debug)]
+pub(super) struct Failed {
+    pub error: UpstreamError,
+    /// It went out on a connection kept from an earlier request and no byte of an answer
+    /// came back: what makes it safe to send again.
+    pub reused_unanswered: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(super) enum UpstreamError {
+    #[error("cannot connect: {}", crate::redact::error_chain(.0.as_ref()))]
+    Connect(Box<dyn std::error::Error + Send + Sync>),
+    #[error("{}", crate::redact::error_chain(.0))]
+    Http(hyper::Error),
+}
+
+impl Upstream {
+    pub fn new(connector: Connector, origin: Origin, max_idle: usize) -> Upstream {
+        Upstream { connector, http1: Builder::new(), idle: Arc::new(Idle::new(max_idle)), origin }
+    }
+
+    /// Sends `req` (its URI absolute) on a kept connection if there is one, else on a new
+    /// one. A request that may switch protocols always goes on a new one, which is not kept.
+    pub async fn send(&self, req: Request<RequestBody>, upgrade: bool) -> Result<Response<UpstreamBody>, Failed> {
+        let kept = if upgrade { None } else { self.idle.take(&self.origin) };
+        let Some(conn) = kept else { return self.send_fresh(req, upgrade).await };
+        let uses = conn.inner().uses.clone();
+        match exchange::send(&self.http1, conn, origin_form(req), Some(self.home())).await {
+            Ok(resp) => {
+                uses.answered();
+                Ok(resp)
+            }
+            Err(e) => Err(Failed { reused_unanswered: uses.reused_unanswered(), error: UpstreamError::Http(e) }),
+        }
+    }
+
+    /// Sends `req` (its URI absolute) on a new connection.
+    pub async fn send_fresh(&self, req: Request<RequestBody>, upgrade: bool) -> Result<Response<UpstreamBody>, Failed> {
+        let failed = |error| Failed { error, reused_unanswered: false };
+        let mut connector = self.connector.clone();
+        let connect = async {
+            std::future::poll_fn(|cx| connector.poll_ready(cx)).await?;
+            connector.call(req.uri().clone()).await
+        };
+        let conn = connect.await.map_err(|e| failed(UpstreamError::Connect(Box::new(e))))?;
+        let uses = conn.inner().uses.clone();
+        let req = origin_form(req);
+        let sent = if upgrade {
+            exchange::send_upgrade(&self.http1, conn, req).await
+        } else {
+            exchange::send(&self.http1, conn, req, Some(self.home())).await
+        };
+        let resp = sent.map_err(|e| failed(UpstreamError::Http(e)))?;
+        uses.answered();
+        Ok(resp)
+    }
+
+    /// Where a connection goes after its exchange.
+    fn home(&self) -> Home<Conn> {
+        let (idle, origin) = (self.idle.clone(), self.origin.clone());
+        Box::new(move |conn| idle.put(origin, conn))
+    }
+}
+
+impl Keep for Conn {
+    fn open(&self) -> bool {
+        idle::tcp_open(&self.inner().tcp)
+    }
+}
 
 /// What one connection carried so far; rides in the connection's metadata.
 #[derive(Debug, Clone, Default)]
@@ -32,24 +124,15 @@ struct UseCounts {
 }
 
 impl Uses {
-    /// Whether the connection of `connected` is one the pool reused (an earlier response
-    /// came back on it) and no byte of an answer to the request that failed arrived on it:
-    /// what makes that request safe to send again. `false` for a connection that is not one
-    /// of [`Connector`]'s.
-    pub fn reused_unanswered(connected: &Connected) -> bool {
-        let mut ext = hyper::http::Extensions::new();
-        connected.get_extras(&mut ext);
-        ext.get::<Uses>().is_some_and(|u| {
-            u.0.answered.load(Ordering::Relaxed) > 0 && u.0.read_since_request.load(Ordering::Relaxed) == 0
-        })
+    /// Whether an earlier response came back on the connection and no byte of an answer to
+    /// the request that failed arrived on it: what makes that request safe to send again.
+    fn reused_unanswered(&self) -> bool {
+        self.0.answered.load(Ordering::Relaxed) > 0 && self.0.read_since_request.load(Ordering::Relaxed) == 0
     }
 
-    /// Counts a response on the connection it came over (its extensions carry the
-    /// connection's metadata).
-    pub fn count_response(ext: &hyper::http::Extensions) {
-        if let Some(u) = ext.get::<Uses>() {
-            u.0.answered.fetch_add(1, Ordering::Relaxed);
-        }
+    /// Counts a response that came back on the connection.
+    fn answered(&self) {
+        self.0.answered.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -83,12 +166,6 @@ impl tower_service::Service<Uri> for Connector {
             let tcp = connecting.await?.into_inner();
             Ok(TokioIo::new(Counted { tcp, uses: Uses::default(), reading: true }))
         })
-    }
-}
-
-impl Connection for Counted {
-    fn connected(&self) -> Connected {
-        self.tcp.connected().extra(self.uses.clone())
     }
 }
 

@@ -22,9 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -33,7 +31,7 @@ use crate::config::TapConfig;
 use crate::inbox::Inbox;
 use crate::listen::paced::ClientBody;
 use crate::listen::server::{ServerLimits, serve_with};
-use conn::Connector;
+use conn::{Connector, Upstream};
 use measure::Ctx;
 pub use metrics::{TapMetrics, TapStats};
 use proxy::Proxy;
@@ -44,9 +42,10 @@ pub use seen::Seen;
 /// The engine is meant to be beside the tap, where a refused connection fails at once.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long an idle pooled upstream connection is kept. uvicorn (vLLM, SGLang) closes idle
-/// keep-alive connections after 5 s by default; hyper notices the close and reconnects.
-pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long an idle upstream connection is kept. uvicorn (vLLM, SGLang) closes idle
+/// keep-alive connections after 5 s by default; a connection the upstream closed is not
+/// used again, and a request that went out as it closed is sent again on a new one.
+pub const POOL_IDLE_TIMEOUT: Duration = crate::http1::idle::IDLE_FOR;
 
 /// A started tap.
 #[derive(Debug, Clone)]
@@ -112,19 +111,18 @@ pub fn start_on(
     let mut http = HttpConnector::new();
     http.set_nodelay(true);
     http.set_connect_timeout(Some(CONNECT_TIMEOUT));
-    // Idle upstream connections count against the tap's descriptors (two per client
-    // connection), so the pool keeps no more than there can be clients.
-    let client = Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        .pool_max_idle_per_host(max_connections)
-        .pool_timer(TokioTimer::new())
-        .build(Connector(http.clone()));
-    let fresh = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(0).build(Connector(http));
     let upstream = &config.upstream;
     let origin = format!("{}://{}", upstream.scheme(), &upstream[url::Position::BeforeHost..url::Position::AfterPort]);
+    let key = origin.parse().ok().and_then(|uri| crate::http1::Origin::of(&uri)).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("the tap of target {target:?}: upstream {upstream} names no host to connect to"),
+        )
+    })?;
+    // Idle upstream connections count against the tap's descriptors (two per client
+    // connection), so no more are kept than there can be clients.
     let proxy = Arc::new(Proxy {
-        client,
-        fresh,
+        upstream: Upstream::new(Connector(http), key, max_connections),
         origin,
         prefix: upstream.path().trim_end_matches('/').to_string(),
         inject_usage: config.inject_usage,

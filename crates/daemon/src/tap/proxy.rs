@@ -11,14 +11,13 @@ use goodput_core::request::body::{MAX_REQUEST_BODY, inject_include_usage};
 use goodput_core::request::strip::UsageStripper;
 use goodput_core::request::{End, Meter, Route, Unmeasured};
 use http_body_util::BodyExt;
-use hyper::body::{Body, Incoming};
+use hyper::body::Body;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode, Uri};
-use hyper_util::client::legacy::Client;
 use tokio::sync::oneshot;
 
 use super::body::{ClientFault, Leftover, RequestBody, ResponseBody, TapBody};
-use super::conn::{Connector, Uses};
+use super::conn::{Failed, Upstream, UpstreamBody};
 use super::headers::{is_upgrade, remove_hop_by_hop};
 use super::measure::{Ctx, Measure};
 use crate::listen::paced::{BodyError, ClientBody};
@@ -26,10 +25,7 @@ use crate::listen::server::Held;
 
 /// Everything a request handler needs; one per tap.
 pub(super) struct Proxy {
-    pub client: Client<Connector, RequestBody>,
-    /// A client without a pool: each request on a connection of its own, for a request
-    /// sent again after a reused connection failed.
-    pub fresh: Client<Connector, RequestBody>,
+    pub upstream: Upstream,
     /// `scheme://authority` of the upstream.
     pub origin: String,
     /// The upstream URL's path without its trailing slash ("" for the root).
@@ -77,14 +73,13 @@ impl Proxy {
 
         let head = (!upgrade).then(|| Head::of(&parts));
         let (body, left) = body.keep();
-        let resp = match self.client.request(Request::from_parts(parts, body)).await {
+        let resp = match self.upstream.send(Request::from_parts(parts, body), upgrade).await {
             Ok(r) => r,
-            Err(e) => match self.after_failure(e, head, left, &fault, measure.as_ref()).await {
+            Err(failed) => match self.after_failure(failed, head, left, &fault, measure.as_ref()).await {
                 Ok(r) => r,
                 Err(answer) => return Ok(answer),
             },
         };
-        Uses::count_response(resp.extensions());
         let mut resp = resp;
         if resp.status() == StatusCode::SWITCHING_PROTOCOLS
             && let Some(client_side) = client_upgrade
@@ -127,13 +122,13 @@ impl Proxy {
     /// keeps the model its body names, reading the body for it if it was not sent.
     async fn after_failure(
         &self,
-        mut error: hyper_util::client::legacy::Error,
+        failed: Failed,
         head: Option<Head>,
         left: oneshot::Receiver<Leftover>,
         fault: &ClientFault,
         measure: Option<&Arc<Measure>>,
-    ) -> Result<Response<Incoming>, Response<TapBody>> {
-        let reused = error.connect_info().is_some_and(Uses::reused_unanswered);
+    ) -> Result<Response<UpstreamBody>, Response<TapBody>> {
+        let Failed { mut error, reused_unanswered: reused } = failed;
         let mut left = leftover(left).await;
         let gone = || fault_or_gone(fault, measure);
         if reused
@@ -144,10 +139,10 @@ impl Proxy {
         {
             self.ctx.stats.retried();
             tracing::debug!(target_name = %self.ctx.target, %error, "tap: a reused upstream connection failed before any answer; sending the request again on a fresh one");
-            match self.fresh.request(head.request(body)).await {
+            match self.upstream.send_fresh(head.request(body), false).await {
                 Ok(r) => return Ok(r),
                 Err(e) => {
-                    error = e;
+                    error = e.error;
                     left = leftover(again).await;
                 }
             }

@@ -1,12 +1,12 @@
-//! The connections a client keeps between scrapes, as bare sockets.
+//! Connections kept between exchanges, as bare sockets.
 //!
-//! A kept-alive connection waits a whole scrape interval for its next request, and a
-//! fleet keeps one per target. Kept the way hyper-util's pool keeps one (hyper's
-//! connection task with its read buffer, an 8 KiB write buffer and an 8.5 KiB request
-//! channel) it held ≈ 35 KiB for that wait, 0.35 GiB at 10 000 targets with an address each
-//! (docs/footprint.md, "10 000 targets at steady state"). Here it waits as its socket
-//! alone; the HTTP state is made for each exchange and gone after it
-//! ([`super::exchange`]).
+//! A kept-alive connection can wait a long time for its next request: a scrape's a whole
+//! interval, and a fleet keeps one per target. Kept the way hyper-util's pool keeps one
+//! (hyper's connection task with its read buffer, an 8 KiB write buffer and an 8.5 KiB
+//! request channel) it held ≈ 35 KiB for that wait, 0.35 GiB at 10 000 targets with an
+//! address each (docs/footprint.md, "10 000 targets at steady state"). Here it waits as
+//! what its owner keeps of it (a [`Keep`]: the socket); the HTTP state is made for each
+//! exchange and gone after it ([`super::exchange`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -14,61 +14,35 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use hyper::Uri;
-use hyper_rustls::MaybeHttpsStream;
-use hyper_util::rt::TokioIo;
 use tokio::io::ReadBuf;
 use tokio::net::TcpStream;
 
-/// A connection to a target: plain TCP or TLS over it.
-pub(super) type Io = MaybeHttpsStream<TokioIo<TcpStream>>;
+/// How long an idle connection is kept for the next request: longer than any sensible
+/// scrape interval, as Go's HTTP client (Prometheus) keeps one for 90 s.
+pub const IDLE_FOR: Duration = Duration::from_secs(90);
 
-/// An [`Io`] as it waits: a TLS connection's state (≈ 1.1 KiB) boxed, so that the plain
-/// connections of a fleet are not each the size of one.
-#[derive(Debug)]
-enum Kept {
-    Tcp(TokioIo<TcpStream>),
-    Tls(Box<Io>),
-}
-
-impl Kept {
-    fn of(io: Io) -> Kept {
-        match io {
-            MaybeHttpsStream::Http(tcp) => Kept::Tcp(tcp),
-            tls => Kept::Tls(Box::new(tls)),
-        }
-    }
-
-    fn into_io(self) -> Io {
-        match self {
-            Kept::Tcp(tcp) => MaybeHttpsStream::Http(tcp),
-            Kept::Tls(tls) => *tls,
-        }
-    }
-
-    /// Whether the connection is still open: nothing to read on it, neither the peer's
-    /// close nor bytes no request asked for. A TLS connection is taken as open (the peer
-    /// may send TLS records between requests, such as session tickets); one the peer closed
-    /// fails its request, which is then sent again on a fresh connection
-    /// ([`super::HttpClient`]).
-    fn open(&self) -> bool {
-        let Kept::Tcp(tcp) = self else { return true };
-        let mut byte = [0u8; 1];
-        let mut buf = ReadBuf::new(&mut byte);
-        matches!(tcp.inner().poll_peek(&mut Context::from_waker(Waker::noop()), &mut buf), Poll::Pending)
-    }
-}
-
-/// How long an idle connection is kept for the next scrape: longer than any sensible scrape
-/// interval, as Go's HTTP client (Prometheus) keeps one for 90 s.
-pub(super) const IDLE_FOR: Duration = Duration::from_secs(90);
-
-/// How often the connections of origins no scrape went to lately are looked over.
+/// How often the connections of origins no request went to lately are looked over.
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
+/// What a client keeps of an idle connection.
+pub trait Keep: Send + 'static {
+    /// Whether the connection can still carry a request, as far as can be told without
+    /// sending one.
+    fn open(&self) -> bool;
+}
+
+/// Whether an idle TCP connection is still open: nothing to read on it, neither the peer's
+/// close nor bytes no request asked for.
+pub fn tcp_open(tcp: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    let mut buf = ReadBuf::new(&mut byte);
+    matches!(tcp.poll_peek(&mut Context::from_waker(Waker::noop()), &mut buf), Poll::Pending)
+}
 
 /// Where a connection goes: scheme and authority, as `https://host:port`. Connections are
 /// shared by every request to the same origin, whatever their headers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) struct Origin(String);
+pub struct Origin(String);
 
 impl Origin {
     /// The origin of an absolute URI; `None` for one without a scheme or host.
@@ -85,28 +59,34 @@ impl std::fmt::Display for Origin {
 }
 
 /// The idle connections of one client, newest last per origin.
-#[derive(Debug, Default)]
-pub(super) struct Idle {
-    inner: Mutex<Inner>,
+#[derive(Debug)]
+pub struct Idle<K> {
+    inner: Mutex<Inner<K>>,
+    /// The most kept per origin; a connection put beyond it is closed.
+    max_per_origin: usize,
 }
 
-#[derive(Debug, Default)]
-struct Inner {
-    by_origin: HashMap<Origin, Vec<(Instant, Kept)>>,
+#[derive(Debug)]
+struct Inner<K> {
+    by_origin: HashMap<Origin, Vec<(Instant, K)>>,
     swept: Option<Instant>,
 }
 
-impl Idle {
+impl<K: Keep> Idle<K> {
+    pub fn new(max_per_origin: usize) -> Idle<K> {
+        Idle { inner: Mutex::new(Inner { by_origin: HashMap::new(), swept: None }), max_per_origin }
+    }
+
     /// The connection to `origin` idle the shortest time that is still open, if any; those
-    /// kept past [`IDLE_FOR`] or closed by the peer are dropped on the way.
-    pub fn take(&self, origin: &Origin) -> Option<Io> {
+    /// kept past [`IDLE_FOR`] or no longer open are dropped on the way.
+    pub fn take(&self, origin: &Origin) -> Option<K> {
         let now = Instant::now();
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let list = inner.by_origin.get_mut(origin)?;
         let mut found = None;
-        while let Some((at, io)) = list.pop() {
-            if now.duration_since(at) < IDLE_FOR && io.open() {
-                found = Some(io.into_io());
+        while let Some((at, kept)) = list.pop() {
+            if now.duration_since(at) < IDLE_FOR && kept.open() {
+                found = Some(kept);
                 break;
             }
         }
@@ -116,11 +96,15 @@ impl Idle {
         found
     }
 
-    /// Keeps `io` for the next request to `origin`.
-    pub fn put(&self, origin: Origin, io: Io) {
+    /// Keeps `kept` for the next request to `origin`.
+    pub fn put(&self, origin: Origin, kept: K) {
         let now = Instant::now();
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.by_origin.entry(origin).or_default().push((now, Kept::of(io)));
+        let list = inner.by_origin.entry(origin).or_default();
+        if list.len() >= self.max_per_origin {
+            return;
+        }
+        list.push((now, kept));
         if inner.swept.is_none_or(|at| now.duration_since(at) >= SWEEP_EVERY) {
             inner.swept = Some(now);
             inner.by_origin.retain(|_, list| {
@@ -132,7 +116,7 @@ impl Idle {
 
     /// Connections kept now.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).by_origin.values().map(Vec::len).sum()
     }
 }
@@ -143,11 +127,19 @@ mod tests {
     use tokio::io::AsyncWriteExt;
     use tokio::net::TcpListener;
 
-    async fn pair() -> (Io, TcpStream) {
+    struct Tcp(TcpStream);
+
+    impl Keep for Tcp {
+        fn open(&self) -> bool {
+            tcp_open(&self.0)
+        }
+    }
+
+    async fn pair() -> (Tcp, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
-        (MaybeHttpsStream::Http(TokioIo::new(client)), server)
+        (Tcp(client), server)
     }
 
     fn origin(s: &str) -> Origin {
@@ -156,7 +148,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_the_peer_closed_or_wrote_to_is_not_taken() {
-        let idle = Idle::default();
+        let idle = Idle::new(8);
         let a = origin("http://127.0.0.1:1");
         let (open_io, _server_open) = pair().await;
         let (closed_io, server_closed) = pair().await;
@@ -175,7 +167,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_idle_past_its_time_is_dropped() {
-        let idle = Idle::default();
+        let idle = Idle::new(8);
         let (a, b) = (origin("http://127.0.0.1:1"), origin("https://127.0.0.1:1"));
         assert_ne!(a, b, "the scheme is part of the origin");
         let (io_a, _sa) = pair().await;
@@ -197,5 +189,18 @@ mod tests {
         idle.put(a.clone(), io_c);
         assert_eq!(idle.len(), 1, "the sweep dropped the other origin's old one, not the new one");
         assert!(idle.take(&a).is_some());
+    }
+
+    #[tokio::test]
+    async fn no_more_are_kept_per_origin_than_the_cap() {
+        let idle = Idle::new(2);
+        let a = origin("http://127.0.0.1:1");
+        let mut servers = Vec::new();
+        for _ in 0..3 {
+            let (io, server) = pair().await;
+            servers.push(server);
+            idle.put(a.clone(), io);
+        }
+        assert_eq!(idle.len(), 2, "the third was closed, not kept");
     }
 }
