@@ -20,9 +20,13 @@ use goodput_core::request::strip::{Forward, UsageStripper};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::oneshot;
 
-use super::conn::UpstreamBody;
+use super::conn::Conn;
 use super::measure::Measure;
+use crate::http1::Driven;
 use crate::listen::paced::{BodyError, ClientBody};
+
+/// An upstream response's body, driving its connection as the client's connection reads it.
+pub(super) type UpstreamBody = Driven<Conn, RequestBody>;
 
 /// How the client's request body failed, if it did: the handler answers the client for
 /// it rather than blaming the upstream.

@@ -22,7 +22,6 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tower_service::Service;
 
-use super::body::RequestBody;
 use crate::http1::{Driven, Home, Idle, Keep, Origin, exchange, idle, origin_form};
 
 /// The tap's connections to its upstream: new ones through [`Connector`], idle ones kept as
@@ -34,9 +33,6 @@ pub(super) struct Upstream {
     idle: Arc<Idle<Conn>>,
     origin: Origin,
 }
-
-/// An upstream response's body, driving its connection as the client's connection reads it.
-pub(super) type UpstreamBody = Driven<Conn, RequestBody>;
 
 /// Why an upstream request got no answer.
 #[derive(Debug)]
@@ -62,7 +58,11 @@ impl Upstream {
 
     /// Sends `req` (its URI absolute) on a kept connection if there is one, else on a new
     /// one. A request that may switch protocols always goes on a new one, which is not kept.
-    pub async fn send(&self, req: Request<RequestBody>, upgrade: bool) -> Result<Response<UpstreamBody>, Failed> {
+    pub async fn send<B: RequestBody>(
+        &self,
+        req: Request<B>,
+        upgrade: bool,
+    ) -> Result<Response<Driven<Conn, B>>, Failed> {
         let kept = if upgrade { None } else { self.idle.take(&self.origin) };
         let Some(conn) = kept else { return self.send_fresh(req, upgrade).await };
         let uses = conn.inner().uses.clone();
@@ -76,7 +76,11 @@ impl Upstream {
     }
 
     /// Sends `req` (its URI absolute) on a new connection.
-    pub async fn send_fresh(&self, req: Request<RequestBody>, upgrade: bool) -> Result<Response<UpstreamBody>, Failed> {
+    pub async fn send_fresh<B: RequestBody>(
+        &self,
+        req: Request<B>,
+        upgrade: bool,
+    ) -> Result<Response<Driven<Conn, B>>, Failed> {
         let failed = |error| Failed { error, reused_unanswered: false };
         let mut connector = self.connector.clone();
         let connect = async {
@@ -101,6 +105,17 @@ impl Upstream {
         let (idle, origin) = (self.idle.clone(), self.origin.clone());
         Box::new(move |conn| idle.put(origin, conn))
     }
+}
+
+/// What a request body sent upstream must be.
+pub(super) trait RequestBody:
+    hyper::body::Body<Data = bytes::Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: hyper::body::Body<Data = bytes::Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
+{
 }
 
 impl Keep for Conn {

@@ -16,8 +16,8 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use tokio::sync::oneshot;
 
-use super::body::{ClientFault, Leftover, RequestBody, ResponseBody, TapBody};
-use super::conn::{Failed, Upstream, UpstreamBody};
+use super::body::{ClientFault, Leftover, RequestBody, ResponseBody, TapBody, UpstreamBody};
+use super::conn::{Failed, Upstream};
 use super::headers::{is_upgrade, remove_hop_by_hop};
 use super::measure::{Ctx, Measure};
 use crate::listen::paced::{BodyError, ClientBody};
