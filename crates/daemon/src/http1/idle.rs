@@ -18,7 +18,10 @@ use tokio::io::ReadBuf;
 use tokio::net::TcpStream;
 
 /// How long an idle connection is kept for the next request: longer than any sensible
-/// scrape interval, as Go's HTTP client (Prometheus) keeps one for 90 s.
+/// scrape interval, as Go's HTTP client (Prometheus) keeps one for 90 s. An upstream may
+/// close one sooner (uvicorn, under vLLM and SGLang, after 5 s idle): a connection closed
+/// is not used again, and a request that went out as it closed is sent again on a new one
+/// by its client.
 pub const IDLE_FOR: Duration = Duration::from_secs(90);
 
 /// How often the connections of origins no request went to lately are looked over.

@@ -18,6 +18,7 @@ pub mod idle;
 
 use hyper::header::{HOST, HeaderValue};
 use hyper::{Request, Uri};
+use tower_service::Service;
 
 pub use exchange::{Driven, Home};
 pub use idle::{Idle, Keep, Origin};
@@ -32,4 +33,12 @@ pub fn origin_form<B>(req: Request<B>) -> Request<B> {
         parts.headers.entry(HOST).or_insert(host);
     }
     Request::from_parts(parts, body)
+}
+
+/// Opens a connection to `uri` through `connector` (a tower service, as hyper-util's
+/// connectors are).
+pub async fn connect<C: Service<Uri> + Clone>(connector: &C, uri: Uri) -> Result<C::Response, C::Error> {
+    let mut connector = connector.clone();
+    std::future::poll_fn(|cx| connector.poll_ready(cx)).await?;
+    connector.call(uri).await
 }

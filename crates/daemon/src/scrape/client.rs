@@ -180,10 +180,7 @@ impl HttpClient {
         req: Request<Empty<Bytes>>,
         origin: Origin,
     ) -> Result<Response<ScrapeBody>, RequestError> {
-        use tower_service::Service;
-        let mut connector = self.connector.clone();
-        std::future::poll_fn(|cx| connector.poll_ready(cx)).await.map_err(RequestError::Connect)?;
-        let io = connector.call(uri).await.map_err(RequestError::Connect)?;
+        let io = crate::http1::connect(&self.connector, uri).await.map_err(RequestError::Connect)?;
         exchange::send(&self.http1, io, req, Some(self.home(origin))).await.map_err(RequestError::Http)
     }
 

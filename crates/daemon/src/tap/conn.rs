@@ -20,7 +20,6 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tower_service::Service;
 
 use crate::http1::{Driven, Home, Idle, Keep, Origin, exchange, idle, origin_form};
 
@@ -66,6 +65,9 @@ impl Upstream {
         let kept = if upgrade { None } else { self.idle.take(&self.origin) };
         let Some(conn) = kept else { return self.send_fresh(req, upgrade).await };
         let uses = conn.inner().uses.clone();
+        // What the earlier response left read is no answer to this request, which may find
+        // the connection closed before a byte of it is written.
+        uses.new_request();
         match exchange::send(&self.http1, conn, origin_form(req), Some(self.home())).await {
             Ok(resp) => {
                 uses.answered();
@@ -82,12 +84,9 @@ impl Upstream {
         upgrade: bool,
     ) -> Result<Response<Driven<Conn, B>>, Failed> {
         let failed = |error| Failed { error, reused_unanswered: false };
-        let mut connector = self.connector.clone();
-        let connect = async {
-            std::future::poll_fn(|cx| connector.poll_ready(cx)).await?;
-            connector.call(req.uri().clone()).await
-        };
-        let conn = connect.await.map_err(|e| failed(UpstreamError::Connect(Box::new(e))))?;
+        let conn = crate::http1::connect(&self.connector, req.uri().clone())
+            .await
+            .map_err(|e| failed(UpstreamError::Connect(Box::new(e))))?;
         let uses = conn.inner().uses.clone();
         let req = origin_form(req);
         let sent = if upgrade {
@@ -143,6 +142,11 @@ impl Uses {
     /// the request that failed arrived on it: what makes that request safe to send again.
     fn reused_unanswered(&self) -> bool {
         self.0.answered.load(Ordering::Relaxed) > 0 && self.0.read_since_request.load(Ordering::Relaxed) == 0
+    }
+
+    /// A request is about to go out on the connection: nothing read so far answers it.
+    fn new_request(&self) {
+        self.0.read_since_request.store(0, Ordering::Relaxed);
     }
 
     /// Counts a response that came back on the connection.
@@ -233,5 +237,26 @@ impl AsyncWrite for Counted {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kept connection can find itself closed by the upstream before a byte of the next
+    /// request is written (hyper reads the close first): the bytes of the earlier response
+    /// must not make that request look answered, or it would get a 502 instead of going out
+    /// again.
+    #[test]
+    fn bytes_read_before_a_request_went_out_are_no_answer_to_it() {
+        let uses = Uses::default();
+        uses.answered();
+        uses.0.read_since_request.store(4096, Ordering::Relaxed);
+        assert!(!uses.reused_unanswered(), "bytes read since the request went out are an answer");
+        uses.new_request();
+        assert!(uses.reused_unanswered(), "the earlier response's bytes are not");
+        uses.0.read_since_request.fetch_add(1, Ordering::Relaxed);
+        assert!(!uses.reused_unanswered(), "one byte read after it is");
     }
 }

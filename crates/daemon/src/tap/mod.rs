@@ -42,11 +42,6 @@ pub use seen::Seen;
 /// The engine is meant to be beside the tap, where a refused connection fails at once.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long an idle upstream connection is kept. uvicorn (vLLM, SGLang) closes idle
-/// keep-alive connections after 5 s by default; a connection the upstream closed is not
-/// used again, and a request that went out as it closed is sent again on a new one.
-pub const POOL_IDLE_TIMEOUT: Duration = crate::http1::idle::IDLE_FOR;
-
 /// A started tap.
 #[derive(Debug, Clone)]
 pub struct Tap {
