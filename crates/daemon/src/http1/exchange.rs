@@ -28,6 +28,14 @@ pub trait Io: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static {}
 
 impl<T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static> Io for T {}
 
+/// A request's body, as hyper's client connection sends it.
+pub trait SendBody: Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static {}
+
+impl<B> SendBody for B where
+    B: Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
+{
+}
+
 /// hyper's connection future as an exchange sees it.
 enum Conn<T> {
     Running(Driving<T>),
@@ -52,18 +60,12 @@ impl<T> Conn<T> {
 /// whose body drives the connection; `home` gets the socket once the body has been read to
 /// its end, if the server keeps the connection open. An error is the connection's: it
 /// failed, or the answer is not HTTP.
-pub async fn send<T, B>(
+pub async fn send<T: Io, B: SendBody>(
     builder: &Builder,
     io: T,
     req: Request<B>,
     home: Option<Home<T>>,
-) -> hyper::Result<Response<Driven<T, B>>>
-where
-    T: Io,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
+) -> hyper::Result<Response<Driven<T, B>>> {
     let (mut tx, conn) = builder.handshake(io).await?;
     let mut conn = Conn::Running(Box::pin(conn.without_shutdown()));
     // A fresh connection takes its first request without waiting to be ready.
@@ -79,13 +81,11 @@ where
 
 /// [`send`] for a request that may switch protocols: the connection runs as a task of its
 /// own, so that a `101` hands its socket to `hyper::upgrade::on`; it is not kept after.
-pub async fn send_upgrade<T, B>(builder: &Builder, io: T, req: Request<B>) -> hyper::Result<Response<Driven<T, B>>>
-where
-    T: Io,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
+pub async fn send_upgrade<T: Io, B: SendBody>(
+    builder: &Builder,
+    io: T,
+    req: Request<B>,
+) -> hyper::Result<Response<Driven<T, B>>> {
     let (mut tx, conn) = builder.handshake(io).await?;
     tokio::spawn(async move {
         let _ = conn.with_upgrades().await;

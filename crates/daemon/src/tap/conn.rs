@@ -21,7 +21,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use crate::http1::{Driven, Home, Idle, Keep, Origin, exchange, idle, origin_form};
+use crate::http1::{Driven, Home, Idle, Keep, Origin, SendBody, exchange, idle, origin_form};
 
 /// The tap's connections to its upstream: new ones through [`Connector`], idle ones kept as
 /// sockets, at most as many as the tap has client connections (each counts against the
@@ -57,11 +57,7 @@ impl Upstream {
 
     /// Sends `req` (its URI absolute) on a kept connection if there is one, else on a new
     /// one. A request that may switch protocols always goes on a new one, which is not kept.
-    pub async fn send<B: RequestBody>(
-        &self,
-        req: Request<B>,
-        upgrade: bool,
-    ) -> Result<Response<Driven<Conn, B>>, Failed> {
+    pub async fn send<B: SendBody>(&self, req: Request<B>, upgrade: bool) -> Result<Response<Driven<Conn, B>>, Failed> {
         let kept = if upgrade { None } else { self.idle.take(&self.origin) };
         let Some(conn) = kept else { return self.send_fresh(req, upgrade).await };
         let uses = conn.inner().uses.clone();
@@ -78,7 +74,7 @@ impl Upstream {
     }
 
     /// Sends `req` (its URI absolute) on a new connection.
-    pub async fn send_fresh<B: RequestBody>(
+    pub async fn send_fresh<B: SendBody>(
         &self,
         req: Request<B>,
         upgrade: bool,
@@ -104,17 +100,6 @@ impl Upstream {
         let (idle, origin) = (self.idle.clone(), self.origin.clone());
         Box::new(move |conn| idle.put(origin, conn))
     }
-}
-
-/// What a request body sent upstream must be.
-pub(super) trait RequestBody:
-    hyper::body::Body<Data = bytes::Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
-{
-}
-
-impl<B> RequestBody for B where
-    B: hyper::body::Body<Data = bytes::Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
-{
 }
 
 impl Keep for Conn {
