@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::http1::{Builder, Parts, SendRequest};
-use hyper::header::{CONNECTION, HeaderValue};
+use hyper::header::{CONNECTION, HeaderMap};
 use hyper::{Request, Response, Version};
 
 /// Where a connection's socket goes after an exchange that leaves it open.
@@ -94,16 +94,15 @@ pub async fn send_upgrade<T: Io, B: SendBody>(
     Ok(resp.map(|incoming| Driven { incoming, conn: Conn::Elsewhere, tx: Some(tx), home: None }))
 }
 
+/// The tokens of a message's `Connection` headers (RFC 9110 §7.6.1), trimmed: `close`,
+/// `keep-alive`, `upgrade`, and the names of hop-by-hop headers.
+pub fn connection_tokens(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    headers.get_all(CONNECTION).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).map(str::trim)
+}
+
 /// Whether the server lets the connection carry another request after this response.
 fn keeps_alive<B>(resp: &Response<B>) -> bool {
-    let has = |token: &str| {
-        resp.headers()
-            .get_all(CONNECTION)
-            .iter()
-            .filter_map(|v: &HeaderValue| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case(token))
-    };
+    let has = |token: &str| connection_tokens(resp.headers()).any(|t| t.eq_ignore_ascii_case(token));
     match resp.version() {
         Version::HTTP_11 => !has("close"),
         Version::HTTP_10 => has("keep-alive"),

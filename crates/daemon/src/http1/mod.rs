@@ -20,7 +20,7 @@ use hyper::header::{HOST, HeaderValue};
 use hyper::{Request, Uri};
 use tower_service::Service;
 
-pub use exchange::{Driven, Home, SendBody};
+pub use exchange::{Driven, Home, SendBody, connection_tokens};
 pub use idle::{Idle, Keep, Origin};
 
 /// `req` (its URI absolute) as a server expects it from a client that is not a proxy: the

@@ -3,6 +3,8 @@
 
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 
+use crate::http1::connection_tokens;
+
 /// Whether the request asks to switch protocols (WebSocket). An offer of `h2c` alone is
 /// not: the tap declines it (it speaks HTTP/1.1), drops it with the hop-by-hop headers, and
 /// measures the request as usual, as the engine's own HTTP/1.1 server would serve it.
@@ -11,25 +13,15 @@ pub(super) fn is_upgrade(headers: &HeaderMap) -> bool {
     let mut protocols = protocols.map(str::trim).filter(|p| !p.is_empty()).peekable();
     protocols.peek().is_some()
         && !protocols.all(|p| p.eq_ignore_ascii_case("h2c"))
-        && headers
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+        && connection_tokens(headers).any(|t| t.eq_ignore_ascii_case("upgrade"))
 }
 
 /// Drops the headers that describe one connection rather than the message (RFC 9110
 /// §7.6.1): those named in `Connection`, and the standard hop-by-hop set. On an upgrade,
 /// `Connection: upgrade` and `Upgrade` are what the next hop must see, so they stay.
 pub(super) fn remove_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
-    let listed: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
-        .collect();
+    let listed: Vec<HeaderName> =
+        connection_tokens(headers).filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok()).collect();
     for name in listed {
         if !(upgrade && name == header::UPGRADE) {
             headers.remove(name);
