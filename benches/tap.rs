@@ -5,7 +5,8 @@
 //!
 //! - criterion: time to first token of a single stream, direct and through the tap (median
 //!   and the ratio between the two);
-//! - the p50, p90 and p99 of that TTFT over 2,000 streams each way, alternating;
+//! - the p50, p90 and p99 of that TTFT over 2,000 streams each way, alternating, and the
+//!   tap's CPU time per stream (its threads' `schedstat`);
 //! - then, at 1, 64 and 512 concurrent streams: the p50 and p99 of TTFT and of per-event
 //!   delivery delay, direct and through the tap, and the tap process's CPU per 1,000
 //!   events/s.
@@ -155,6 +156,16 @@ impl Tap {
         let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
         (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / tick
     }
+
+    /// Nanoseconds the tap's threads have spent on a CPU: the sum of each live thread's
+    /// first `schedstat` field, finer than `cpu_seconds`' clock ticks.
+    fn cpu_nanos(&self) -> u64 {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.child.id())) else { return 0 };
+        tasks
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+            .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .sum()
+    }
 }
 
 /// One stream's timings: request sent → first token event read, and each token event's
@@ -247,19 +258,22 @@ fn criterion_ttft(
 /// TTFT of many one-token streams, one at a time, direct and through the tap alternately:
 /// enough samples (the table's single-stream row has 40) for its p99 to be a p99 and not
 /// the worst of a few.
-fn ttft_quantiles(rt: &tokio::runtime::Runtime, client: &reqwest::Client, up: SocketAddr, tap: SocketAddr) {
+fn ttft_quantiles(rt: &tokio::runtime::Runtime, client: &reqwest::Client, up: SocketAddr, tap: &Tap) {
     const PAIRS: usize = 2_000;
     let mut ttft = [Vec::with_capacity(PAIRS), Vec::with_capacity(PAIRS)];
+    let cpu_before = tap.cpu_nanos();
     rt.block_on(async {
         for i in 0..PAIRS {
             // Alternate which goes first, so that neither always follows the other.
             let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
             for k in order {
-                let base = [up, tap][k];
+                let base = [up, tap.addr][k];
                 ttft[k].push(one(client, base, 1, 0).await.ttft);
             }
         }
     });
+    // The tap idles while the direct streams run: its CPU here is that of its streams.
+    let cpu_per_stream = (tap.cpu_nanos().saturating_sub(cpu_before)) as f64 / PAIRS as f64 / 1e3;
     for v in &mut ttft {
         v.sort();
     }
@@ -269,6 +283,7 @@ fn ttft_quantiles(rt: &tokio::runtime::Runtime, client: &reqwest::Client, up: So
         let (d, t) = (quantile(&ttft[0], q), quantile(&ttft[1], q));
         println!("{:>6} {:>10} {:>10} {:>10}", q, us(d), us(t), us(t.saturating_sub(d)));
     }
+    println!("the tap's CPU per stream: {cpu_per_stream:.1}µs");
 }
 
 fn concurrency_table(rt: &tokio::runtime::Runtime, client: &reqwest::Client, up: SocketAddr, tap: &Tap) {
@@ -339,7 +354,7 @@ fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` does not, and runs each
     // criterion benchmark once as a test.
     if std::env::args().any(|a| a == "--bench") {
-        ttft_quantiles(&rt, &client, up, tap.addr);
+        ttft_quantiles(&rt, &client, up, &tap);
         concurrency_table(&rt, &client, up, &tap);
     }
 }

@@ -14,7 +14,9 @@
 //! tap (proxy in front of an engine's API, [core] request::meter) ─► inbox::Inbox
 //! ```
 //!
-//! Scrapes and the tap's upstream requests go over [`http1`]'s client connections.
+//! Scrapes and the tap's upstream requests go over [`http1`]'s client connections; the tasks
+//! that poll hyper's connections run [`wakes::in_task`], which keeps a hand-off between the
+//! halves of a connection inside its task.
 //! [`daemon`] drives the flow live on a clock; [`replay`] drives the same core in virtual
 //! time over a recording; [`promql_rules`] writes the same SLOs and alerts as PromQL for
 //! Prometheus. The core's modules are re-exported under their own names, so
@@ -29,6 +31,7 @@ pub mod config;
 pub mod discovery;
 pub mod http1;
 pub mod scrape;
+pub mod wakes;
 
 pub mod inbox;
 pub mod tap;

@@ -269,7 +269,8 @@ fn spawn(
     let (stop, stopped) = watch::channel(false);
     match client.as_ref().map_err(Clone::clone).and_then(|c| fetcher_for(config, &rt.config, c)) {
         Ok(fetcher) => {
-            scrapes.spawn(scrape_loop(rt, fetcher, limits_for(config), clock.clone(), stopped, first_after));
+            let run = scrape_loop(rt, fetcher, limits_for(config), clock.clone(), stopped, first_after);
+            scrapes.spawn(crate::wakes::in_task(run));
         }
         Err(e) => tracing::error!(target_name = %rt.config.name, "cannot scrape the target: {e}"),
     }

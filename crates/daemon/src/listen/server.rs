@@ -257,7 +257,7 @@ pub async fn serve_with<H, F, B>(
         stats.open.fetch_add(1, Ordering::Relaxed);
         let slot = Arc::new(Slot { id: next_id, table: table.clone(), stats: stats.clone() });
         let conn = Connection { slot, activity, stats: stats.clone(), limits };
-        conns.spawn(conn.run(stream, handler.clone(), stop.clone()));
+        conns.spawn(crate::wakes::in_task(conn.run(stream, handler.clone(), stop.clone())));
     }
     drop(listener);
     while conns.join_next().await.is_some() {}
