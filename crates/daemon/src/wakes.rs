@@ -9,7 +9,7 @@
 //! multi-threaded scheduler reads a wake that comes while a task runs as a yield: the task
 //! goes to the back of the run queue and a parked worker thread is woken to steal it, a
 //! futex wake and two context switches per hand-off, on the machine that also runs the
-//! engine and its clients (docs/benchmarks.md#the-tap).
+//! engine and its clients (docs/benchmarks.md#wakes-kept-in-the-task-2026-12-05-night).
 //!
 //! [`InTask`] polls its future with a waker of its own. A wake that comes while the future
 //! is being polled (from the task itself, or from another thread at that instant) is
