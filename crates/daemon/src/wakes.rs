@@ -94,9 +94,10 @@ impl<F: Future> Future for InTask<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
+    use bytes::Bytes;
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
 
-    /// A future that wakes itself `n` times, then is ready; counts its polls.
+    /// A future that wakes itself `left` more times, then is ready; counts its polls.
     struct Wakes {
         left: usize,
         polls: Arc<AtomicUsize>,
@@ -165,7 +166,7 @@ mod tests {
     /// Records whether each wake came while the future was being polled.
     #[derive(Default)]
     struct Probe {
-        polling: std::sync::atomic::AtomicBool,
+        polling: AtomicBool,
         during: AtomicUsize,
         between: AtomicUsize,
     }
@@ -218,8 +219,6 @@ mod tests {
         ended.expect("client connection");
         body
     }
-
-    use bytes::Bytes;
 
     #[test]
     fn hypers_hand_offs_wake_a_bare_task_while_it_runs_and_not_one_in_task() {
