@@ -7,7 +7,8 @@
 //! older is kept. One iteration is one 5 s tick: the 400 requests that finished since the
 //! last, taken in, then every series' windows evaluated. The work of a tick (records moved,
 //! map steps, slots and sketches into or out of the windows' sums) is printed beside the time.
-//! A second group encodes every series as a state snapshot does, from the filled store.
+//! A second group frames every series as a state snapshot does, from the filled store: each
+//! into a buffer of its own, and all into one buffer, as the snapshot writer lends it.
 //!
 //! ```sh
 //! cargo bench --bench requests
@@ -23,6 +24,7 @@ use goodput::request::{
     Source, Status, StoreConfig, TokenCount,
 };
 use goodput::slo::{Objective, Scope, Slo};
+use goodput::state::format::frame_requests;
 
 const T0_MS: i64 = 1_700_000_000_000;
 const TICK_MS: i64 = 5_000;
@@ -97,22 +99,30 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
-    // What a state snapshot does with the request stores: every target's series encoded
-    // under the store's lock, as `state::capture` does.
-    let encode = |store: &RequestStore| {
+    // What a state snapshot does with the request stores: every target's series framed
+    // under the store's lock, as `state::capture` does, each into a buffer of its own (as
+    // before the snapshot writer lent one) or all into the one buffer the writer lends.
+    let encode = |store: &RequestStore, one_buffer: bool| {
+        let mut lent = Vec::new();
         (0..TARGETS)
             .map(|t| {
-                let saved = store.saved_ref(&format!("t{t}"));
-                postcard::to_extend(&saved, Vec::with_capacity(saved.encoded_len_hint())).unwrap().len()
+                let name = format!("t{t}");
+                let buf = if one_buffer { std::mem::take(&mut lent) } else { Vec::new() };
+                let framed = frame_requests(&name, 0, &store.saved_ref(&name), buf).expect("a section under 4 GiB");
+                let len = framed.len();
+                // Written, then kept for the next section or (a buffer of its own) dropped.
+                lent = framed;
+                len
             })
             .sum::<usize>()
     };
     let mut g = c.benchmark_group("request_store_snapshot");
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(10));
-    g.bench_function("20_targets_7h", |b| b.iter(|| black_box(encode(&store))));
+    g.bench_function("20_targets_7h", |b| b.iter(|| black_box(encode(&store, false))));
+    g.bench_function("20_targets_7h_one_buffer", |b| b.iter(|| black_box(encode(&store, true))));
     g.finish();
-    println!("request store snapshot: {} bytes for {} records", encode(&store), store.records_held());
+    println!("request store snapshot: {} bytes for {} records", encode(&store, true), store.records_held());
     let (after, ticks) = (store.work(), (k - filled) as u64);
     println!(
         "request store, per tick after 7 h: {} records held, {:.0} records moved, {:.0} map steps, {:.0} slots into or out of the sums, {:.0} sketches ({ticks} ticks)",

@@ -86,7 +86,9 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("snapshot_of_full_6h_windows_at_5s");
     g.sample_size(20);
     g.measurement_time(Duration::from_secs(5));
-    g.bench_function("save_and_frame", |b| b.iter(|| black_box(frame(&section(&store.clone()))).map(|f| f.len())));
+    g.bench_function("save_and_frame", |b| {
+        b.iter(|| black_box(frame(&section(&store.clone()), Vec::new())).map(|f| f.len()))
+    });
     g.finish();
 }
 

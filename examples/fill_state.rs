@@ -274,9 +274,11 @@ fn main() {
     let frame = |target: &Target, part: Part| {
         let what = part.name();
         let section = Section { target: target.name.clone(), identity: identity(target), part };
-        format::frame(&section).unwrap_or_else(|| fail(format!("target {}: cannot encode its {what}", target.name)))
+        format::frame(&section, Vec::new())
+            .unwrap_or_else(|| fail(format!("target {}: cannot encode its {what}", target.name)))
     };
-    let contents = format::frame(&contents).unwrap_or_else(|| fail("cannot encode the list of sections".into()));
+    let contents =
+        format::frame(&contents, Vec::new()).unwrap_or_else(|| fail("cannot encode the list of sections".into()));
     let each = || config.targets.iter().zip(pasts.iter().copied());
     // Framed as they are written: the file of a large fleet is not held in memory.
     let frames = std::iter::once(contents)

@@ -114,13 +114,39 @@ impl Attempt {
     }
 }
 
+/// A framed section as [`write_atomic`] takes it: its bytes, or a maker that frames it into
+/// the buffer it is lent and hands that back. The writer lends every maker the buffer it
+/// wrote the section before from, so a snapshot's sections of megabytes (a tapped target's
+/// request series, a window store) share one allocation rather than each mapping its own
+/// pages afresh.
+pub enum Frame<'a> {
+    Bytes(Vec<u8>),
+    Make(Box<dyn FnOnce(Vec<u8>) -> Vec<u8> + 'a>),
+}
+
+impl Frame<'_> {
+    /// The framed bytes, in a buffer of their own.
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Frame::Bytes(b) => b,
+            Frame::Make(make) => make(Vec::new()),
+        }
+    }
+}
+
+impl From<Vec<u8>> for Frame<'_> {
+    fn from(bytes: Vec<u8>) -> Self {
+        Frame::Bytes(bytes)
+    }
+}
+
 /// Writes `header` and each framed section, in order, leaving out any section that would
 /// take the file past `max_bytes`, and renames the result over the snapshot unless
 /// `attempt` is given up first.
-pub fn write_atomic(
+pub fn write_atomic<'a>(
     dir: &Path,
     header: &[u8],
-    sections: impl IntoIterator<Item = Vec<u8>>,
+    sections: impl IntoIterator<Item = impl Into<Frame<'a>>>,
     max_bytes: u64,
     attempt: &Attempt,
 ) -> Result<Written, WriteError> {
@@ -146,10 +172,10 @@ pub fn write_atomic(
     result
 }
 
-fn write_temp(
+fn write_temp<'a>(
     temp: &Path,
     header: &[u8],
-    sections: impl IntoIterator<Item = Vec<u8>>,
+    sections: impl IntoIterator<Item = impl Into<Frame<'a>>>,
     max_bytes: u64,
     attempt: &Attempt,
 ) -> Result<Written, WriteError> {
@@ -178,24 +204,30 @@ fn write_temp(
     let mut out = BufWriter::with_capacity(CHUNK, file);
     out.write_all(header)?;
     let mut w = Written { bytes: header.len() as u64, left_out: 0 };
+    let mut lent = Vec::new();
     for s in sections {
         if attempt.should_stop() {
             return Err(WriteError::Abandoned);
         }
+        let s = match s.into() {
+            Frame::Bytes(b) => b,
+            Frame::Make(make) => make(std::mem::take(&mut lent)),
+        };
         if w.bytes + s.len() as u64 > max_bytes {
             // Its place is kept, so that the restore can say what was left out.
             out.write_all(&super::format::LEFT_OUT)?;
             w.bytes += super::format::LEFT_OUT.len() as u64;
             w.left_out += 1;
-            continue;
-        }
-        for chunk in s.chunks(CHUNK) {
-            if attempt.should_stop() {
-                return Err(WriteError::Abandoned);
+        } else {
+            for chunk in s.chunks(CHUNK) {
+                if attempt.should_stop() {
+                    return Err(WriteError::Abandoned);
+                }
+                out.write_all(chunk)?;
             }
-            out.write_all(chunk)?;
+            w.bytes += s.len() as u64;
         }
-        w.bytes += s.len() as u64;
+        lent = s;
     }
     let file = out.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()?;

@@ -103,15 +103,16 @@ pub fn header(saved_at_ms: i64) -> Vec<u8> {
     out
 }
 
-/// A section with its frame; `None` if it cannot be encoded (a section over 4 GiB).
-pub fn frame(section: &Section) -> Option<Vec<u8>> {
-    frame_into(section, 0)
+/// A section with its frame, in `buf` (emptied first; its capacity is reused); `None` if it
+/// cannot be encoded (a section over 4 GiB).
+pub fn frame(section: &Section, buf: Vec<u8>) -> Option<Vec<u8>> {
+    frame_into(section, 0, buf)
 }
 
 /// The frame of `target`'s [`Part::RequestRecords`], encoded from the store as it stands:
 /// the bytes [`frame`] writes for a copy of them, without the copy (up to 3 MiB of records
-/// a series, every snapshot).
-pub fn frame_requests(target: &str, identity: u32, saved: &SavedRequestsRef<'_>) -> Option<Vec<u8>> {
+/// a series, every snapshot), in `buf` as [`frame`] does.
+pub fn frame_requests(target: &str, identity: u32, saved: &SavedRequestsRef<'_>, buf: Vec<u8>) -> Option<Vec<u8>> {
     /// [`Section`] with its part borrowed.
     #[derive(Serialize)]
     struct Borrowed<'a> {
@@ -125,7 +126,7 @@ pub fn frame_requests(target: &str, identity: u32, saved: &SavedRequestsRef<'_>)
             s.serialize_newtype_variant("Part", REQUEST_RECORDS, "RequestRecords", self.0)
         }
     }
-    frame_into(&Borrowed { target, identity, part: RequestRecords(saved) }, saved.encoded_len_hint())
+    frame_into(&Borrowed { target, identity, part: RequestRecords(saved) }, saved.encoded_len_hint(), buf)
 }
 
 /// [`Part::RequestRecords`]'s index, which postcard writes for the variant
@@ -133,11 +134,12 @@ pub fn frame_requests(target: &str, identity: u32, saved: &SavedRequestsRef<'_>)
 /// checks it).
 const REQUEST_RECORDS: u32 = 7;
 
-/// `section` framed, encoded into a buffer with room for `hint` bytes of it.
-fn frame_into(section: &impl Serialize, hint: usize) -> Option<Vec<u8>> {
+/// `section` framed, encoded into `out` (emptied first) with room for `hint` bytes of it.
+fn frame_into(section: &impl Serialize, hint: usize, mut out: Vec<u8>) -> Option<Vec<u8>> {
     // Encoded after room for the frame, which is filled in once the body's length and
     // checksum are known: a window store's section is most of the snapshot, not copied twice.
-    let mut out = Vec::with_capacity(FRAME_LEN + hint);
+    out.clear();
+    out.reserve(FRAME_LEN + hint);
     out.extend_from_slice(&[0u8; FRAME_LEN]);
     let mut out = postcard::to_extend(section, out).ok()?;
     let body = &out[FRAME_LEN..];

@@ -29,6 +29,7 @@ use crate::alert::saved::SavedAlert;
 use crate::config::{Config, StateConfig};
 use crate::daemon::target::TargetRuntime;
 use crate::window::saved::SavedWindows;
+use file::Frame;
 use format::{Listed, Part, Section};
 use metrics::{SnapshotError, StateStats};
 
@@ -258,7 +259,7 @@ fn capture<'a>(
     ids: &'a BTreeMap<String, u32>,
     alerts: Vec<SavedAlert>,
     hold: Duration,
-) -> impl Iterator<Item = Vec<u8>> + 'a {
+) -> impl Iterator<Item = Frame<'a>> + 'a {
     let mut sections: Vec<Section> = Vec::new();
     let section = move |target: &str, part: Part| Section { target: target.to_string(), identity: ids[target], part };
     let mut by_target: BTreeMap<String, Vec<SavedAlert>> = BTreeMap::new();
@@ -311,8 +312,9 @@ fn capture<'a>(
     }
     listed.extend(capacity.iter().map(|t| Listed { target: t.clone(), part: "capacity".into() }));
     let contents = Section { target: String::new(), identity: 0, part: Part::Contents(listed) };
-    let framed = |s: &Section| format::frame(s).unwrap_or_else(|| format::LEFT_OUT.to_vec());
-    let small: Vec<Vec<u8>> = std::iter::once(&contents).chain(&sections).map(framed).collect();
+    let framed = |s: &Section, buf| format::frame(s, buf).unwrap_or_else(|| format::LEFT_OUT.to_vec());
+    let small: Vec<Frame> =
+        std::iter::once(&contents).chain(&sections).map(|s| Frame::Bytes(framed(s, Vec::new()))).collect();
     // The window stores are encoded one at a time as the file is written: the whole
     // snapshot is never in memory at once. Each is followed by its windows' incremental
     // state, taken with it under the evaluation's lock and then the target's (the
@@ -327,20 +329,27 @@ fn capture<'a>(
         };
         std::thread::sleep(hold);
         let name = &rt.config.name;
-        let windows = framed(&section(name, Part::Windows(SavedWindows::save(&windows))));
-        std::iter::once(windows).chain(evaluation.map(|e| framed(&section(name, Part::Evaluation(e)))))
+        let windows: Frame =
+            Frame::Make(Box::new(move |buf| framed(&section(name, Part::Windows(SavedWindows::save(&windows))), buf)));
+        let evaluation =
+            evaluation.map(|e| Frame::Make(Box::new(move |buf| framed(&section(name, Part::Evaluation(e)), buf))));
+        std::iter::once(windows).chain(evaluation)
     });
     // Encoded under the store's lock, which only the evaluator also takes (the tap and the
     // OTLP receiver queue into the inbox): it waits at most one target's encoding.
     let store = &sources.store;
     let requests = requests.into_iter().map(move |t| {
-        let store = store.lock().unwrap_or_else(|e| e.into_inner());
-        format::frame_requests(&t, ids[&t], &store.saved_ref(&t)).unwrap_or_else(|| format::LEFT_OUT.to_vec())
+        Frame::Make(Box::new(move |buf| {
+            let store = store.lock().unwrap_or_else(|e| e.into_inner());
+            format::frame_requests(&t, ids[&t], &store.saved_ref(&t), buf).unwrap_or_else(|| format::LEFT_OUT.to_vec())
+        }))
     });
     let book = &sources.capacity;
     let capacity = capacity.into_iter().map(move |t| {
-        let saved = book.lock().unwrap_or_else(|e| e.into_inner()).saved(&t);
-        framed(&section(&t, Part::Capacity(saved)))
+        Frame::Make(Box::new(move |buf| {
+            let saved = book.lock().unwrap_or_else(|e| e.into_inner()).saved(&t);
+            framed(&section(&t, Part::Capacity(saved)), buf)
+        }))
     });
     small.into_iter().chain(requests).chain(windows).chain(capacity)
 }

@@ -151,7 +151,7 @@ fn snapshot(w: &World) -> Vec<u8> {
     let ids: BTreeMap<String, u32> = w.config.targets.iter().map(|t| (t.name.clone(), identity(t))).collect();
     let mut out = format::header(T0);
     for f in capture(&w.sources, &ids, w.alerts.saved(|_| true), Duration::ZERO) {
-        out.extend(f);
+        out.extend(f.into_bytes());
     }
     out
 }

@@ -191,8 +191,9 @@ fn sections_left_out_for_size_are_named_at_the_restore() {
     let mut w = world(CONFIG);
     fill(&mut w);
     let ids = w.config.targets.iter().map(|t| (t.name.clone(), super::super::identity(t))).collect();
-    let frames: Vec<Vec<u8>> =
-        super::super::capture(&w.sources, &ids, w.alerts.saved(|_| true), Duration::ZERO).collect();
+    let frames: Vec<Vec<u8>> = super::super::capture(&w.sources, &ids, w.alerts.saved(|_| true), Duration::ZERO)
+        .map(file::Frame::into_bytes)
+        .collect();
     let (small, last) =
         (frames[..frames.len() - 1].iter().map(Vec::len).sum::<usize>(), frames[frames.len() - 1].len());
     // Room for everything but b's window store, written last.

@@ -10,10 +10,10 @@ fn a_request_section_encoded_from_the_store_is_the_bytes_of_its_copy() {
     fill(&mut w);
     let id = identity(&w.config.targets[0]);
     let store = w.sources.store.lock().unwrap();
-    let borrowed = format::frame_requests("a", id, &store.saved_ref("a")).unwrap();
+    let borrowed = format::frame_requests("a", id, &store.saved_ref("a"), Vec::new()).unwrap();
     let copied =
         format::Section { target: "a".into(), identity: id, part: format::Part::RequestRecords(store.saved("a")) };
-    assert_eq!(borrowed, format::frame(&copied).unwrap());
+    assert_eq!(borrowed, format::frame(&copied, Vec::new()).unwrap());
     let back: format::Section = postcard::from_bytes(&borrowed[8..]).unwrap();
     assert!(matches!(back.part, format::Part::RequestRecords(ref r) if !r.is_empty()), "{:?}", back.part.name());
 }
@@ -39,11 +39,10 @@ fn a_request_section_from_before_the_packing_restores() {
     let id = identity(&w.config.targets[0]);
     let mut bytes = format::header(T0);
     bytes.extend(
-        format::frame(&format::Section {
-            target: "t".into(),
-            identity: id,
-            part: format::Part::Requests(legacy.clone()),
-        })
+        format::frame(
+            &format::Section { target: "t".into(), identity: id, part: format::Part::Requests(legacy.clone()) },
+            Vec::new(),
+        )
         .unwrap(),
     );
     let (fresh, o) = restore_into(BEFORE_PACKING_CONFIG, &bytes);
