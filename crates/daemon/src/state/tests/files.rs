@@ -24,6 +24,34 @@ fn write(dir: &std::path::Path, header: &[u8], sections: Vec<Vec<u8>>, max: u64)
     file::write_atomic(dir, header, sections, max, &Attempt::new(None))
 }
 
+/// A maker frames its section into the buffer the section before it was written from, and
+/// the file holds the same bytes as with a buffer for each.
+#[test]
+fn makers_share_the_buffer_the_writer_lends() {
+    let dir = tempfile::tempdir().unwrap();
+    let capacities = std::sync::Mutex::new(Vec::new());
+    let make = |byte: u8, len: usize| {
+        let capacities = &capacities;
+        file::Frame::Make(Box::new(move |mut buf: Vec<u8>| {
+            capacities.lock().unwrap().push(buf.capacity());
+            buf.clear();
+            buf.resize(len, byte);
+            buf
+        }))
+    };
+    let sections = vec![make(1, 1 << 20), file::Frame::Bytes(vec![2; 3]), make(3, 1 << 10), make(4, 1 << 16)];
+    let written = file::write_atomic(dir.path(), b"HEAD", sections, 1 << 30, &Attempt::new(None)).unwrap();
+    let mut want = b"HEAD".to_vec();
+    for (byte, len) in [(1u8, 1usize << 20), (2, 3), (3, 1 << 10), (4, 1 << 16)] {
+        want.extend(std::iter::repeat_n(byte, len));
+    }
+    assert_eq!(std::fs::read(file::path(dir.path())).unwrap(), want);
+    assert_eq!(written.bytes, want.len() as u64);
+    // The first maker gets an empty buffer; the one after the 3 bytes of its own gets
+    // those 3 bytes' buffer; the last gets the one the 1 KiB was made in.
+    assert_eq!(*capacities.lock().unwrap(), [0, 3, 1 << 10]);
+}
+
 #[test]
 fn writes_replace_the_file_whole_and_an_unwritable_dir_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
