@@ -1,19 +1,20 @@
 //! What the tap adds to a streaming request (docs/benchmarks.md#the-tap).
 //!
-//! One run measures the same streams twice, straight to an upstream and through the real
-//! `goodput` binary's tap, interleaved round by round so that machine noise hits both:
+//! One run measures the same streams straight to an upstream, through the real `goodput`
+//! binary's tap and, when `nginx` is on PATH, through nginx as a streaming reverse proxy
+//! (the alternative a team would put there), interleaved so that machine noise hits all:
 //!
-//! - criterion: time to first token of a single stream, direct and through the tap (median
-//!   and the ratio between the two);
-//! - the p50, p90 and p99 of that TTFT over 2,000 streams each way, alternating, and the
-//!   tap's CPU time per stream (its threads' `schedstat`);
+//! - criterion: time to first token of a single stream on each path (median and the ratio
+//!   between them);
+//! - the p50, p90 and p99 of that TTFT over 2,000 streams on each path, in turn, and each
+//!   proxy's CPU time per stream (its threads' `schedstat`);
 //! - then, at 1, 64 and 512 concurrent streams: the p50 and p99 of TTFT and of per-event
 //!   delivery delay, direct and through the tap, and the tap process's CPU per 1,000
 //!   events/s.
 //!
 //! The upstream runs in this process and stamps each event with the instant it was written
 //! (on this process's monotonic clock), so a client here measures each event's delivery
-//! delay exactly; the tap, a separate process, sees only bytes.
+//! delay exactly; each proxy, a separate process, sees only bytes.
 //!
 //! `cargo bench --bench tap` runs everything; under `cargo test --benches` each criterion
 //! benchmark runs once and the concurrency table is skipped.
@@ -103,24 +104,29 @@ async fn start_upstream() -> SocketAddr {
     addr
 }
 
-/// The real daemon with a tap in front of the upstream; killed (by PID) on drop.
-struct Tap {
+/// A proxy in its own process in front of the upstream: the real daemon's tap, or nginx as
+/// the reverse proxy to compare it with. Killed (by PID) on drop.
+struct Proxy {
     child: Child,
     addr: SocketAddr,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for Tap {
+impl Drop for Proxy {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-impl Tap {
-    fn start(upstream: SocketAddr) -> Tap {
-        let free = || std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("port").port();
-        let (listen, tap) = (free(), free());
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("port").port()
+}
+
+impl Proxy {
+    /// The real `goodput` binary with a tap in front of the upstream.
+    fn tap(upstream: SocketAddr) -> Proxy {
+        let (listen, tap) = (free_port(), free_port());
         let dir = tempfile::tempdir().expect("temp dir");
         let cfg = dir.path().join("goodput.yaml");
         std::fs::write(
@@ -137,16 +143,78 @@ impl Tap {
             .stderr(Stdio::null())
             .spawn()
             .expect("start goodput");
-        let addr: SocketAddr = format!("127.0.0.1:{tap}").parse().expect("address");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "the tap did not listen on {addr} within 20 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Tap { child, addr, _dir: dir }
+        Proxy::listening(child, tap, dir, "the tap")
     }
 
-    /// User plus system CPU seconds the tap's process has used.
+    /// nginx as a streaming reverse proxy (no response or request buffering, kept upstream
+    /// connections, TCP_NODELAY, no access log), one worker in a single process, as a
+    /// sidecar would run it; `None` when no `nginx` is on PATH.
+    fn nginx(upstream: SocketAddr) -> Option<Proxy> {
+        let port = free_port();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path().display();
+        let conf = dir.path().join("nginx.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                r#"daemon off;
+master_process off;
+worker_processes 1;
+error_log {d}/error.log warn;
+pid {d}/nginx.pid;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    tcp_nodelay on;
+    upstream engine {{ server {upstream}; keepalive 1024; }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://engine;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+            proxy_request_buffering off;
+        }}
+    }}
+}}
+"#
+            ),
+        )
+        .expect("write the nginx config");
+        let child = match Command::new("nginx")
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => panic!("start nginx: {e}"),
+        };
+        Some(Proxy::listening(child, port, dir, "nginx"))
+    }
+
+    fn listening(child: Child, port: u16, dir: tempfile::TempDir, what: &str) -> Proxy {
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("address");
+        let p = Proxy { child, addr, _dir: dir };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(addr).is_err() {
+            assert!(Instant::now() < deadline, "{what} did not listen on {addr} within 20 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        p
+    }
+
+    /// User plus system CPU seconds the proxy's process has used.
     fn cpu_seconds(&self) -> f64 {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
         let rest = stat.rfind(')').map_or("", |i| &stat[i + 1..]);
@@ -157,7 +225,7 @@ impl Tap {
         (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / tick
     }
 
-    /// Nanoseconds the tap's threads have spent on a CPU: the sum of each live thread's
+    /// Nanoseconds the proxy's threads have spent on a CPU: the sum of each live thread's
     /// first `schedstat` field, finer than `cpu_seconds`' clock ticks.
     fn cpu_nanos(&self) -> u64 {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.child.id())) else { return 0 };
@@ -235,11 +303,13 @@ fn criterion_ttft(
     rt: &tokio::runtime::Runtime,
     client: &reqwest::Client,
     up: SocketAddr,
-    tap: SocketAddr,
+    proxies: &[(&str, &Proxy)],
 ) {
     let mut g = c.benchmark_group("tap_ttft_single_stream");
     g.sample_size(50).measurement_time(Duration::from_secs(5));
-    for (name, base) in [("direct", up), ("through_tap", tap)] {
+    let paths = std::iter::once(("direct".to_string(), up))
+        .chain(proxies.iter().map(|(n, p)| (format!("through_{n}"), p.addr)));
+    for (name, base) in paths {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 rt.block_on(async {
@@ -255,38 +325,55 @@ fn criterion_ttft(
     g.finish();
 }
 
-/// TTFT of many one-token streams, one at a time, direct and through the tap alternately:
-/// enough samples (the table's single-stream row has 40) for its p99 to be a p99 and not
-/// the worst of a few.
-fn ttft_quantiles(rt: &tokio::runtime::Runtime, client: &reqwest::Client, up: SocketAddr, tap: &Tap) {
-    const PAIRS: usize = 2_000;
-    let mut ttft = [Vec::with_capacity(PAIRS), Vec::with_capacity(PAIRS)];
-    let cpu_before = tap.cpu_nanos();
+/// TTFT of many one-token streams, one at a time, direct, through the tap and (when there is
+/// one) through nginx in turn: enough samples (the table's single-stream row has 40) for
+/// their p99 to be a p99 and not the worst of a few.
+fn ttft_quantiles(rt: &tokio::runtime::Runtime, client: &reqwest::Client, up: SocketAddr, proxies: &[(&str, &Proxy)]) {
+    const ROUNDS: usize = 2_000;
+    let bases: Vec<SocketAddr> = std::iter::once(up).chain(proxies.iter().map(|(_, p)| p.addr)).collect();
+    let mut ttft = vec![Vec::with_capacity(ROUNDS); bases.len()];
+    let cpu_before: Vec<u64> = proxies.iter().map(|(_, p)| p.cpu_nanos()).collect();
     rt.block_on(async {
-        for i in 0..PAIRS {
-            // Alternate which goes first, so that neither always follows the other.
-            let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
-            for k in order {
-                let base = [up, tap.addr][k];
-                ttft[k].push(one(client, base, 1, 0).await.ttft);
+        for i in 0..ROUNDS {
+            // Rotate which goes first, so that none always follows another.
+            for j in 0..bases.len() {
+                let k = (i + j) % bases.len();
+                ttft[k].push(one(client, bases[k], 1, 0).await.ttft);
             }
         }
     });
-    // The tap idles while the direct streams run: its CPU here is that of its streams.
-    let cpu_per_stream = (tap.cpu_nanos().saturating_sub(cpu_before)) as f64 / PAIRS as f64 / 1e3;
+    // A proxy idles while the other paths' streams run: its CPU here is that of its streams.
+    let cpu_per_stream: Vec<f64> = proxies
+        .iter()
+        .zip(cpu_before)
+        .map(|((_, p), before)| p.cpu_nanos().saturating_sub(before) as f64 / ROUNDS as f64 / 1e3)
+        .collect();
     for v in &mut ttft {
         v.sort();
     }
-    println!("\ntap: TTFT of {PAIRS} one-token streams each way, one at a time, alternating");
-    println!("{:>6} {:>10} {:>10} {:>10}", "q", "direct", "tap", "added");
-    for q in [0.5, 0.9, 0.99] {
-        let (d, t) = (quantile(&ttft[0], q), quantile(&ttft[1], q));
-        println!("{:>6} {:>10} {:>10} {:>10}", q, us(d), us(t), us(t.saturating_sub(d)));
+    let names: Vec<&str> = proxies.iter().map(|(n, _)| *n).collect();
+    println!("\ntap: TTFT of {ROUNDS} one-token streams each way, one at a time, in turn ({})", names.join(", "));
+    let mut head = format!("{:>6} {:>10}", "q", "direct");
+    for n in &names {
+        head += &format!(" {n:>10} {:>10}", "added");
     }
-    println!("the tap's CPU per stream: {cpu_per_stream:.1}µs");
+    println!("{head}");
+    for q in [0.5, 0.9, 0.99] {
+        let d = quantile(&ttft[0], q);
+        let mut row = format!("{q:>6} {:>10}", us(d));
+        for v in &ttft[1..] {
+            let t = quantile(v, q);
+            row += &format!(" {:>10} {:>10}", us(t), us(t.saturating_sub(d)));
+        }
+        println!("{row}");
+    }
+    for (n, c) in names.iter().zip(cpu_per_stream) {
+        let whose = if *n == "tap" { "the tap's".to_string() } else { format!("{n}'s") };
+        println!("{whose} CPU per stream: {c:.1}µs");
+    }
 }
 
-fn concurrency_table(rt: &tokio::runtime::Runtime, client: &reqwest::Client, up: SocketAddr, tap: &Tap) {
+fn concurrency_table(rt: &tokio::runtime::Runtime, client: &reqwest::Client, up: SocketAddr, tap: &Proxy) {
     const TOKENS: u32 = 50;
     const GAP_US: u64 = 20_000;
     println!(
@@ -344,17 +431,23 @@ fn concurrency_table(rt: &tokio::runtime::Runtime, client: &reqwest::Client, up:
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let up = rt.block_on(start_upstream());
-    let tap = Tap::start(up);
+    let tap = Proxy::tap(up);
+    let nginx = Proxy::nginx(up);
+    if nginx.is_none() {
+        eprintln!("no nginx on PATH: measuring the tap against direct only");
+    }
+    let proxies: Vec<(&str, &Proxy)> =
+        std::iter::once(("tap", &tap)).chain(nginx.as_ref().map(|n| ("nginx", n))).collect();
     goodput::scrape::install_crypto_provider();
     let client =
         reqwest::Client::builder().no_proxy().tcp_nodelay(true).pool_max_idle_per_host(1024).build().expect("client");
     let mut c = Criterion::default().configure_from_args();
-    criterion_ttft(&mut c, &rt, &client, up, tap.addr);
+    criterion_ttft(&mut c, &rt, &client, up, &proxies);
     c.final_summary();
     // `cargo bench` passes --bench; `cargo test --benches` does not, and runs each
     // criterion benchmark once as a test.
     if std::env::args().any(|a| a == "--bench") {
-        ttft_quantiles(&rt, &client, up, &tap);
+        ttft_quantiles(&rt, &client, up, &proxies);
         concurrency_table(&rt, &client, up, &tap);
     }
 }

@@ -16,7 +16,8 @@
 //!
 //! Scrapes and the tap's upstream requests go over [`http1`]'s client connections; the tasks
 //! that poll hyper's connections run [`wakes::in_task`], which keeps a hand-off between the
-//! halves of a connection inside its task.
+//! halves of a connection inside its task and runs what a poll put off
+//! ([`wakes::after_poll`]: the tap's measurement) once the poll has written.
 //! [`daemon`] drives the flow live on a clock; [`replay`] drives the same core in virtual
 //! time over a recording; [`promql_rules`] writes the same SLOs and alerts as PromQL for
 //! Prometheus. The core's modules are re-exported under their own names, so

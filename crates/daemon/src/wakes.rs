@@ -16,7 +16,13 @@
 //! noted, and the future is polled again before the poll returns; a wake between polls
 //! wakes the task as before. A future that keeps waking itself is handed back to the
 //! runtime after [`AGAIN`] polls, so a yield still yields.
+//!
+//! A poll can also put work off until it returns ([`after_poll`]): hyper writes what a
+//! poll made ready before the poll returns, so the tap's measurement of a frame, put off,
+//! runs after the frame went to the client instead of before
+//! (docs/request-path.md#invisible-to-clients).
 
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -79,7 +85,10 @@ impl<F: Future> Future for InTask<F> {
         let mut own = Context::from_waker(&this.waker);
         for _ in 0..AGAIN {
             this.shared.state.store(POLLING, Ordering::Release);
-            let polled = this.future.as_mut().poll(&mut own);
+            let polled = {
+                let _due = Puts::off();
+                this.future.as_mut().poll(&mut own)
+            };
             // A wake after this swap sees IDLE and wakes the task; one before it is seen here.
             let woken = this.shared.state.swap(IDLE, Ordering::AcqRel) == WOKEN;
             if polled.is_ready() || !woken {
@@ -88,6 +97,73 @@ impl<F: Future> Future for InTask<F> {
         }
         cx.waker().wake_by_ref();
         Poll::Pending
+    }
+}
+
+/// Work a poll puts off until it returns ([`after_poll`]).
+pub trait AfterPoll: Send + Sync {
+    fn after_poll(&self);
+}
+
+thread_local! {
+    /// How many [`InTask`] polls are in progress on this thread (one, unless a future polls
+    /// another task's future inside its own).
+    static POLLS: Cell<usize> = const { Cell::new(0) };
+    /// What they put off, in the order it was put off.
+    static DUE: RefCell<Vec<Arc<dyn AfterPoll>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether an [`InTask`] poll is in progress on this thread, so that [`after_poll`] puts
+/// work off rather than running it at once.
+pub fn polling() -> bool {
+    POLLS.with(Cell::get) > 0
+}
+
+/// Runs `work.after_poll()` when the [`InTask`] poll in progress on this thread returns,
+/// after the writes it made; at once when none is.
+pub fn after_poll(work: Arc<dyn AfterPoll>) {
+    if polling() {
+        DUE.with(|d| d.borrow_mut().push(work));
+    } else {
+        work.after_poll();
+    }
+}
+
+/// One [`InTask`] poll's scope: what is put off during it runs when it ends, unless it ends
+/// by a panic (then the work is dropped, and its owners see to what it held).
+struct Puts;
+
+impl Puts {
+    fn off() -> Puts {
+        POLLS.with(|p| p.set(p.get() + 1));
+        Puts
+    }
+}
+
+impl Drop for Puts {
+    fn drop(&mut self) {
+        let outermost = POLLS.with(|p| {
+            p.set(p.get() - 1);
+            p.get() == 0
+        });
+        if !outermost {
+            return;
+        }
+        // Taken out before running, so that the work may put off more (it runs at once
+        // now); the list's buffer goes back for the next poll.
+        let mut due = DUE.with(|d| std::mem::take(&mut *d.borrow_mut()));
+        if !std::thread::panicking() {
+            for work in due.drain(..) {
+                work.after_poll();
+            }
+        }
+        due.clear();
+        DUE.with(|d| {
+            let mut d = d.borrow_mut();
+            if d.is_empty() {
+                *d = due;
+            }
+        });
     }
 }
 
@@ -228,5 +304,87 @@ mod tests {
         let (body, kept) = run(in_task(exchange()));
         assert_eq!(&body[..], b"hello");
         assert_eq!(kept, 0, "in_task let {kept} of the {bare} wakes reach the runtime");
+    }
+
+    /// Notes each run of its work, and whether it came during a poll.
+    #[derive(Default)]
+    struct Note {
+        runs: AtomicUsize,
+        during: AtomicUsize,
+    }
+
+    impl AfterPoll for Note {
+        fn after_poll(&self) {
+            self.runs.fetch_add(1, Ordering::SeqCst);
+            if polling() {
+                self.during.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Puts `note` off twice at its first poll and is ready at its second with the runs
+    /// the note had by then.
+    struct PutsOff {
+        note: Arc<Note>,
+        polls: usize,
+    }
+
+    impl Future for PutsOff {
+        type Output = usize;
+
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+            self.polls += 1;
+            if self.polls == 1 {
+                after_poll(self.note.clone());
+                after_poll(self.note.clone());
+                assert_eq!(self.note.runs.load(Ordering::SeqCst), 0, "put off, not run during the poll");
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            Poll::Ready(self.note.runs.load(Ordering::SeqCst))
+        }
+    }
+
+    #[test]
+    fn work_put_off_runs_when_the_poll_returns_and_at_once_outside_one() {
+        let note = Arc::new(Note::default());
+        let mut f = std::pin::pin!(in_task(PutsOff { note: note.clone(), polls: 0 }));
+        let (_, waker) = task();
+        // The first poll wakes itself, so in_task polls again at once: the work put off by
+        // the first has run before the second.
+        assert!(matches!(f.as_mut().poll(&mut Context::from_waker(&waker)), Poll::Ready(2)));
+        assert_eq!(note.runs.load(Ordering::SeqCst), 2);
+        assert_eq!(note.during.load(Ordering::SeqCst), 0, "it ran after the poll, outside it");
+        assert!(!polling());
+        after_poll(note.clone());
+        assert_eq!(note.runs.load(Ordering::SeqCst), 3, "outside a poll it runs at once");
+    }
+
+    /// Puts `note` off, then panics.
+    struct Panics(Arc<Note>);
+
+    impl Future for Panics {
+        type Output = ();
+
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            after_poll(self.0.clone());
+            panic!("a poll that fails");
+        }
+    }
+
+    #[test]
+    fn a_poll_that_panics_drops_its_work_and_leaves_no_scope_behind() {
+        let note = Arc::new(Note::default());
+        let (_, waker) = task();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut f = std::pin::pin!(in_task(Panics(note.clone())));
+            let _ = f.as_mut().poll(&mut Context::from_waker(&waker));
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(note.runs.load(Ordering::SeqCst), 0, "not run while unwinding");
+        assert_eq!(Arc::strong_count(&note), 1, "dropped");
+        assert!(!polling(), "no poll is left in progress on the thread");
+        after_poll(note.clone());
+        assert_eq!(note.runs.load(Ordering::SeqCst), 1);
     }
 }

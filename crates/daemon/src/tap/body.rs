@@ -1,6 +1,7 @@
 //! The bodies the tap relays. Each forwards every frame in the same `poll_frame` call that
 //! received it, unchanged (no buffering, no copy: `Bytes` is reference-counted), and hands
-//! the meter a look at its bytes on the way (docs/request-path.md, "Invisible to clients").
+//! the meter a look at its bytes once they went on ([`Later`]; docs/request-path.md,
+//! "Invisible to clients").
 //!
 //! How a body ends tells the meter how the exchange ended: the response's end of stream is
 //! `Eof`, an error from upstream is `UpstreamReset`, and a response body dropped before its
@@ -21,7 +22,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::oneshot;
 
 use super::conn::Conn;
-use super::measure::Measure;
+use super::measure::{Later, Measure};
 use crate::http1::Driven;
 use crate::listen::paced::{BodyError, ClientBody};
 
@@ -158,7 +159,7 @@ impl RequestBody {
 
     fn tee_end(&mut self) {
         if let Some(m) = self.tee.take() {
-            m.with(|meter| meter.request_end());
+            m.later(Later::RequestEnd);
         }
     }
 
@@ -203,7 +204,7 @@ impl Body for RequestBody {
             Some(Ok(frame)) => {
                 let at_end = rest.is_end_stream();
                 if let (Some(m), Some(data)) = (&this.tee, frame.data_ref()) {
-                    m.with(|meter| meter.request_body(data));
+                    m.later(Later::RequestBody(data.clone()));
                 }
                 if at_end {
                     this.tee_end();
@@ -267,7 +268,7 @@ impl ResponseBody {
 
     fn end(&mut self, end: End) {
         if let Some(m) = self.measure.take() {
-            m.finish(end);
+            m.later(Later::finish(end, m.ctx()));
         }
     }
 
@@ -350,8 +351,7 @@ impl Body for ResponseBody {
                     let frame = match frame.into_data() {
                         Ok(data) => {
                             if let Some(m) = &this.measure {
-                                let t = m.ctx().now();
-                                m.with(|meter| meter.response_body(&data, t));
+                                m.later(Later::ResponseBody(data.clone(), m.ctx().now()));
                             }
                             let data = this.strip(data, at_end);
                             if at_end {
