@@ -46,6 +46,7 @@ pub(super) struct Measure {
     ctx: Arc<Ctx>,
 }
 
+#[derive(Default)]
 struct Slot {
     /// `None` once the measurement has ended.
     meter: Option<Meter>,
@@ -212,11 +213,8 @@ impl Drop for Measure {
     /// What was put off and never settled (a poll that panicked) is told to the meter
     /// with the last owner.
     fn drop(&mut self) {
-        let slot = self.slot.get_mut().unwrap_or_else(|e| e.into_inner());
-        let (mut meter, later) = (slot.meter.take(), std::mem::take(&mut slot.later));
-        for op in later {
-            self.apply(&mut meter, op);
-        }
+        let mut slot = std::mem::take(self.slot.get_mut().unwrap_or_else(|e| e.into_inner()));
+        self.settle(&mut slot);
     }
 }
 
