@@ -230,6 +230,7 @@ slos: [{}]
     );
     let mut cfg = config::from_str(&yaml, "llamacpp.yaml").unwrap_or_else(|e| panic!("{e:?}\n{yaml}")).config;
     cfg.targets[0].tap.as_mut().unwrap().listen = "127.0.0.1:0".parse().unwrap();
+    goodput::seen::keep_records();
     let d = daemon::start(cfg, Arc::new(SystemClock)).await.expect("the daemon starts");
     let tap = d.tap_addr(TARGET).expect("the target has a tap");
 

@@ -27,6 +27,7 @@ async fn start(extra: &str) -> Daemon {
          - {{name: b, url: 'http://{down}/metrics'}}\n"
     );
     let cfg = config::from_str(&yaml, "otlp.yaml").expect("valid config").config;
+    goodput::seen::keep_records();
     daemon::start(cfg, Arc::new(SystemClock)).await.expect("daemon starts")
 }
 

@@ -143,6 +143,7 @@ async fn python_sdk_spans_become_records_with_exactly_the_values_sent() {
          - {{name: qwen, url: 'http://{down}/metrics', traces: {{service_name: vllm-qwen}}}}\n"
     );
     let cfg = config::from_str(&yaml, "otlp.yaml").expect("valid config").config;
+    goodput::seen::keep_records();
     let d = daemon::start(cfg, Arc::new(SystemClock)).await.expect("daemon starts");
     let otlp = d.otlp_addr().expect("the receiver is bound");
 

@@ -35,6 +35,8 @@ pub mod scrape;
 pub mod wakes;
 
 pub mod inbox;
+#[cfg(feature = "test-hooks")]
+pub mod seen;
 pub mod tap;
 
 pub mod otlp;

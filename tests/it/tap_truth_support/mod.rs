@@ -120,6 +120,7 @@ pub async fn run(
     let opts = live::Options { truth: Some(truth_path.clone()), ..live::Options::speed(1.0) };
     let sim = live::serve_with(engine, "127.0.0.1:0".parse().unwrap(), opts).await.expect("the simulator starts");
     let cfg = daemon_config(sim.addr, &load.model, windows, slos);
+    goodput::seen::keep_records();
     let d = daemon::start(cfg.clone(), Arc::new(SystemClock)).await.expect("the daemon starts");
     let tap = d.tap_addr(TARGET).expect("the target has a tap");
 

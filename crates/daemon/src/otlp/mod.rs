@@ -72,11 +72,11 @@ impl Handle {
         self.state.stats.clone()
     }
 
-    /// Every record the receiver has queued, in order (the inbox itself is drained by the
-    /// evaluator); capped at [`test_hooks::KEPT`].
+    /// Every record the receiver has queued, in order, once a test asked for them
+    /// ([`crate::seen::keep_records`]).
     #[cfg(feature = "test-hooks")]
     pub fn records(&self) -> Vec<crate::request::RequestRecord> {
-        self.state.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.state.seen.records()
     }
 }
 
@@ -116,7 +116,7 @@ impl Receiver {
             decoding: Arc::new(Semaphore::new(decode_permits())),
             logged: Mutex::default(),
             #[cfg(feature = "test-hooks")]
-            seen: Mutex::default(),
+            seen: crate::seen::Seen::default(),
         });
         Receiver { listener, state, config: *config }
     }
@@ -159,13 +159,7 @@ struct Ingest {
     /// Unknown service names and invalid attributes already logged.
     logged: Mutex<HashSet<String>>,
     #[cfg(feature = "test-hooks")]
-    seen: Mutex<Vec<crate::request::RequestRecord>>,
-}
-
-#[cfg(feature = "test-hooks")]
-mod test_hooks {
-    /// Records kept for [`super::Handle::records`].
-    pub const KEPT: usize = 100_000;
+    seen: crate::seen::Seen,
 }
 
 /// How one export's spans fared.
@@ -318,15 +312,12 @@ impl Ingest {
                 record.model = target.model.clone();
             }
             #[cfg(feature = "test-hooks")]
-            let copy = record.clone();
+            let copy = crate::seen::keeping().then(|| record.clone());
             if self.inbox.push(record) {
                 self.stats.received(i);
                 #[cfg(feature = "test-hooks")]
-                {
-                    let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-                    if seen.len() < test_hooks::KEPT {
-                        seen.push(copy);
-                    }
+                if let Some(copy) = copy {
+                    self.seen.keep(copy);
                 }
             } else {
                 out.inbox_full += 1;

@@ -51,7 +51,7 @@ fn ingest(yaml: &str, capacity: usize) -> (Ingest, Inbox) {
         decoding: Arc::new(Semaphore::new(1)),
         logged: Mutex::default(),
         #[cfg(feature = "test-hooks")]
-        seen: Mutex::default(),
+        seen: crate::seen::Seen::default(),
     };
     (state, inbox)
 }

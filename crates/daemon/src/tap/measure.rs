@@ -22,7 +22,7 @@ pub(super) struct Ctx {
     /// The zero of the meter's clock: times are seconds since the tap started.
     pub epoch: Instant,
     #[cfg(feature = "test-hooks")]
-    pub seen: super::seen::Seen,
+    pub seen: crate::seen::Seen,
 }
 
 impl Ctx {
@@ -123,7 +123,9 @@ impl Measure {
                     Ok(record) => {
                         self.ctx.stats.faults(u64::from(faults));
                         #[cfg(feature = "test-hooks")]
-                        self.ctx.seen.keep(&record);
+                        if crate::seen::keeping() {
+                            self.ctx.seen.keep(record.clone());
+                        }
                         self.ctx.inbox.push(record);
                     }
                     Err(_) => self.fault(),

@@ -15,8 +15,6 @@ mod headers;
 mod measure;
 pub mod metrics;
 mod proxy;
-#[cfg(feature = "test-hooks")]
-mod seen;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,12 +29,12 @@ use crate::config::TapConfig;
 use crate::inbox::Inbox;
 use crate::listen::paced::ClientBody;
 use crate::listen::server::{ServerLimits, serve_with};
+#[cfg(feature = "test-hooks")]
+use crate::seen::Seen;
 use conn::{Connector, Upstream};
 use measure::Ctx;
 pub use metrics::{TapMetrics, TapStats};
 use proxy::Proxy;
-#[cfg(feature = "test-hooks")]
-pub use seen::Seen;
 
 /// A connection to the upstream that is not up within this long fails the request (502).
 /// The engine is meant to be beside the tap, where a refused connection fails at once.
