@@ -31,3 +31,34 @@ fn metrics_carry_build_info() {
     assert!(body.lines().any(|l| l == line), "{line} not in:\n{body}");
     assert!(body.contains("# TYPE llm_slo_build_info gauge"), "{body}");
 }
+
+/// Every profile in Cargo.toml (the container image's `dist` among them) unwinds on a
+/// panic: the tap's measurement and each target's evaluation catch their own, and a build
+/// that aborts would let a measurement bug take down the daemon and every request through
+/// its taps. The daemon crate refuses to compile with `panic = "abort"`; CI builds no
+/// `dist`, so this reads the manifest.
+#[test]
+fn every_build_profile_unwinds() {
+    let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+    let mut section = String::new();
+    let mut profiles = Vec::new();
+    let mut aborting = Vec::new();
+    for (n, line) in manifest.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.trim().to_string();
+            if let Some(p) = section.strip_prefix("profile.") {
+                profiles.push(p.split('.').next().unwrap_or(p).to_string());
+            }
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        if section.starts_with("profile.") && key.trim() == "panic" && value.trim().trim_matches('"') != "unwind" {
+            aborting.push(format!("Cargo.toml:{}: [{section}] {line}", n + 1));
+        }
+    }
+    for p in ["release", "dist"] {
+        assert!(profiles.iter().any(|q| q == p), "[profile.{p}] not found in Cargo.toml: {profiles:?}");
+    }
+    assert!(aborting.is_empty(), "profiles that abort on a panic: {aborting:?}");
+}

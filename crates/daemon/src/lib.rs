@@ -23,6 +23,14 @@
 //! Prometheus. The core's modules are re-exported under their own names, so
 //! `goodput::parse` is `goodput_core::parse`.
 
+// A panic in the tap's measurement or in one target's evaluation is caught (catch_unwind)
+// and costs that record or that tick; built to abort instead, the same bug would take down
+// the daemon and every request going through its taps.
+#[cfg(not(panic = "unwind"))]
+compile_error!(
+    "goodput must be built with panic = \"unwind\": the tap's measurement and the evaluator catch their own panics (docs/request-path.md#invisible-to-clients)"
+);
+
 pub use goodput_core::{
     adapt, alert, budget, canonical, capacity, duration, enrich, evaluate, export, parse, probe, redact, report,
     request, slo, target, window,
