@@ -1,8 +1,10 @@
 //! What the tap adds to a streaming request (docs/benchmarks.md#the-tap).
 //!
 //! One run measures the same streams straight to an upstream, through the real `goodput`
-//! binary's tap and, when `nginx` is on PATH, through nginx as a streaming reverse proxy
-//! (the alternative a team would put there), interleaved so that machine noise hits all:
+//! binary's tap, when `nginx` is on PATH through nginx as a streaming reverse proxy (the
+//! alternative a team would put there), and through two floors of the tap's stack (the
+//! plainest hyper proxy and a tokio byte relay: [`proxies`]), interleaved so that machine
+//! noise hits all:
 //!
 //! - criterion: time to first token of a single stream on each path (median and the ratio
 //!   between them);
@@ -21,7 +23,6 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,10 @@ use axum::body::{Body, Bytes};
 use axum::routing::{get, post};
 use criterion::Criterion;
 use futures_util::StreamExt;
+use proxies::{Floor, Proxy};
+
+#[path = "tap/proxies.rs"]
+mod proxies;
 
 /// The shared clock of upstream and client: every stamp is nanoseconds since this instant.
 fn epoch() -> Instant {
@@ -102,138 +107,6 @@ async fn start_upstream() -> SocketAddr {
     });
     tokio::spawn(async move { axum::serve(listener, app).await });
     addr
-}
-
-/// A proxy in its own process in front of the upstream: the real daemon's tap, or nginx as
-/// the reverse proxy to compare it with. Killed (by PID) on drop.
-struct Proxy {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("port").port()
-}
-
-impl Proxy {
-    /// The real `goodput` binary with a tap in front of the upstream.
-    fn tap(upstream: SocketAddr) -> Proxy {
-        let (listen, tap) = (free_port(), free_port());
-        let dir = tempfile::tempdir().expect("temp dir");
-        let cfg = dir.path().join("goodput.yaml");
-        std::fs::write(
-            &cfg,
-            format!(
-                "listen: 127.0.0.1:{listen}\ntargets:\n  - name: bench\n    url: http://{upstream}/metrics\n    tap: {{listen: '127.0.0.1:{tap}', upstream: 'http://{upstream}'}}\n"
-            ),
-        )
-        .expect("write the config");
-        let child = Command::new(env!("CARGO_BIN_EXE_goodput"))
-            .args(["run", "--config"])
-            .arg(&cfg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start goodput");
-        Proxy::listening(child, tap, dir, "the tap")
-    }
-
-    /// nginx as a streaming reverse proxy (no response or request buffering, kept upstream
-    /// connections, TCP_NODELAY, no access log), one worker in a single process, as a
-    /// sidecar would run it; `None` when no `nginx` is on PATH.
-    fn nginx(upstream: SocketAddr) -> Option<Proxy> {
-        let port = free_port();
-        let dir = tempfile::tempdir().expect("temp dir");
-        let d = dir.path().display();
-        let conf = dir.path().join("nginx.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                r#"daemon off;
-master_process off;
-worker_processes 1;
-error_log {d}/error.log warn;
-pid {d}/nginx.pid;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    tcp_nodelay on;
-    upstream engine {{ server {upstream}; keepalive 1024; }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            proxy_pass http://engine;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-            proxy_request_buffering off;
-        }}
-    }}
-}}
-"#
-            ),
-        )
-        .expect("write the nginx config");
-        let child = match Command::new("nginx")
-            .arg("-p")
-            .arg(dir.path())
-            .arg("-c")
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => panic!("start nginx: {e}"),
-        };
-        Some(Proxy::listening(child, port, dir, "nginx"))
-    }
-
-    fn listening(child: Child, port: u16, dir: tempfile::TempDir, what: &str) -> Proxy {
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("address");
-        let p = Proxy { child, addr, _dir: dir };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "{what} did not listen on {addr} within 20 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        p
-    }
-
-    /// User plus system CPU seconds the proxy's process has used.
-    fn cpu_seconds(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        let rest = stat.rfind(')').map_or("", |i| &stat[i + 1..]);
-        let f: Vec<f64> = rest.split_whitespace().map(|s| s.parse().unwrap_or(0.0)).collect();
-        // utime and stime are fields 14 and 15 of proc(5); `rest` starts at field 3.
-        // SAFETY: sysconf has no preconditions.
-        let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / tick
-    }
-
-    /// Nanoseconds the proxy's threads have spent on a CPU: the sum of each live thread's
-    /// first `schedstat` field, finer than `cpu_seconds`' clock ticks.
-    fn cpu_nanos(&self) -> u64 {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.child.id())) else { return 0 };
-        tasks
-            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
-            .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-            .sum()
-    }
 }
 
 /// One stream's timings: request sent → first token event read, and each token event's
@@ -325,8 +198,8 @@ fn criterion_ttft(
     g.finish();
 }
 
-/// TTFT of many one-token streams, one at a time, direct, through the tap and (when there is
-/// one) through nginx in turn: enough samples (the table's single-stream row has 40) for
+/// TTFT of many one-token streams, one at a time, direct and through each proxy in turn:
+/// enough samples (the table's single-stream row has 40) for
 /// their p99 to be a p99 and not the worst of a few.
 fn ttft_quantiles(rt: &tokio::runtime::Runtime, client: &reqwest::Client, up: SocketAddr, proxies: &[(&str, &Proxy)]) {
     const ROUNDS: usize = 2_000;
@@ -429,15 +302,19 @@ fn concurrency_table(rt: &tokio::runtime::Runtime, client: &reqwest::Client, up:
 }
 
 fn main() {
+    proxies::serve_floor_if_asked();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let up = rt.block_on(start_upstream());
     let tap = Proxy::tap(up);
     let nginx = Proxy::nginx(up);
     if nginx.is_none() {
-        eprintln!("no nginx on PATH: measuring the tap against direct only");
+        eprintln!("no nginx on PATH: measuring the tap against direct and its floors only");
     }
-    let proxies: Vec<(&str, &Proxy)> =
-        std::iter::once(("tap", &tap)).chain(nginx.as_ref().map(|n| ("nginx", n))).collect();
+    let floors = [Floor::Hyper, Floor::Relay].map(|f| (f.name(), Proxy::floor(f, up)));
+    let proxies: Vec<(&str, &Proxy)> = std::iter::once(("tap", &tap))
+        .chain(nginx.as_ref().map(|n| ("nginx", n)))
+        .chain(floors.iter().map(|(n, p)| (*n, p)))
+        .collect();
     goodput::scrape::install_crypto_provider();
     let client =
         reqwest::Client::builder().no_proxy().tcp_nodelay(true).pool_max_idle_per_host(1024).build().expect("client");
