@@ -1,6 +1,7 @@
 //! The proxies the bench sends streams through, each in its own process: the real daemon's
-//! tap, nginx, and two floors of the tap's own stack, served by this bench's binary started
-//! again ([`serve_floor_if_asked`]):
+//! tap, nginx, and (with `GOODPUT_TAP_BENCH_FLOORS=1`) two floors of the tap's own stack,
+//! served by this bench's binary started again ([`serve_floor_if_asked`]; a script can start
+//! one the same way: `GOODPUT_TAP_BENCH_SERVE=hyper <bench binary> LISTEN UPSTREAM`):
 //!
 //! - **hyper**: the plainest reverse proxy hyper makes: one kept upstream connection per
 //!   client connection, both driven in the client connection's task, requests and responses
@@ -24,7 +25,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// The variable that starts this bench's binary as a floor proxy (its value the floor's
 /// name, its arguments the address to listen on and the upstream's).
-const FLOOR: &str = "GOODPUT_TAP_BENCH_FLOOR";
+const SERVE: &str = "GOODPUT_TAP_BENCH_SERVE";
 
 /// A floor of the tap's stack ([module docs](self)).
 #[derive(Clone, Copy)]
@@ -44,11 +45,11 @@ impl Floor {
 
 /// When this process was started as a floor proxy, serves it until killed; otherwise returns.
 pub fn serve_floor_if_asked() {
-    let Ok(name) = std::env::var(FLOOR) else { return };
+    let Ok(name) = std::env::var(SERVE) else { return };
     let floor = [Floor::Hyper, Floor::Relay]
         .into_iter()
         .find(|f| f.name() == name)
-        .unwrap_or_else(|| panic!("{FLOOR}={name:?}: expected hyper or relay"));
+        .unwrap_or_else(|| panic!("{SERVE}={name:?}: expected hyper or relay"));
     let mut args = std::env::args().skip(1).map(|a| a.parse::<SocketAddr>().expect("a socket address"));
     let (listen, upstream) = (args.next().expect("listen address"), args.next().expect("upstream address"));
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
@@ -204,7 +205,7 @@ http {{
         let port = free_port();
         let exe = std::env::current_exe().expect("the bench's own path");
         let child = Command::new(exe)
-            .env(FLOOR, floor.name())
+            .env(SERVE, floor.name())
             .arg(format!("127.0.0.1:{port}"))
             .arg(upstream.to_string())
             .stdout(Stdio::null())
