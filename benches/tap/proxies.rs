@@ -143,45 +143,18 @@ impl Proxy {
         Proxy::listening(child, tap, dir, "the tap")
     }
 
-    /// nginx as a streaming reverse proxy (no response or request buffering, kept upstream
-    /// connections, TCP_NODELAY, no access log), one worker in a single process, as a
-    /// sidecar would run it; `None` when no `nginx` is on PATH.
+    /// nginx as a streaming reverse proxy, as `nginx.conf` beside this file sets it up;
+    /// `None` when no `nginx` is on PATH.
     pub fn nginx(upstream: SocketAddr) -> Option<Proxy> {
         let port = free_port();
         let dir = tempfile::tempdir().expect("temp dir");
-        let d = dir.path().display();
         let conf = dir.path().join("nginx.conf");
         std::fs::write(
             &conf,
-            format!(
-                r#"daemon off;
-master_process off;
-worker_processes 1;
-error_log {d}/error.log warn;
-pid {d}/nginx.pid;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    tcp_nodelay on;
-    upstream engine {{ server {upstream}; keepalive 1024; }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            proxy_pass http://engine;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-            proxy_request_buffering off;
-        }}
-    }}
-}}
-"#
-            ),
+            include_str!("nginx.conf")
+                .replace("@DIR@", &dir.path().display().to_string())
+                .replace("@UPSTREAM@", &upstream.to_string())
+                .replace("@PORT@", &port.to_string()),
         )
         .expect("write the nginx config");
         let child = match Command::new("nginx")

@@ -142,34 +142,8 @@ count tap-unmeasured "$port2" /v1/embeddings "$BIN" run --config "$work/unmeasur
 if command -v nginx >/dev/null; then
   port=$(free_port)
   mkdir "$work/nginx"
-  cat >"$work/nginx/nginx.conf" <<NGINX
-daemon off;
-master_process off;
-worker_processes 1;
-error_log $work/nginx/error.log warn;
-pid $work/nginx/nginx.pid;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path $work/nginx/body;
-    proxy_temp_path $work/nginx/proxy;
-    fastcgi_temp_path $work/nginx/fastcgi;
-    uwsgi_temp_path $work/nginx/uwsgi;
-    scgi_temp_path $work/nginx/scgi;
-    tcp_nodelay on;
-    upstream engine { server 127.0.0.1:$up; keepalive 64; }
-    server {
-        listen 127.0.0.1:$port;
-        location / {
-            proxy_pass http://engine;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-            proxy_request_buffering off;
-        }
-    }
-}
-NGINX
+  sed -e "s|@DIR@|$work/nginx|g" -e "s|@UPSTREAM@|127.0.0.1:$up|" -e "s|@PORT@|$port|" \
+    benches/tap/nginx.conf >"$work/nginx/nginx.conf"
   count nginx "$port" /v1/chat/completions nginx -p "$work/nginx" -c "$work/nginx/nginx.conf"
 else
   echo "nginx  (not on PATH: Debian apt-get install nginx-light)"
