@@ -12,7 +12,7 @@
 #   cargo bench --bench tap --no-run     # builds target/release/goodput and the bench
 #   scripts/bench/tap-instructions.sh
 #
-# Needs valgrind and python3 (Debian: apt-get install valgrind python3); nginx is optional.
+# Needs valgrind and python3 (Debian: apt-get install valgrind python3 curl); nginx is optional.
 # Env: BIN (target/release/goodput), BENCH (the newest target/release/deps/tap-*),
 # N (300), WARM (50).
 set -euo pipefail
@@ -25,8 +25,8 @@ N=${N:-300}
 WARM=${WARM:-50}
 require_bin "$BIN" "cargo bench --bench tap --no-run"
 require_bin "$BENCH" "cargo bench --bench tap --no-run"
-for tool in valgrind callgrind_control python3; do
-  command -v "$tool" >/dev/null || { echo "missing $tool (Debian: apt-get install valgrind python3)" >&2; exit 2; }
+for tool in valgrind callgrind_control python3 curl; do
+  command -v "$tool" >/dev/null || { echo "missing $tool (Debian: apt-get install valgrind python3 curl)" >&2; exit 2; }
 done
 
 work=$(mktemp -d)
@@ -89,20 +89,10 @@ PY
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-wait_port() {
-  local i
-  for ((i = 0; i < 600; i++)); do
-    python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.2)" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nothing listens on 127.0.0.1:$1 after 60 s" >&2
-  return 1
-}
-
 up=$(free_port)
 python3 "$work/upstream.py" "$up" &
 pids+=($!)
-wait_port "$up"
+wait_http "http://127.0.0.1:$up/metrics"
 
 # One proxy under callgrind: $1 its name, $2 its port, $3 the path the client posts to,
 # the rest its command line.
@@ -112,7 +102,8 @@ count() {
   valgrind --tool=callgrind --callgrind-out-file="$work/$name.%p" "$@" >"$work/$name.log" 2>&1 &
   local pid=$!
   pids+=("$pid")
-  wait_port "$port"
+  # Every proxy here passes a GET on to the upstream, which answers it; valgrind starts slowly.
+  wait_http "http://127.0.0.1:$port/metrics" 60
   python3 "$work/client.py" "$port" "$WARM" "$path"
   callgrind_control -z "$pid" >/dev/null 2>&1
   python3 "$work/client.py" "$port" "$N" "$path"
